@@ -1,0 +1,247 @@
+#include "core/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace gputriage::core {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After SIGKILL, how long we wait for the child to be reaped before abandoning it. A process
+// blocked uninterruptibly in a driver call cannot die until the call returns.
+constexpr auto kKillGrace = std::chrono::milliseconds(300);
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept {
+    reset(other.release());
+    return *this;
+  }
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+bool MakePipe(Fd& read_end, Fd& write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  read_end.reset(fds[0]);
+  write_end.reset(fds[1]);
+  return true;
+}
+
+std::vector<std::string> BuildEnvironment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    std::string_view name = entry.substr(0, entry.find('='));
+    bool overridden = false;
+    for (const std::string& x : extra) {
+      if (std::string_view(x).substr(0, x.find('=')) == name) overridden = true;
+    }
+    if (!overridden) env.emplace_back(entry);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Reads what is available on `fd` into `sink` (bounded). Returns false at EOF or error.
+bool DrainInto(int fd, std::string& sink, size_t max_bytes, bool keep_tail, size_t* dropped) {
+  char buf[65536];
+  ssize_t n = ::read(fd, buf, sizeof(buf));
+  if (n < 0) return errno == EINTR || errno == EAGAIN;
+  if (n == 0) return false;
+  sink.append(buf, static_cast<size_t>(n));
+  if (sink.size() > max_bytes) {
+    size_t excess = sink.size() - max_bytes;
+    if (dropped != nullptr) *dropped += excess;
+    if (keep_tail) {
+      sink.erase(0, excess);
+    } else {
+      sink.resize(max_bytes);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string SignalName(int signal) {
+  const char* abbrev = ::sigabbrev_np(signal);
+  if (abbrev != nullptr) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(signal);
+}
+
+Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
+                                      const RunOptions& options) {
+  if (argv.empty()) return MakeError("RunWithTimeout: empty command line");
+  Fd out_r, out_w, err_r, err_w, in_r, in_w;
+  if (!MakePipe(out_r, out_w) || !MakePipe(err_r, err_w) ||
+      (options.stdin_data && !MakePipe(in_r, in_w))) {
+    return MakeError("{}: cannot create pipes: {}", argv[0], std::strerror(errno));
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (options.stdin_data) {
+    posix_spawn_file_actions_adddup2(&actions, in_r.get(), 0);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  }
+  posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
+  posix_spawn_file_actions_adddup2(&actions, err_w.get(), 2);
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Own process group, so a timeout kills the helper and anything it started.
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t default_signals;
+  sigemptyset(&default_signals);
+  sigaddset(&default_signals, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &default_signals);
+  sigset_t no_mask;
+  sigemptyset(&no_mask);
+  posix_spawnattr_setsigmask(&attr, &no_mask);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETSIGMASK);
+
+  std::vector<std::string> args = argv;
+  std::vector<std::string> env = BuildEnvironment(options.extra_env);
+  std::vector<char*> c_args = CStrings(args);
+  std::vector<char*> c_env = CStrings(env);
+
+  auto start = Clock::now();
+  pid_t pid = 0;
+  int rc = argv[0].find('/') == std::string::npos
+               ? posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, c_args.data(), c_env.data())
+               : posix_spawn(&pid, argv[0].c_str(), &actions, &attr, c_args.data(), c_env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return MakeError("{}: cannot start: {}", argv[0], std::strerror(rc));
+  out_w.reset();
+  err_w.reset();
+  in_r.reset();
+
+  ProcessOutcome outcome;
+  outcome.pid = pid;
+  if (options.stdin_data) {
+    // Small inputs only (probe requests); a full pipe would block, so write non-blocking.
+    ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
+    ssize_t ignored = ::write(in_w.get(), options.stdin_data->data(), options.stdin_data->size());
+    (void)ignored;
+    in_w.reset();
+  }
+
+  auto deadline = start + options.timeout;
+  bool out_open = true, err_open = true;
+  while (out_open || err_open) {
+    auto now = Clock::now();
+    if (now >= deadline) {
+      outcome.timed_out = true;
+      break;
+    }
+    int wait_ms = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0},
+                     {err_open ? err_r.get() : -1, POLLIN, 0}};
+    int n = ::poll(fds, 2, wait_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      out_open = DrainInto(out_r.get(), outcome.stdout_data, options.max_stdout_bytes, false,
+                           &outcome.stdout_dropped_bytes);
+    }
+    if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      err_open = DrainInto(err_r.get(), outcome.stderr_tail, options.max_stderr_bytes, true,
+                           nullptr);
+    }
+  }
+
+  int status = 0;
+  if (!outcome.timed_out) {
+    // Pipes closed: the child is exiting (or closed them itself); wait for it, bounded.
+    while (true) {
+      pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) break;
+      if (w < 0 && errno != EINTR) break;
+      if (Clock::now() >= deadline) {
+        outcome.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  if (outcome.timed_out) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+    auto grace_end = Clock::now() + kKillGrace;
+    outcome.abandoned = true;
+    while (Clock::now() < grace_end) {
+      pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) {
+        outcome.abandoned = false;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (!outcome.abandoned) outcome.term_signal = SIGKILL;
+  } else if (WIFEXITED(status)) {
+    outcome.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    outcome.term_signal = WTERMSIG(status);
+  }
+  outcome.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return outcome;
+}
+
+std::string DescribeOutcome(const ProcessOutcome& outcome, const RunOptions& options) {
+  if (outcome.timed_out) {
+    std::string s = fmt::format("did not answer within {:.1f} s",
+                                std::chrono::duration<double>(options.timeout).count());
+    if (outcome.abandoned) s += " and could not be killed (stuck in the kernel)";
+    return s;
+  }
+  if (outcome.term_signal) return "was killed by " + SignalName(*outcome.term_signal);
+  if (outcome.exit_code) return fmt::format("exited with status {}", *outcome.exit_code);
+  return "ended in an unknown state";
+}
+
+}  // namespace gputriage::core

@@ -1,0 +1,166 @@
+#include "core/text.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+
+namespace gputriage::core {
+
+namespace {
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\0';
+}
+}  // namespace
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.push_back(s.substr(start));
+      return out;
+    }
+    out.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::vector<std::string_view> SplitLines(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t pos = s.find('\n', start);
+    std::string_view line =
+        pos == std::string_view::npos ? s.substr(start) : s.substr(start, pos - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.push_back(line);
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::vector<std::string_view> SplitWhitespace(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && IsSpace(s[i])) ++i;
+    size_t start = i;
+    while (i < s.size() && !IsSpace(s[i])) ++i;
+    if (i > start) out.push_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
+bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::optional<uint64_t> ParseU64(std::string_view s, int base) {
+  s = Trim(s);
+  if (s.empty()) return std::nullopt;
+  if (base == 0) {
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+      s.remove_prefix(2);
+      base = 16;
+    } else {
+      base = 10;
+    }
+  } else if (base == 16 && s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s.remove_prefix(2);
+  }
+  uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<int64_t> ParseI64(std::string_view s) {
+  s = Trim(s);
+  if (s.empty()) return std::nullopt;
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, 10);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<double> ParseDouble(std::string_view s) {
+  s = Trim(s);
+  if (s.empty()) return std::nullopt;
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+std::string SanitizeUtf8(std::string_view s) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\t' && c != '\n') {
+        out += kReplacement;
+      } else if (c == 0x7f) {
+        out += kReplacement;
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    size_t len = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+               : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    bool valid = len != 0 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) {
+      valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    }
+    if (valid && len == 3) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) valid = false;
+    }
+    if (valid && len == 4) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) valid = false;
+    }
+    if (!valid) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text,
+                                                                    char sep) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::string_view line : SplitLines(text)) {
+    size_t pos = line.find(sep);
+    if (pos == std::string_view::npos) continue;
+    std::string_view key = Trim(line.substr(0, pos));
+    if (key.empty()) continue;
+    out.emplace_back(std::string(key), std::string(Trim(line.substr(pos + 1))));
+  }
+  return out;
+}
+
+}  // namespace gputriage::core

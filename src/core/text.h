@@ -1,0 +1,43 @@
+// Small string helpers shared by every parser. All take views and never throw.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gputriage::core {
+
+/// `s` without leading/trailing ASCII whitespace (space, tab, CR, LF, VT, FF) and NULs.
+std::string_view Trim(std::string_view s);
+
+/// Splits on `sep`; keeps empty fields.
+std::vector<std::string_view> Split(std::string_view s, char sep);
+
+/// Splits into lines on '\n' (a trailing '\r' is dropped); no empty last line for a final '\n'.
+std::vector<std::string_view> SplitLines(std::string_view s);
+
+/// Splits on runs of ASCII whitespace; no empty fields.
+std::vector<std::string_view> SplitWhitespace(std::string_view s);
+
+bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
+std::string ToLower(std::string_view s);
+
+/// Parses a whole (trimmed) string as a number in `base` (0 = auto: 0x prefix hex, else
+/// decimal). nullopt on empty input, trailing garbage, or overflow.
+std::optional<uint64_t> ParseU64(std::string_view s, int base = 0);
+std::optional<int64_t> ParseI64(std::string_view s);
+std::optional<double> ParseDouble(std::string_view s);
+
+/// Replaces bytes that are not printable UTF-8/ASCII text (control bytes other than tab,
+/// invalid UTF-8 sequences) with U+FFFD so the result is always valid JSON text.
+std::string SanitizeUtf8(std::string_view s);
+
+/// `key = value` or `key: value` lines into pairs (first separator wins); lines without the
+/// separator are skipped.
+std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text,
+                                                                    char sep);
+
+}  // namespace gputriage::core
