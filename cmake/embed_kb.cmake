@@ -1,0 +1,16 @@
+# Run with -DOUT=<file.cc> -DROOT=<source dir> -DFILES=<a;b;c>: writes a C++ file holding each
+# knowledge-base file's text, so the binary carries its reviewed data wherever it is copied.
+string(REPLACE "|" ";" FILES "${FILES}")
+set(body "// Generated from kb/ by cmake/embed_kb.cmake. Do not edit.\n#include \"knowledge_data/embedded.h\"\n\nnamespace gputriage::kb_data {\n\nconst std::vector<EmbeddedFile>& EmbeddedFiles() {\n  static const std::vector<EmbeddedFile> kFiles = {\n")
+foreach(f ${FILES})
+  file(READ "${f}" content)
+  file(RELATIVE_PATH rel "${ROOT}" "${f}")
+  string(FIND "${content}" ")gtkb\"" bad)
+  if(NOT bad EQUAL -1)
+    message(FATAL_ERROR "${f} contains the raw-string delimiter )gtkb\"")
+  endif()
+  string(APPEND body "      {\"${rel}\", R\"gtkb(${content})gtkb\"},\n")
+endforeach()
+string(APPEND body "  };\n  return kFiles;\n}\n\n}  // namespace gputriage::kb_data\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)

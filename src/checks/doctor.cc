@@ -1,0 +1,487 @@
+#include "checks/doctor.h"
+
+#include <re2/re2.h>
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/text.h"
+
+namespace gputriage::checks {
+
+namespace {
+
+using core::Evidence;
+using core::Finding;
+using core::Json;
+using core::Severity;
+
+constexpr size_t kMaxEvidence = 8;
+
+std::string Str(const Json& obj, const char* key, const std::string& fallback = "") {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string()) return fallback;
+  return obj[key].get<std::string>();
+}
+
+std::optional<double> Num(const Json& obj, const char* key) {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number()) return std::nullopt;
+  return obj[key].get<double>();
+}
+
+const Json& Path(const Json& root, std::initializer_list<const char*> keys) {
+  static const Json kNull;
+  const Json* node = &root;
+  for (const char* key : keys) {
+    if (!node->is_object() || !node->contains(key)) return kNull;
+    node = &(*node)[key];
+  }
+  return *node;
+}
+
+std::string GpuLabel(const Json& gpu) {
+  std::string name = Str(gpu, "name", Str(gpu, "pci_name", "GPU"));
+  return fmt::format("{} ({})", Str(gpu, "pci_address", "?"), name);
+}
+
+Finding Make(std::string id, Severity severity, std::string title, std::string detail,
+             std::vector<Evidence> evidence, std::string fix,
+             std::vector<std::string> references = {}) {
+  return Finding{std::move(id), 1, severity, std::move(title), std::move(detail),
+                 std::move(evidence), std::move(fix), std::move(references)};
+}
+
+// ---- kernel log -------------------------------------------------------------------------
+
+struct RecordGroup {
+  std::string id;
+  Severity severity = Severity::kWarning;
+  std::string title;
+  std::string detail;
+  std::string fix;
+  std::vector<std::string> references;
+  std::vector<Evidence> evidence;
+  size_t count = 0;
+  std::string last_time;
+};
+
+std::string RecordText(const Json& record) {
+  std::string time = Str(record, "time");
+  if (time.empty()) {
+    if (auto m = Num(record, "monotonic_s")) time = fmt::format("{:.6f}", *m);
+  }
+  return (time.empty() ? "" : "[" + time + "] ") + Str(record, "message");
+}
+
+void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto, const Json& record) {
+  auto [it, inserted] = groups.try_emplace(proto.id, std::move(proto));
+  RecordGroup& group = it->second;
+  ++group.count;
+  group.last_time = Str(record, "time");
+  if (group.evidence.size() < kMaxEvidence) {
+    group.evidence.push_back({"kernel log", RecordText(record)});
+  }
+}
+
+RecordGroup XidGroup(const Json& record, const Knowledge& knowledge) {
+  const Json& xid = record["xid"];
+  int code = xid.value("code", -1);
+  RecordGroup g;
+  g.id = fmt::format("kmsg.nvidia_xid_{}", code);
+  auto entry = knowledge.xid.find(code);
+  if (entry != knowledge.xid.end()) {
+    g.severity = entry->second.severity;
+    g.title = fmt::format("NVIDIA Xid {}: {}", code, entry->second.name);
+    g.detail = entry->second.meaning;
+    if (!entry->second.verdict.empty()) g.detail += " Usual cause: " + entry->second.verdict + ".";
+    g.fix = entry->second.action;
+    g.references = entry->second.references;
+  } else {
+    g.severity = Severity::kError;
+    g.title = fmt::format("NVIDIA Xid {} (not in gputriage's Xid table)", code);
+    g.detail = "The driver reported an Xid error this version of gputriage has no description for.";
+    g.fix = "Look the code up in NVIDIA's Xid catalog.";
+    g.references = {"https://docs.nvidia.com/deploy/xid-errors/index.html"};
+  }
+  return g;
+}
+
+// Patterns over amdgpu/NVRM messages that name an event class more precisely than the
+// record's class. Order matters: the first match wins.
+struct MessageRule {
+  const char* id;
+  const char* record_class;  // nullptr: any class
+  const char* pattern;
+  Severity severity;
+  const char* title;
+  const char* detail;
+  const char* fix;
+};
+
+const std::vector<MessageRule>& MessageRules() {
+  static const std::vector<MessageRule> kRules = {
+      {"kmsg.nvidia_fallen_off_bus", nullptr, R"((?i)fallen off the bus)", Severity::kCritical,
+       "An NVIDIA GPU fell off the bus",
+       "The GPU stopped answering on PCIe; every process using it fails.",
+       "Drain the node; check power, cooling and seating of the board; reset or replace the GPU."},
+      {"kmsg.amdgpu_vm_fault", nullptr,
+       R"((?i)(page fault|PROTECTION_FAULT_STATUS|VM fault|Memory access fault))", Severity::kError,
+       "amdgpu GPU page fault (a kernel touched unmapped or protected memory)",
+       "The GPU's memory management unit reported a fault; the process it names touched memory "
+       "it must not (the AMD equivalent of an illegal address).",
+       "Run the job under `gputriage run`, with AMD_SERIALIZE_KERNEL=3 or rocm-debug-agent, to "
+       "find the kernel; check for out-of-bounds indexing."},
+      {"kmsg.amdgpu_ring_timeout", nullptr, R"((?i)ring \S+ timeout)", Severity::kError,
+       "amdgpu ring timeout (a GPU queue stopped making progress)",
+       "A command ring did not finish in time; the driver usually resets the GPU next.",
+       "Look for the job and kernel that was running; rerun to see whether it repeats."},
+      {"kmsg.gpu_reset", "gpu_reset", R"(.)", Severity::kError, "The GPU was reset",
+       "The driver reset the GPU; every context on it was lost.",
+       "Find what triggered the reset in the records just before it (ring timeout, fault, RAS)."},
+      {"kmsg.ras_uncorrectable", nullptr, R"((?i)(uncorrect|fatal|UE\b))", Severity::kCritical,
+       "Uncorrectable hardware error (RAS/ECC/machine check) reported by the kernel",
+       "Hardware reported an error it could not correct.",
+       "Drain the node and have the GPU or host checked; keep these records for the vendor."},
+      {"kmsg.ras_correctable", "ras", R"(.)", Severity::kWarning,
+       "Correctable hardware errors (RAS/ECC) reported by the kernel",
+       "Hardware corrected errors; a rising count can precede uncorrectable ones.",
+       "Watch the counters over time (snapshot diff); replace the part if they keep growing."},
+      {"kmsg.pcie_aer_uncorrected", "aer", R"((?i)(uncorrect|fatal))", Severity::kError,
+       "Uncorrected PCIe errors (AER)",
+       "The PCIe link reported uncorrected errors; transfers may have failed.",
+       "Check the slot, riser and cabling; reseat the GPU; watch the AER counters."},
+      {"kmsg.pcie_aer_corrected", "aer", R"(.)", Severity::kWarning, "Corrected PCIe errors (AER)",
+       "The PCIe link needed retries; many of them slow transfers and can precede failures.",
+       "Watch the AER counters; reseat or move the GPU if they keep growing."},
+      {"kmsg.iommu_fault", "iommu", R"((?i)(fault|IO_PAGE_FAULT|DMAR))", Severity::kWarning,
+       "IOMMU faults", "A device's DMA was blocked by the IOMMU.",
+       "Check the IOMMU settings (iommu=pt is common on GPU nodes) and the device the fault names."},
+      {"kmsg.mce", "mce", R"(.)", Severity::kWarning, "Machine-check events",
+       "The CPU or memory controller reported machine checks.",
+       "Check the host's hardware log (rasdaemon, BMC)."},
+      {"kmsg.oom_killer", "oom", R"((?i)(Killed process|out of memory))", Severity::kWarning,
+       "The kernel's OOM killer killed a process",
+       "The host ran out of memory; a job killed this way dies with SIGKILL and no GPU error.",
+       "Reduce host memory use (data loader workers, pinned memory) or add memory."},
+  };
+  return kRules;
+}
+
+const RE2& CompiledRule(size_t index) {
+  static const std::vector<std::unique_ptr<RE2>> kCompiled = [] {
+    std::vector<std::unique_ptr<RE2>> out;
+    for (const MessageRule& rule : MessageRules()) out.push_back(std::make_unique<RE2>(rule.pattern));
+    return out;
+  }();
+  return *kCompiled[index];
+}
+
+std::optional<RecordGroup> RuleGroup(const Json& record) {
+  std::string cls = Str(record, "class");
+  std::string message = Str(record, "message");
+  const auto& rules = MessageRules();
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const MessageRule& rule = rules[i];
+    if (rule.record_class != nullptr && cls != rule.record_class) continue;
+    // Class-less rules apply only to GPU driver and hardware-error records.
+    if (rule.record_class == nullptr &&
+        !(cls == "amdgpu" || cls == "kfd" || cls == "nvidia.nvrm" || cls == "ras" || cls == "mce" ||
+          cls == "gpu_reset")) {
+      continue;
+    }
+    if (!RE2::PartialMatch(message, CompiledRule(i))) continue;
+    RecordGroup g;
+    g.id = rule.id;
+    g.severity = rule.severity;
+    g.title = rule.title;
+    g.detail = rule.detail;
+    g.fix = rule.fix;
+    return g;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
+  const Json& gpus = Path(snapshot, {"gpus"});
+  if (!gpus.is_array() || gpus.empty()) {
+    std::string where = snapshot.value("root", Json()).is_string()
+                            ? "in the tree " + snapshot["root"].get<std::string>()
+                            : "on this machine";
+    out.push_back(Make("gpu.none_found", Severity::kError, "No GPU found " + where,
+                       "No NVIDIA (0x10de) or AMD (0x1002) display or accelerator device is on "
+                       "the PCI bus, and no GPU driver lists one.",
+                       {{"/sys/bus/pci/devices", "no device of vendor 0x10de or 0x1002 with a "
+                                                 "display/accelerator class"}},
+                       "Check that the GPU is installed, powered and passed through to this "
+                       "VM or container (lspci should list it)."));
+    return;
+  }
+  for (const Json& gpu : gpus) {
+    std::string driver = Str(gpu, "driver");
+    if (gpu.value("source", "") == "driver") continue;  // known only from the driver's files
+    if (driver.empty()) {
+      out.push_back(Make("gpu.no_driver", Severity::kError,
+                         "GPU " + GpuLabel(gpu) + " has no kernel driver bound",
+                         "The device is on the PCI bus but no driver claimed it, so no program "
+                         "can use it.",
+                         {{"/sys/bus/pci/devices/" + Str(gpu, "pci_address") + "/driver", "absent"}},
+                         Str(gpu, "vendor") == "nvidia"
+                             ? "Load the NVIDIA driver (modprobe nvidia) and check the kernel log "
+                               "for why it did not bind."
+                             : "Load amdgpu (modprobe amdgpu) and check the kernel log for why it "
+                               "did not bind."));
+    } else if (driver == "vfio-pci" || driver == "pci-stub") {
+      out.push_back(Make("gpu.passthrough_driver", Severity::kInfo,
+                         "GPU " + GpuLabel(gpu) + " is bound to " + driver,
+                         "The device is reserved for passthrough to a VM; this host cannot use it.",
+                         {{"driver", driver}}, ""));
+    }
+  }
+  // NVIDIA GPUs bound to the nvidia driver that NVML does not list.
+  const Json& nvml_count = Path(snapshot, {"software", "nvidia", "device_count"});
+  if (!nvml_count.is_number()) return;
+  for (const Json& gpu : gpus) {
+    if (Str(gpu, "vendor") != "nvidia" || Str(gpu, "driver") != "nvidia") continue;
+    if (gpu.contains("nvidia") && gpu["nvidia"].contains("uuid")) continue;
+    out.push_back(Make("nvidia.gpu_not_in_nvml", Severity::kError,
+                       "GPU " + GpuLabel(gpu) + " is on the bus but NVML does not list it",
+                       "The driver is bound but NVML reports no device at this address; the GPU "
+                       "may have failed initialisation or fallen off the bus.",
+                       {{"NVML", fmt::format("nvmlDeviceGetCount: {}", nvml_count.dump())}},
+                       "Check the kernel log for NVRM errors for this address."));
+  }
+}
+
+void CheckPciLinks(const Json& snapshot, std::vector<Finding>& out) {
+  for (const Json& gpu : Path(snapshot, {"gpus"})) {
+    const Json& link = Path(gpu, {"link"});
+    auto cw = Num(link, "current_width"), mw = Num(link, "max_width");
+    auto cs = Num(link, "current_speed_gts"), ms = Num(link, "max_speed_gts");
+    std::string path = "/sys/bus/pci/devices/" + Str(gpu, "pci_address");
+    if (cw && mw && *cw < *mw) {
+      out.push_back(Make(
+          "pci.link_width_downtrained", Severity::kWarning,
+          fmt::format("PCIe link of {} runs at x{} of x{}", GpuLabel(gpu), *cw, *mw),
+          "The link trained to fewer lanes than the device supports; host-device bandwidth is cut "
+          "accordingly. Lanes, unlike speed, are not lowered for power saving.",
+          {{path + "/current_link_width", fmt::format("{}", *cw)},
+           {path + "/max_link_width", fmt::format("{}", *mw)}},
+          "Reseat the GPU, check the riser/cable and the slot's wiring (some slots are x8)."));
+    }
+    if (cs && ms && *cs < *ms) {
+      out.push_back(Make(
+          "pci.link_speed_below_max", Severity::kInfo,
+          fmt::format("PCIe link of {} runs at {:g} GT/s of {:g} GT/s", GpuLabel(gpu), *cs, *ms),
+          "GPUs lower the link speed when idle to save power, so this is normal at idle; if it "
+          "stays low under load, the link is downtrained.",
+          {{path + "/current_link_speed", fmt::format("{:g} GT/s", *cs)},
+           {path + "/max_link_speed", fmt::format("{:g} GT/s", *ms)}},
+          "Check again while the GPU is busy; if still low, reseat the GPU or check the slot."));
+    }
+  }
+}
+
+void CheckBars(const Json& snapshot, std::vector<Finding>& out) {
+  for (const Json& gpu : Path(snapshot, {"gpus"})) {
+    std::optional<double> memory;
+    if (auto m = Num(Path(gpu, {"nvidia"}), "memory_total_bytes")) memory = m;
+    if (auto m = Num(Path(gpu, {"amd"}), "vram_total_bytes")) memory = m;
+    const Json& bars = Path(gpu, {"bars"});
+    if (!memory || !bars.is_array() || bars.empty()) continue;
+    double largest = 0;
+    for (const Json& bar : bars) largest = std::max(largest, Num(bar, "size_bytes").value_or(0));
+    if (largest <= 0 || largest >= *memory) continue;
+    out.push_back(Make(
+        "pci.small_bar", Severity::kInfo,
+        fmt::format("{} exposes {:.0f} MiB of {:.0f} MiB device memory through its largest BAR",
+                    GpuLabel(gpu), largest / 1048576.0, *memory / 1048576.0),
+        "Without a large (resizable) BAR the CPU and peers cannot map all device memory; "
+        "peer-to-peer transfers and some runtime features are slower or disabled, and mmap of "
+        "device memory past the window fails (SIGBUS).",
+        {{"/sys/bus/pci/devices/" + Str(gpu, "pci_address") + "/resource",
+          fmt::format("largest BAR {} bytes", static_cast<uint64_t>(largest))}},
+        "Enable 'Above 4G decoding' and 'Resizable BAR' in the firmware setup if the platform "
+        "supports it."));
+  }
+}
+
+void CheckKernelLog(const Json& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
+  const Json& records = Path(snapshot, {"kernel_log", "records"});
+  if (!records.is_array()) return;
+  std::map<std::string, RecordGroup> groups;
+  for (const Json& record : records) {
+    if (!record.is_object()) continue;
+    if (record.contains("xid") && record["xid"].is_object()) {
+      AddToGroup(groups, XidGroup(record, knowledge), record);
+      continue;
+    }
+    if (auto group = RuleGroup(record)) AddToGroup(groups, std::move(*group), record);
+  }
+  for (auto& [id, g] : groups) {
+    std::string title = g.title + (g.count > 1 ? fmt::format(" ({} records)", g.count) : "");
+    if (!g.last_time.empty()) title += ", last at " + g.last_time;
+    Finding f = Make(g.id, g.severity, title, g.detail, std::move(g.evidence), g.fix, g.references);
+    out.push_back(std::move(f));
+  }
+}
+
+void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
+  for (const Json& gpu : Path(snapshot, {"gpus"})) {
+    const Json& nv = Path(gpu, {"nvidia"});
+    if (!nv.is_object()) continue;
+    std::string label = GpuLabel(gpu);
+    if (auto n = Num(Path(nv, {"ecc"}), "volatile_uncorrected"); n && *n > 0) {
+      out.push_back(Make("nvidia.ecc_uncorrected", Severity::kError,
+                         fmt::format("{} had {:.0f} uncorrected ECC errors since the driver loaded",
+                                     label, *n),
+                         "Uncorrectable memory errors kill the contexts that touch the memory.",
+                         {{"NVML nvmlDeviceGetTotalEccErrors(volatile, uncorrected)",
+                           fmt::format("{:.0f}", *n)}},
+                         "Drain the GPU; if remapping is pending, reset it; replace if errors "
+                         "recur."));
+    }
+    const Json& remap = Path(nv, {"remapped_rows"});
+    if (remap.value("failure", false)) {
+      out.push_back(Make("nvidia.row_remap_failure", Severity::kCritical,
+                         label + ": row remapping failed",
+                         "The GPU ran out of spare rows to remap failing memory.",
+                         {{"NVML nvmlDeviceGetRemappedRows", remap.dump()}},
+                         "Replace the GPU (RMA)."));
+    } else if (remap.value("pending", false)) {
+      out.push_back(Make("nvidia.row_remap_pending", Severity::kError,
+                         label + ": a memory row remap is pending",
+                         "Failing memory rows will be remapped at the next GPU reset; until then "
+                         "the bad memory can still be hit.",
+                         {{"NVML nvmlDeviceGetRemappedRows", remap.dump()}},
+                         "Reset the GPU (or reboot) when it is idle."));
+    }
+    const Json& retired = Path(nv, {"retired_pages"});
+    if (retired.value("pending", false)) {
+      out.push_back(Make("nvidia.page_retirement_pending", Severity::kError,
+                         label + ": page retirement is pending",
+                         "Pages with ECC errors will be retired at the next driver reload.",
+                         {{"NVML nvmlDeviceGetRetiredPagesPendingStatus", "pending"}},
+                         "Reset the GPU or reload the driver when it is idle."));
+    }
+    static const std::set<std::string> kBadThrottle = {
+        "hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown"};
+    std::vector<std::string> active;
+    for (const Json& reason : Path(nv, {"throttle_reasons", "active"})) {
+      if (reason.is_string() && kBadThrottle.count(reason.get<std::string>())) {
+        active.push_back(reason.get<std::string>());
+      }
+    }
+    if (!active.empty()) {
+      std::string list;
+      for (const std::string& a : active) list += (list.empty() ? "" : ", ") + a;
+      out.push_back(Make("nvidia.throttling", Severity::kWarning,
+                         label + " is throttled: " + list,
+                         "The GPU is slowing its clocks for thermal or power reasons.",
+                         {{"NVML nvmlDeviceGetCurrentClocksEventReasons", list}},
+                         "Check cooling, fans, inlet temperature and power delivery."));
+    }
+    const Json& mig = Path(nv, {"mig_mode"});
+    if (mig.is_object() && mig.value("current", 0) == 1) {
+      out.push_back(Make("nvidia.mig_enabled", Severity::kInfo, label + " has MIG enabled",
+                         "Jobs see MIG instances, not the whole GPU.",
+                         {{"NVML nvmlDeviceGetMigMode", mig.dump()}}, ""));
+    }
+  }
+}
+
+void CheckAmdHealth(const Json& snapshot, std::vector<Finding>& out) {
+  for (const Json& gpu : Path(snapshot, {"gpus"})) {
+    const Json& ras = Path(gpu, {"amd", "ras"});
+    if (!ras.is_object()) continue;
+    double ue = 0, ce = 0;
+    std::vector<Evidence> evidence;
+    for (const auto& [block, counts] : ras.items()) {
+      double u = Num(counts, "ue").value_or(0), c = Num(counts, "ce").value_or(0);
+      if (u > 0 || c > 0) {
+        evidence.push_back({"ras/" + block + "_err_count", fmt::format("ue: {:.0f} ce: {:.0f}", u, c)});
+      }
+      ue += u;
+      ce += c;
+    }
+    if (ue > 0) {
+      out.push_back(Make("amd.ras_uncorrectable", Severity::kCritical,
+                         fmt::format("{}: {:.0f} uncorrectable RAS errors", GpuLabel(gpu), ue),
+                         "The GPU's RAS counters show uncorrectable errors.", evidence,
+                         "Drain the GPU and have it checked; keep the kernel log."));
+    } else if (ce > 0) {
+      out.push_back(Make("amd.ras_correctable", Severity::kWarning,
+                         fmt::format("{}: {:.0f} correctable RAS errors", GpuLabel(gpu), ce),
+                         "Corrected errors; a rising count can precede uncorrectable ones.",
+                         evidence, "Watch the counters over time (snapshot diff)."));
+    }
+  }
+}
+
+void CheckDriverMismatch(const Json& snapshot, std::vector<Finding>& out) {
+  std::string kernel = Str(Path(snapshot, {"software", "kernel_modules", "nvidia"}), "version");
+  if (kernel.empty()) kernel = Str(Path(snapshot, {"software", "nvidia", "procfs"}), "driver_version");
+  if (kernel.empty()) return;
+  std::vector<Evidence> mismatched;
+  for (const Json& lib : Path(snapshot, {"software", "libraries"})) {
+    std::string name = Str(lib, "name"), version = Str(lib, "version"), path = Str(lib, "path");
+    // User-space driver libraries carry the driver version in their file name. The CUDA
+    // forward-compatibility package (.../compat/) legitimately carries another one.
+    if (name != "libcuda" && name != "libnvidia-ml" && name != "libnvidia-ptxjitcompiler") continue;
+    if (path.find("/compat/") != std::string::npos) continue;
+    if (version.find('.') == std::string::npos) continue;  // libcuda.so.1 is a link name
+    if (version != kernel) mismatched.push_back({path, "version " + version});
+  }
+  if (mismatched.empty()) return;
+  mismatched.insert(mismatched.begin(), {"/sys/module/nvidia/version", kernel});
+  out.push_back(Make(
+      "nvidia.driver_userspace_mismatch", Severity::kError,
+      "NVIDIA user-space driver libraries do not match the kernel module " + kernel,
+      "The loaded kernel module and the user-space libraries come from different driver "
+      "releases; NVML fails with 'Driver/library version mismatch' and CUDA cannot initialise.",
+      mismatched,
+      "Reboot after a driver upgrade (the old module is still loaded), or reinstall one driver "
+      "release so module and libraries match."));
+}
+
+void CheckEnvironment(const Json& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
+  const Json& variables = Path(snapshot, {"env", "variables"});
+  if (!variables.is_object()) return;
+  std::set<std::string> archs;
+  for (const Json& gpu : Path(snapshot, {"gpus"})) {
+    if (gpu.contains("gfx_arch") && gpu["gfx_arch"].is_string()) archs.insert(gpu["gfx_arch"].get<std::string>());
+  }
+  for (const EnvVarRule& rule : knowledge.env_vars) {
+    if (!variables.contains(rule.name) || !variables[rule.name].is_string()) continue;
+    std::string value = variables[rule.name].get<std::string>();
+    if (rule.match != "any" && !RE2::PartialMatch(value, RE2(rule.match))) continue;
+    std::string detail = rule.effect;
+    if (!rule.risk.empty()) detail += " " + rule.risk;
+    if (rule.name == "HSA_OVERRIDE_GFX_VERSION" && !archs.empty()) {
+      std::string list;
+      for (const std::string& a : archs) list += (list.empty() ? "" : ", ") + a;
+      detail += " The GPUs here report " + list + ".";
+    }
+    out.push_back(Make("env." + core::ToLower(rule.name), rule.severity,
+                       rule.title + " (" + rule.name + "=" + value + ")", detail,
+                       {{"environment", rule.name + "=" + value}}, rule.fix, rule.references));
+  }
+}
+
+std::vector<Finding> RunDoctorChecks(const Json& snapshot, const Knowledge& knowledge) {
+  std::vector<Finding> out = snapshot.value("findings", std::vector<Finding>{});
+  CheckGpusPresent(snapshot, out);
+  CheckPciLinks(snapshot, out);
+  CheckBars(snapshot, out);
+  CheckKernelLog(snapshot, knowledge, out);
+  CheckNvidiaHealth(snapshot, out);
+  CheckAmdHealth(snapshot, out);
+  CheckDriverMismatch(snapshot, out);
+  CheckEnvironment(snapshot, knowledge, out);
+  core::SortBySeverity(out);
+  return out;
+}
+
+}  // namespace gputriage::checks

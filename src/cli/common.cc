@@ -1,0 +1,85 @@
+#include "cli/common.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace gputriage::cli {
+
+void PrintError(std::string_view message) {
+  std::fprintf(stderr, "gputriage: %.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+void PrintJson(const core::Json& json) {
+  std::string text = json.dump(2, ' ', false, core::Json::error_handler_t::replace);
+  text += '\n';
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+bool UseColor() {
+  static const bool use = ::isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
+  return use;
+}
+
+std::string Colored(core::Severity severity, std::string_view text) {
+  if (!UseColor()) return std::string(text);
+  const char* code = "0";
+  switch (severity) {
+    case core::Severity::kInfo: code = "36"; break;
+    case core::Severity::kWarning: code = "33"; break;
+    case core::Severity::kError: code = "31"; break;
+    case core::Severity::kCritical: code = "1;31"; break;
+  }
+  return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
+}
+
+void AddRootOption(CLI::App& app, std::optional<std::string>& root) {
+  app.add_option("--root", root,
+                 "Read /sys, /proc, /dev/kmsg, /etc, /opt, /usr under DIR (a tree captured on "
+                 "another node) instead of this machine; nothing live is queried. Default: "
+                 "$GPUTRIAGE_ROOT when set.")
+      ->type_name("DIR");
+}
+
+std::optional<std::string> SelfExecutable() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return std::nullopt;
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace gputriage::cli
+
+#include "collect/env/env.h"
+#include "collect/snapshot.h"
+
+namespace gputriage::cli {
+
+void SnapshotFlags::Add(CLI::App& app) {
+  AddRootOption(app, root);
+  app.add_option("--python", python,
+                 "Also ask this Python interpreter (time-boxed) which torch/jax/tensorflow it "
+                 "has and the CUDA/HIP versions they were built for.")
+      ->type_name("PATH");
+  app.add_option("--probe-timeout", probe_timeout_s,
+                 "Seconds a vendor probe (NVML, amdgpu sysfs, ROCm SMI) may take before it is "
+                 "abandoned and reported as hung.")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
+}
+
+core::Result<core::Json> TakeSnapshot(const SnapshotFlags& flags) {
+  auto os = core::OsViewFromOptions(flags.root);
+  if (!os.ok()) return os.error();
+  collect::SnapshotOptions options;
+  options.probe_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.probe_timeout_s * 1000));
+  options.helper_executable = SelfExecutable();
+  options.python = flags.python;
+  options.environment = env::CurrentEnvironment();
+  return collect::CollectSnapshot(*os, options);
+}
+
+}  // namespace gputriage::cli

@@ -1,0 +1,79 @@
+// Shared plumbing of the subcommands: exit codes, output helpers, the rooted view from
+// --root/$GPUTRIAGE_ROOT. Only wiring lives in src/cli; logic lives in the libraries.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+#include "core/os_view.h"
+
+namespace gputriage::cli {
+
+// Exit codes (DESIGN.md): 0 nothing wrong, 1 findings at error level or above, 2 usage error,
+// 3 internal failure.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFindings = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInternal = 3;
+
+/// A subcommand: `setup` adds its options to `app` and returns the handler to run when the
+/// subcommand was chosen. The handler returns the exit code.
+struct Command {
+  const char* name;
+  const char* help;
+  std::function<std::function<int()>(CLI::App& app)> setup;
+  bool hidden = false;
+};
+
+/// The command table (main.cc).
+const std::vector<Command>& Commands();
+
+// One entry per file.
+Command SnapshotCommand();
+Command DoctorCommand();
+Command ProbeCommand();
+
+/// Prints "gputriage: <message>" to stderr.
+void PrintError(std::string_view message);
+
+/// Prints JSON to stdout, 2-space indented, with a final newline.
+void PrintJson(const core::Json& json);
+
+/// True when stdout is a terminal and NO_COLOR is unset.
+bool UseColor();
+
+/// Wraps `text` in an ANSI colour for `severity` when colour is on.
+std::string Colored(core::Severity severity, std::string_view text);
+
+/// Adds --root to `app`, bound to `root`.
+void AddRootOption(CLI::App& app, std::optional<std::string>& root);
+
+/// The path of the running gputriage binary, for helper processes.
+std::optional<std::string> SelfExecutable();
+
+}  // namespace gputriage::cli
+
+namespace gputriage::collect {
+struct SnapshotOptions;
+}
+
+namespace gputriage::cli {
+
+/// Options shared by `snapshot` and `doctor`.
+struct SnapshotFlags {
+  std::optional<std::string> root;
+  std::optional<std::string> python;
+  double probe_timeout_s = 5.0;
+  void Add(CLI::App& app);
+};
+
+/// Collects a snapshot with the flags; errors (bad --root) are returned for the caller to print.
+core::Result<core::Json> TakeSnapshot(const SnapshotFlags& flags);
+
+}  // namespace gputriage::cli

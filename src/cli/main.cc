@@ -1,0 +1,92 @@
+// gputriage: from a dead GPU job to a named cause. main() only parses and dispatches.
+#include <cstring>
+
+#include "cli/common.h"
+#include "core/version.h"
+
+namespace gputriage::cli {
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> kCommands = {DoctorCommand(), SnapshotCommand(),
+                                                 ProbeCommand()};
+  return kCommands;
+}
+
+namespace {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "gputriage snapshto" -> "did you mean 'snapshot'?"
+std::optional<int> RejectUnknownCommand(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  std::string_view given = argv[1];
+  const Command* best = nullptr;
+  size_t best_distance = 3;
+  for (const Command& command : Commands()) {
+    if (given == command.name) return std::nullopt;
+    size_t d = EditDistance(given, command.name);
+    if (!command.hidden && d < best_distance) {
+      best = &command;
+      best_distance = d;
+    }
+  }
+  std::string message = fmt::format("unknown command '{}'", given);
+  if (best != nullptr) message += fmt::format("; did you mean '{}'?", best->name);
+  PrintError(message + " (see gputriage --help)");
+  return kExitUsage;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  if (auto rc = RejectUnknownCommand(argc, argv)) return *rc;
+  CLI::App app{
+      "gputriage finds out why a GPU job crashed when the logs say nothing useful, on AMD "
+      "ROCm/HIP and NVIDIA CUDA.\n\nStart with `gputriage doctor`: it snapshots this node and "
+      "prints what is wrong with its GPU stack, most severe first.",
+      "gputriage"};
+  app.set_version_flag("--version", std::string("gputriage ") + core::kToolVersion);
+  app.require_subcommand(1);
+  app.footer("Exit codes: 0 nothing wrong, 1 findings at error level or above, 2 usage error, "
+             "3 internal failure.");
+  std::vector<std::pair<CLI::App*, std::function<int()>>> handlers;
+  for (const Command& command : Commands()) {
+    CLI::App* sub = app.add_subcommand(command.name, command.help);
+    if (command.hidden) sub->group("");
+    handlers.emplace_back(sub, command.setup(*sub));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  for (auto& [sub, handler] : handlers) {
+    if (sub->parsed()) return handler();
+  }
+  return kExitUsage;
+}
+
+}  // namespace gputriage::cli
+
+int main(int argc, char** argv) {
+  try {
+    return gputriage::cli::Main(argc, argv);
+  } catch (const std::exception& e) {
+    gputriage::cli::PrintError(std::string("internal error: ") + e.what());
+    return gputriage::cli::kExitInternal;
+  }
+}

@@ -1,0 +1,43 @@
+// Layer 1: the environment snapshot. One pass, collectors in parallel, each recording what it
+// could not read; vendor probes that can block in the driver run in helper processes under a
+// watchdog, so the snapshot completes with partial data when the driver hangs.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/os_view.h"
+
+namespace gputriage::collect {
+
+struct SnapshotOptions {
+  /// How long a vendor probe may take before it is abandoned (and reported as hung).
+  std::chrono::milliseconds probe_timeout{5000};
+  /// When set, vendor probes run as `<helper_executable> __probe NAME [--root DIR]` under the
+  /// watchdog; when unset they run in this process (tests, fuzzers).
+  std::optional<std::string> helper_executable;
+  /// A Python interpreter to ask about torch/jax/tensorflow (time-boxed); none by default.
+  std::optional<std::string> python;
+  std::chrono::milliseconds python_timeout{30000};
+  /// The environment ("NAME=value") to report; used only on the live machine.
+  std::vector<std::string> environment;
+};
+
+/// Collects a snapshot. Never fails: everything that could not be collected is listed in
+/// `not_collected`, and probe hangs become findings. Layout: docs/snapshot-schema.md.
+core::Json CollectSnapshot(const core::OsView& os, const SnapshotOptions& options);
+
+/// Runs the vendor probe `name` in this process and returns its section as JSON (what the
+/// helper process prints). Fails for an unknown probe name.
+core::Result<core::Json> RunProbeInProcess(const core::OsView& os, const std::string& name);
+
+/// Folds a vendor probe's section into the snapshot's `gpus` (matched by PCI address) and
+/// `software.<probe>`. Exposed for tests.
+void MergeVendorSection(const std::string& probe, const core::Section& section, core::Json& gpus,
+                        core::Json& software);
+
+}  // namespace gputriage::collect

@@ -1,0 +1,325 @@
+#include "collect/software.h"
+
+#include <re2/re2.h>
+
+#include <set>
+
+#include "core/text.h"
+
+namespace gputriage::collect {
+
+namespace {
+
+using core::Json;
+
+constexpr std::string_view kKernelModules[] = {"nvidia",        "nvidia_uvm",    "nvidia_drm",
+                                               "nvidia_modeset", "nvidia_peermem", "amdgpu",
+                                               "nouveau",        "amdxcp"};
+
+// Libraries of the GPU stacks, by file name; group 1 is the soname stem, group 2 the version.
+const RE2& GpuLibraryPattern() {
+  static const RE2 kPattern(
+      R"(^(libcuda|libcudart|libnvidia-ml|libnvidia-ptxjitcompiler|libcublas|libcublasLt|)"
+      R"(libcudnn|libnccl|libnvrtc|libcufft|libcusparse|libcusolver|libcurand|libnvJitLink|)"
+      R"(libamdhip64|libhsa-runtime64|libhsakmt|librocm_smi64|libamd_smi|librccl|librocblas|)"
+      R"(libMIOpen|libhipblaslt|libhiprtc|librocprofiler64|libroctracer64|libamd_comgr)"
+      R"()\.so\.([0-9][0-9A-Za-z.]*)$)");
+  return kPattern;
+}
+
+// Python distributions worth naming in a GPU snapshot (normalised: lower case, '-' -> '_').
+bool IsGpuPythonDistribution(std::string_view name) {
+  static constexpr std::string_view kExact[] = {
+      "torch",   "jax",     "jaxlib",  "tensorflow", "tensorflow_gpu", "triton",
+      "pytorch_triton_rocm", "cupy",   "vllm",       "xformers",       "flash_attn",
+      "deepspeed", "apex",  "onnxruntime_gpu", "tensorrt", "torchvision", "torchaudio",
+      "bitsandbytes", "transformer_engine", "pynvml", "nvidia_ml_py", "amdsmi"};
+  for (std::string_view e : kExact) {
+    if (name == e) return true;
+  }
+  return name.starts_with("nvidia_") || name.starts_with("jax_cuda") ||
+         name.starts_with("jax_rocm") || name.starts_with("cupy_");
+}
+
+std::string NormalizeDistName(std::string_view name) {
+  std::string out = core::ToLower(name);
+  for (char& c : out) {
+    if (c == '-' || c == '.') c = '_';
+  }
+  return out;
+}
+
+void CollectModules(const core::OsView& os, Json& software) {
+  Json modules = Json::object();
+  std::string proc_modules = os.TryReadFile("/proc/modules").value_or("");
+  for (std::string_view name : kKernelModules) {
+    std::string dir = "/sys/module/" + std::string(name);
+    bool in_proc = false;
+    for (std::string_view line : core::SplitLines(proc_modules)) {
+      auto fields = core::SplitWhitespace(line);
+      if (!fields.empty() && fields[0] == name) in_proc = true;
+    }
+    if (!in_proc && !os.IsDirectory(dir)) continue;
+    Json module = {{"loaded", in_proc || os.Exists(dir + "/initstate")}};
+    if (auto v = os.ReadTrimmed(dir + "/version")) module["version"] = core::SanitizeUtf8(*v);
+    if (auto v = os.ReadTrimmed(dir + "/srcversion")) module["srcversion"] = core::SanitizeUtf8(*v);
+    modules[std::string(name)] = module;
+  }
+  software["kernel_modules"] = modules;
+}
+
+void CollectPackages(const core::OsView& os, Json& software, core::Section& section) {
+  bool any_db = false;
+  if (os.Exists("/var/lib/dpkg/status")) {
+    any_db = true;
+    auto status = os.TryReadFile("/var/lib/dpkg/status", 64u << 20);
+    if (status.ok()) {
+      software["packages"] = ParseDpkgStatus(*status);
+    } else {
+      section.NoteMissing("software.packages", status.error().message);
+    }
+  }
+  if (os.Exists("/var/lib/rpm/rpmdb.sqlite") || os.Exists("/var/lib/rpm/Packages")) {
+    any_db = true;
+    section.NoteMissing("software.packages",
+                        "an rpm database is present but gputriage does not read rpm databases; "
+                        "GPU libraries are still listed from the loader path");
+  }
+  if (!any_db) {
+    section.NoteMissing("software.packages", "no dpkg or rpm package database found");
+  }
+}
+
+void CollectCuda(const core::OsView& os, Json& software) {
+  Json installs = Json::array();
+  auto entries = os.TryListDir("/usr/local");
+  if (!entries.ok()) return;
+  for (const std::string& entry : *entries) {
+    if (!entry.starts_with("cuda")) continue;
+    std::string path = "/usr/local/" + entry;
+    Json install = {{"path", path}};
+    if (auto link = os.TryReadLink(path); link.ok()) install["link_target"] = *link;
+    for (const char* file : {"/version.json", "/version.txt"}) {
+      if (auto text = os.TryReadFile(path + file, 1u << 20); text.ok()) {
+        if (auto version = ParseCudaVersion(*text)) {
+          install["version"] = *version;
+          break;
+        }
+      }
+    }
+    for (const char* nvcc : {"/bin/nvcc"}) {
+      if (os.Exists(path + nvcc)) install["nvcc"] = path + nvcc;
+    }
+    installs.push_back(install);
+  }
+  software["cuda"] = Json{{"installations", installs}};
+}
+
+// The directories the dynamic loader searches: ld.so.conf (with includes), the default
+// multiarch and lib directories, and extras.
+std::vector<std::string> LoaderDirectories(const core::OsView& os,
+                                           const std::vector<std::string>& extra) {
+  std::vector<std::string> dirs = extra;
+  std::vector<std::string> conf_files = {"/etc/ld.so.conf"};
+  for (size_t i = 0; i < conf_files.size() && i < 64; ++i) {
+    auto text = os.TryReadFile(conf_files[i], 1u << 20);
+    if (!text.ok()) continue;
+    for (std::string_view line : core::SplitLines(*text)) {
+      line = core::Trim(line.substr(0, line.find('#')));
+      if (line.empty()) continue;
+      if (line.starts_with("include")) {
+        std::string_view pattern = core::Trim(line.substr(7));
+        // Only the usual "dir/*.conf" form is expanded.
+        if (pattern.ends_with("/*.conf")) {
+          std::string dir(pattern.substr(0, pattern.size() - 7));
+          if (auto names = os.TryListDir(dir); names.ok()) {
+            for (const std::string& n : *names) {
+              if (n.ends_with(".conf")) conf_files.push_back(dir + "/" + n);
+            }
+          }
+        }
+        continue;
+      }
+      dirs.emplace_back(line);
+    }
+  }
+  for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+                        "/usr/lib", "/usr/local/lib", "/usr/local/cuda/lib64",
+                        "/usr/local/nvidia/lib64", "/opt/rocm/lib"}) {
+    dirs.emplace_back(d);
+  }
+  return dirs;
+}
+
+void CollectLibraries(const core::OsView& os, const SoftwareOptions& options, Json& software) {
+  Json libraries = Json::array();
+  std::set<std::string> seen_dirs;
+  std::set<std::string> seen_files;
+  for (const std::string& dir : LoaderDirectories(os, options.library_dirs)) {
+    if (!seen_dirs.insert(dir).second) continue;
+    auto names = os.TryListDir(dir);
+    if (!names.ok()) continue;
+    for (const std::string& name : *names) {
+      std::string stem, version;
+      if (!RE2::FullMatch(name, GpuLibraryPattern(), &stem, &version)) continue;
+      std::string path = dir + "/" + name;
+      if (os.TryReadLink(path).ok()) continue;  // a symlink: its target is listed on its own
+      if (!seen_files.insert(path).second) continue;
+      libraries.push_back({{"name", stem}, {"file", name}, {"path", path}, {"version", version}});
+    }
+  }
+  software["libraries"] = libraries;
+}
+
+std::vector<std::string> SiteDirectories(const core::OsView& os,
+                                         const std::vector<std::string>& extra) {
+  std::vector<std::string> dirs;
+  for (const std::string& prefix : extra) dirs.push_back(prefix);
+  dirs.emplace_back("/usr/lib/python3/dist-packages");
+  for (const char* base : {"/usr/lib", "/usr/local/lib"}) {
+    auto entries = os.TryListDir(base);
+    if (!entries.ok()) continue;
+    for (const std::string& e : *entries) {
+      if (!e.starts_with("python3")) continue;
+      for (const char* sub : {"/site-packages", "/dist-packages"}) {
+        std::string dir = std::string(base) + "/" + e + sub;
+        if (os.IsDirectory(dir)) dirs.push_back(dir);
+      }
+    }
+  }
+  return dirs;
+}
+
+void AddTorch(const core::OsView& os, const std::string& site, Json& python) {
+  std::string torch_dir = site + "/torch";
+  auto version_py = os.TryReadFile(torch_dir + "/version.py", 1u << 20);
+  if (!version_py.ok()) return;
+  Json torch = ParseTorchVersionPy(*version_py);
+  torch["path"] = torch_dir;
+  Json bundled = Json::array();
+  if (auto libs = os.TryListDir(torch_dir + "/lib"); libs.ok()) {
+    for (const std::string& lib : *libs) {
+      if (lib.find(".so") != std::string::npos) bundled.push_back(lib);
+    }
+  }
+  torch["bundled_libraries"] = bundled;
+  if (!python.contains("torch")) python["torch"] = torch;
+}
+
+void CollectPython(const core::OsView& os, const SoftwareOptions& options, Json& software) {
+  Json python = Json::object();
+  Json sites = Json::array();
+  Json packages = Json::array();
+  std::set<std::string> seen;
+  for (const std::string& site : SiteDirectories(os, options.site_dirs)) {
+    if (!seen.insert(site).second) continue;
+    auto entries = os.TryListDir(site);
+    if (!entries.ok()) continue;
+    sites.push_back(site);
+    for (const std::string& entry : *entries) {
+      std::string_view e = entry;
+      std::string_view suffix = e.ends_with(".dist-info") ? ".dist-info"
+                                : e.ends_with(".egg-info") ? ".egg-info" : "";
+      if (suffix.empty()) continue;
+      e.remove_suffix(suffix.size());
+      // "<name>-<version>" where the name has no '-' (wheel naming normalises it to '_').
+      size_t dash = e.find('-');
+      if (dash == std::string_view::npos) continue;
+      std::string name = NormalizeDistName(e.substr(0, dash));
+      if (!IsGpuPythonDistribution(name)) continue;
+      packages.push_back({{"name", name}, {"version", std::string(e.substr(dash + 1))},
+                          {"path", site}});
+    }
+    AddTorch(os, site, python);
+  }
+  python["site_packages"] = sites;
+  python["packages"] = packages;
+  software["python"] = python;
+}
+
+void CollectCompilers(const core::OsView& os, Json& software) {
+  Json compilers = Json::array();
+  for (const char* path : {"/usr/bin/nvcc", "/usr/local/cuda/bin/nvcc", "/usr/bin/hipcc",
+                           "/opt/rocm/bin/hipcc", "/opt/rocm/llvm/bin/clang"}) {
+    if (!os.Exists(path)) continue;
+    std::string_view p = path;
+    compilers.push_back({{"name", std::string(p.substr(p.rfind('/') + 1))}, {"path", path}});
+  }
+  software["compilers"] = compilers;
+}
+
+}  // namespace
+
+bool IsGpuPackageName(std::string_view name) {
+  static const RE2 kPattern(
+      R"(^(cuda|libcuda|nvidia|libnvidia|libnccl|libcudnn|cudnn|tensorrt|libnvinfer|nsight|)"
+      R"(datacenter-gpu-manager|dcgm|rocm|hip|libamdhip|hsa|libhsa|rocminfo|rocblas|librocblas|)"
+      R"(miopen|libmiopen|rccl|librccl|amdgpu|libdrm-amdgpu|amd-smi|librocm|rocprofiler|roctracer|)"
+      R"(comgr|libamd-comgr|hipcc|libhipblas|hipblas|rocsolver|rocfft|composablekernel|)"
+      R"(nvidia-container|libnvidia-container|xserver-xorg-video-nvidia|firmware-amd))");
+  return RE2::PartialMatch(name, kPattern);
+}
+
+Json ParseDpkgStatus(std::string_view status) {
+  Json packages = Json::array();
+  std::string_view name, version, state;
+  auto flush = [&]() {
+    if (!name.empty() && state.find("installed") != std::string_view::npos &&
+        state.find("not-installed") == std::string_view::npos && IsGpuPackageName(name)) {
+      packages.push_back({{"name", core::SanitizeUtf8(name)},
+                          {"version", core::SanitizeUtf8(version)},
+                          {"source", "dpkg"}});
+    }
+    name = version = state = {};
+  };
+  for (std::string_view line : core::SplitLines(status)) {
+    if (line.empty()) {
+      flush();
+      continue;
+    }
+    if (line.starts_with("Package:")) name = core::Trim(line.substr(8));
+    else if (line.starts_with("Version:")) version = core::Trim(line.substr(8));
+    else if (line.starts_with("Status:")) state = core::Trim(line.substr(7));
+  }
+  flush();
+  return packages;
+}
+
+Json ParseTorchVersionPy(std::string_view text) {
+  // Lines like `__version__ = '2.11.0+cu130'`, `cuda: Optional[str] = '13.0'`, `hip = None`.
+  static const RE2 kAssign(R"(^\s*(__version__|cuda|hip|git_version|debug)\s*(?::[^=]*)?=\s*(.*)$)");
+  Json torch = Json::object();
+  for (std::string_view line : core::SplitLines(text)) {
+    std::string key, value;
+    if (!RE2::FullMatch(line, kAssign, &key, &value)) continue;
+    std::string_view v = core::Trim(value);
+    if (v.size() < 2 || (v.front() != '\'' && v.front() != '"') || v.back() != v.front()) continue;
+    v = v.substr(1, v.size() - 2);
+    if (key == "__version__") key = "version";
+    torch[key] = core::SanitizeUtf8(v);
+  }
+  return torch;
+}
+
+std::optional<std::string> ParseCudaVersion(std::string_view text) {
+  static const RE2 kJson(R"re("cuda"\s*:\s*\{[^}]*"version"\s*:\s*"([0-9.]+)")re");
+  static const RE2 kTxt(R"(CUDA Version\s+([0-9.]+))");
+  std::string version;
+  if (RE2::PartialMatch(text, kJson, &version)) return version;
+  if (RE2::PartialMatch(text, kTxt, &version)) return version;
+  return std::nullopt;
+}
+
+core::Section CollectSoftware(const core::OsView& os, const SoftwareOptions& options) {
+  core::Section section;
+  Json& software = section.data;
+  CollectModules(os, software);
+  CollectPackages(os, software, section);
+  CollectCuda(os, software);
+  CollectLibraries(os, options, software);
+  CollectPython(os, options, software);
+  CollectCompilers(os, software);
+  return section;
+}
+
+}  // namespace gputriage::collect
