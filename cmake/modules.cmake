@@ -20,7 +20,7 @@ function(gt_module name dir)
   endif()
   if(GPUTRIAGE_TESTS AND tests)
     add_executable(gt_${name}_test ${tests})
-    target_link_libraries(gt_${name}_test PRIVATE gt_${name} GTest::gtest GTest::gtest_main GTest::gmock)
+    target_link_libraries(gt_${name}_test PRIVATE gt_${name} gt_test_support GTest::gtest GTest::gtest_main GTest::gmock)
     target_compile_definitions(gt_${name}_test PRIVATE
       GT_FIXTURES_DIR="${CMAKE_SOURCE_DIR}/tests/fixtures"
       GT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"

@@ -34,12 +34,54 @@ Result<OsView> OsView::Rooted(const std::string& root) {
   return OsView(normalized);
 }
 
-std::string OsView::Resolve(std::string_view path) const {
+std::string OsView::Resolve(std::string_view path) const { return ResolveImpl(path, true, 0); }
+
+std::string OsView::ResolveImpl(std::string_view path, bool follow_last, int depth) const {
   if (root_.empty()) return std::string(path);
-  std::string out = root_;
-  if (path.empty() || path.front() != '/') out += '/';
-  out += path;
-  return out;
+  // Resolve like a chroot would: symbolic links inside the tree that hold absolute targets
+  // (/usr/local/cuda -> /etc/alternatives/cuda) point into the tree, never to this host.
+  std::vector<std::string> pending;
+  for (std::string_view part : Split(path, '/')) {
+    if (!part.empty() && part != ".") pending.emplace_back(part);
+  }
+  std::reverse(pending.begin(), pending.end());
+  std::vector<std::string> resolved;
+  int links_followed = 0;
+  auto join = [&](const std::vector<std::string>& parts) {
+    std::string out = root_;
+    for (const std::string& p : parts) out += "/" + p;
+    return out;
+  };
+  while (!pending.empty()) {
+    std::string part = std::move(pending.back());
+    pending.pop_back();
+    if (part == "..") {
+      if (!resolved.empty()) resolved.pop_back();
+      continue;
+    }
+    resolved.push_back(part);
+    if (pending.empty()) break;  // the last component is not followed here; open() follows it
+    std::string current = join(resolved);
+    char target[4096];
+    ssize_t n = ::readlink(current.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    if (++links_followed > 40) break;  // a loop: let open() report ELOOP-like failure
+    std::string_view t(target, static_cast<size_t>(n));
+    resolved.pop_back();
+    if (t.front() == '/') resolved.clear();
+    std::vector<std::string> link_parts;
+    for (std::string_view lp : Split(t, '/')) {
+      if (!lp.empty() && lp != ".") link_parts.emplace_back(lp);
+    }
+    for (auto it = link_parts.rbegin(); it != link_parts.rend(); ++it) pending.push_back(*it);
+  }
+  std::string out = join(resolved);
+  if (!follow_last || depth > 40) return out;
+  // A final component that is an absolute link is re-rooted too.
+  char target[4096];
+  ssize_t n = ::readlink(out.c_str(), target, sizeof(target) - 1);
+  if (n <= 0 || target[0] != '/') return out;
+  return ResolveImpl(std::string_view(target, static_cast<size_t>(n)), true, depth + 1);
 }
 
 Result<std::string> OsView::TryReadFile(std::string_view path, size_t max_bytes) const {
@@ -87,7 +129,7 @@ Result<std::vector<std::string>> OsView::TryListDir(std::string_view path) const
 }
 
 Result<std::string> OsView::TryReadLink(std::string_view path) const {
-  std::string real = Resolve(path);
+  std::string real = ResolveImpl(path, /*follow_last=*/false, 0);
   char buf[4096];
   ssize_t n = ::readlink(real.c_str(), buf, sizeof(buf) - 1);
   if (n < 0) return MakeError("{}: {}", real, std::strerror(errno));
@@ -96,7 +138,7 @@ Result<std::string> OsView::TryReadLink(std::string_view path) const {
 
 bool OsView::Exists(std::string_view path) const {
   struct stat st {};
-  return ::lstat(Resolve(path).c_str(), &st) == 0;
+  return ::lstat(ResolveImpl(path, /*follow_last=*/false, 0).c_str(), &st) == 0;
 }
 
 bool OsView::IsDirectory(std::string_view path) const {

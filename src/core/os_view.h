@@ -29,6 +29,8 @@ class OsView {
   const std::string& root() const { return root_; }
 
   /// The real path of absolute path `path` ("/sys/class/drm" -> "<root>/sys/class/drm").
+  /// Under a root, symbolic links inside the tree are followed as a chroot would: an absolute
+  /// target ("/etc/alternatives/cuda") resolves inside the tree, never on this host.
   std::string Resolve(std::string_view path) const;
 
   /// Reads at most `max_bytes` of a file. A read that fails midway keeps what was read only if
@@ -49,6 +51,7 @@ class OsView {
 
  private:
   explicit OsView(std::string root) : root_(std::move(root)) {}
+  std::string ResolveImpl(std::string_view path, bool follow_last, int depth) const;
   std::string root_;
 };
 
