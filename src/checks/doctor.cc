@@ -30,6 +30,10 @@ std::optional<double> Num(const Json& obj, const char* key) {
   return obj[key].get<double>();
 }
 
+bool Bool(const Json& obj, const char* key) {
+  return obj.is_object() && obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
+}
+
 const Json& Path(const Json& root, std::initializer_list<const char*> keys) {
   static const Json kNull;
   const Json* node = &root;
@@ -207,9 +211,9 @@ std::optional<RecordGroup> RuleGroup(const Json& record) {
 void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
   const Json& gpus = Path(snapshot, {"gpus"});
   if (!gpus.is_array() || gpus.empty()) {
-    std::string where = snapshot.value("root", Json()).is_string()
-                            ? "in the tree " + snapshot["root"].get<std::string>()
-                            : "on this machine";
+    const Json& root = Path(snapshot, {"root"});
+    std::string where =
+        root.is_string() ? "in the tree " + root.get<std::string>() : "on this machine";
     out.push_back(Make("gpu.none_found", Severity::kError, "No GPU found " + where,
                        "No NVIDIA (0x10de) or AMD (0x1002) display or accelerator device is on "
                        "the PCI bus, and no GPU driver lists one.",
@@ -221,7 +225,7 @@ void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
   }
   for (const Json& gpu : gpus) {
     std::string driver = Str(gpu, "driver");
-    if (gpu.value("source", "") == "driver") continue;  // known only from the driver's files
+    if (!gpu.is_object() || Str(gpu, "source") == "driver") continue;  // known only from the driver's files
     if (driver.empty()) {
       out.push_back(Make("gpu.no_driver", Severity::kError,
                          "GPU " + GpuLabel(gpu) + " has no kernel driver bound",
@@ -344,13 +348,13 @@ void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
                          "recur."));
     }
     const Json& remap = Path(nv, {"remapped_rows"});
-    if (remap.value("failure", false)) {
+    if (Bool(remap, "failure")) {
       out.push_back(Make("nvidia.row_remap_failure", Severity::kCritical,
                          label + ": row remapping failed",
                          "The GPU ran out of spare rows to remap failing memory.",
                          {{"NVML nvmlDeviceGetRemappedRows", remap.dump()}},
                          "Replace the GPU (RMA)."));
-    } else if (remap.value("pending", false)) {
+    } else if (Bool(remap, "pending")) {
       out.push_back(Make("nvidia.row_remap_pending", Severity::kError,
                          label + ": a memory row remap is pending",
                          "Failing memory rows will be remapped at the next GPU reset; until then "
@@ -359,7 +363,7 @@ void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
                          "Reset the GPU (or reboot) when it is idle."));
     }
     const Json& retired = Path(nv, {"retired_pages"});
-    if (retired.value("pending", false)) {
+    if (Bool(retired, "pending")) {
       out.push_back(Make("nvidia.page_retirement_pending", Severity::kError,
                          label + ": page retirement is pending",
                          "Pages with ECC errors will be retired at the next driver reload.",
@@ -384,7 +388,7 @@ void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
                          "Check cooling, fans, inlet temperature and power delivery."));
     }
     const Json& mig = Path(nv, {"mig_mode"});
-    if (mig.is_object() && mig.value("current", 0) == 1) {
+    if (Num(mig, "current").value_or(0) == 1) {
       out.push_back(Make("nvidia.mig_enabled", Severity::kInfo, label + " has MIG enabled",
                          "Jobs see MIG instances, not the whole GPU.",
                          {{"NVML nvmlDeviceGetMigMode", mig.dump()}}, ""));
@@ -471,7 +475,10 @@ void CheckEnvironment(const Json& snapshot, const Knowledge& knowledge, std::vec
 }
 
 std::vector<Finding> RunDoctorChecks(const Json& snapshot, const Knowledge& knowledge) {
-  std::vector<Finding> out = snapshot.value("findings", std::vector<Finding>{});
+  std::vector<Finding> out;
+  for (const Json& f : Path(snapshot, {"findings"})) {
+    if (f.is_object()) out.push_back(f.get<Finding>());
+  }
   CheckGpusPresent(snapshot, out);
   CheckPciLinks(snapshot, out);
   CheckBars(snapshot, out);

@@ -21,11 +21,35 @@ std::optional<Severity> ParseSeverity(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// Lenient readers: a field of the wrong type reads as absent, so a damaged file cannot throw.
+std::string StringAt(const Json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
+  return j[key].get<std::string>();
+}
+
+template <typename T>
+std::vector<T> ListAt(const Json& j, const char* key) {
+  std::vector<T> out;
+  if (!j.is_object() || !j.contains(key) || !j[key].is_array()) return out;
+  for (const Json& item : j[key]) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (item.is_string()) out.push_back(item.get<std::string>());
+    } else {
+      if (item.is_object()) out.push_back(item.get<T>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void to_json(Json& j, const Evidence& e) { j = Json{{"source", e.source}, {"text", e.text}}; }
 
 void from_json(const Json& j, Evidence& e) {
-  e.source = j.value("source", "");
-  e.text = j.value("text", "");
+  e.source = StringAt(j, "source");
+  e.text = StringAt(j, "text");
 }
 
 void to_json(Json& j, const Finding& f) {
@@ -40,21 +64,21 @@ void to_json(Json& j, const Finding& f) {
 }
 
 void from_json(const Json& j, Finding& f) {
-  f.id = j.value("id", "");
-  f.layer = j.value("layer", 1);
-  f.severity = ParseSeverity(j.value("severity", "info")).value_or(Severity::kInfo);
-  f.title = j.value("title", "");
-  f.detail = j.value("detail", "");
-  f.evidence = j.value("evidence", std::vector<Evidence>{});
-  f.fix = j.value("fix", "");
-  f.references = j.value("references", std::vector<std::string>{});
+  f.id = StringAt(j, "id");
+  f.layer = j.is_object() && j.contains("layer") && j["layer"].is_number_integer() ? j["layer"].get<int>() : 1;
+  f.severity = ParseSeverity(StringAt(j, "severity")).value_or(Severity::kInfo);
+  f.title = StringAt(j, "title");
+  f.detail = StringAt(j, "detail");
+  f.evidence = ListAt<Evidence>(j, "evidence");
+  f.fix = StringAt(j, "fix");
+  f.references = ListAt<std::string>(j, "references");
 }
 
 void to_json(Json& j, const NotCollected& n) { j = Json{{"item", n.item}, {"reason", n.reason}}; }
 
 void from_json(const Json& j, NotCollected& n) {
-  n.item = j.value("item", "");
-  n.reason = j.value("reason", "");
+  n.item = StringAt(j, "item");
+  n.reason = StringAt(j, "reason");
 }
 
 void to_json(Json& j, const Section& s) {
@@ -62,9 +86,9 @@ void to_json(Json& j, const Section& s) {
 }
 
 void from_json(const Json& j, Section& s) {
-  s.data = j.value("data", Json::object());
-  s.not_collected = j.value("not_collected", std::vector<NotCollected>{});
-  s.findings = j.value("findings", std::vector<Finding>{});
+  s.data = j.is_object() && j.contains("data") && j["data"].is_object() ? j["data"] : Json::object();
+  s.not_collected = ListAt<NotCollected>(j, "not_collected");
+  s.findings = ListAt<Finding>(j, "findings");
 }
 
 void SortBySeverity(std::vector<Finding>& findings) {

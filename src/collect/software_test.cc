@@ -1,0 +1,94 @@
+#include "collect/software.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "capture_tree.h"
+#include "core/text.h"
+
+namespace gputriage::collect {
+namespace {
+
+core::OsView H200Root() {
+  return core::OsView::Rooted(std::string(GT_FIXTURES_DIR) + "/h200-root").value();
+}
+
+// Independent count of installed packages in a dpkg status file whose name matches `pred`.
+size_t CountInstalled(const std::string& status, bool (*pred)(std::string_view)) {
+  size_t count = 0;
+  std::string name;
+  bool installed = false;
+  for (std::string_view line : core::SplitLines(status + "\n")) {
+    if (line.starts_with("Package: ")) name = std::string(line.substr(9));
+    if (line.starts_with("Status: ")) installed = line.ends_with(" installed");
+    if (line.empty()) {
+      if (!name.empty() && installed && pred(name)) ++count;
+      name.clear();
+      installed = false;
+    }
+  }
+  return count;
+}
+
+TEST(SoftwareTest, CapturedH200Tree) {
+  core::Section section = CollectSoftware(H200Root(), SoftwareOptions{});
+  const core::Json& sw = section.data;
+  EXPECT_EQ(sw["kernel_modules"]["nvidia"]["version"], "580.159.04");
+  EXPECT_EQ(sw["kernel_modules"]["nvidia"]["loaded"], true);
+  EXPECT_TRUE(sw["kernel_modules"].contains("nvidia_uvm"));
+  EXPECT_FALSE(sw["kernel_modules"].contains("amdgpu"));
+  std::string status = H200Root().TryReadFile("/var/lib/dpkg/status", 64u << 20).value();
+  size_t cuda = CountInstalled(status, [](std::string_view n) { return n.starts_with("cuda-"); });
+  size_t listed_cuda = 0;
+  for (const core::Json& p : sw["packages"]) {
+    if (p["name"].get<std::string>().starts_with("cuda-")) ++listed_cuda;
+    EXPECT_EQ(p["source"], "dpkg");
+  }
+  EXPECT_GT(cuda, 10u);
+  EXPECT_EQ(listed_cuda, cuda);
+  // /usr/local/cuda is an absolute link into /etc/alternatives, which the capture lacks.
+  ASSERT_EQ(sw["cuda"]["installations"].size(), 2u);
+  EXPECT_EQ(sw["cuda"]["installations"][0]["link_target"], "/etc/alternatives/cuda");
+  EXPECT_FALSE(sw["cuda"]["installations"][0].contains("version"));
+}
+
+TEST(SoftwareTest, DpkgStatusKeepsOnlyInstalledGpuPackages) {
+  core::Json packages = ParseDpkgStatus(
+      "Package: rocm-core\nStatus: install ok installed\nVersion: 6.3.3.60303-74~22.04\n\n"
+      "Package: bash\nStatus: install ok installed\nVersion: 5.2\n\n"
+      "Package: cuda-toolkit-12-4\nStatus: deinstall ok config-files\nVersion: 12.4.1-1\n\n"
+      "Package: libnccl2\nStatus: install ok installed\nVersion: 2.21.5-1+cuda12.4\n");
+  ASSERT_EQ(packages.size(), 2u) << packages.dump();
+  EXPECT_EQ(packages[0]["name"], "rocm-core");
+  EXPECT_EQ(packages[0]["version"], "6.3.3.60303-74~22.04");
+  EXPECT_EQ(packages[1]["name"], "libnccl2");
+  EXPECT_TRUE(ParseDpkgStatus(std::string("\xff\x00Package", 9)).empty());
+}
+
+TEST(SoftwareTest, CudaVersionFiles) {
+  EXPECT_EQ(ParseCudaVersion(R"({"cuda" : {"name" : "CUDA SDK", "version" : "13.0.1"}, "cuda_cccl": {}})"),
+            "13.0.1");
+  EXPECT_EQ(ParseCudaVersion("CUDA Version 11.8.0\n"), "11.8.0");
+  EXPECT_EQ(ParseCudaVersion("{}"), std::nullopt);
+}
+
+TEST(SoftwareTest, LibrariesOnTheLoaderPath) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path(), "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n");
+  testing::WriteFile(dir.path(), "/etc/ld.so.conf.d/nvidia.conf", "/usr/local/nvidia/lib64\n");
+  testing::WriteFile(dir.path(), "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04", "");
+  testing::WriteFile(dir.path(), "/usr/local/nvidia/lib64/libcuda.so.580.159.04", "");
+  testing::WriteFile(dir.path(), "/usr/local/nvidia/lib64/libfoo.so.1", "");
+  std::filesystem::create_symlink("libcuda.so.580.159.04", dir.path() + "/usr/local/nvidia/lib64/libcuda.so.1");
+  core::Section section = CollectSoftware(core::OsView::Rooted(dir.path()).value(), {});
+  const core::Json& libs = section.data["libraries"];
+  ASSERT_EQ(libs.size(), 2u) << libs.dump(2);
+  EXPECT_EQ(libs[0]["name"], "libcuda");
+  EXPECT_EQ(libs[0]["version"], "580.159.04");
+  EXPECT_EQ(libs[0]["path"], "/usr/local/nvidia/lib64/libcuda.so.580.159.04");
+  EXPECT_EQ(libs[1]["name"], "libnvidia-ml");
+}
+
+}  // namespace
+}  // namespace gputriage::collect

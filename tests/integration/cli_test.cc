@@ -1,0 +1,252 @@
+// Runs the built gputriage binary as a user would, on real captured trees and on this machine.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "capture_tree.h"
+#include "core/model.h"
+#include "core/subprocess.h"
+
+namespace gputriage {
+namespace {
+
+namespace fs = std::filesystem;
+using core::Json;
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+Run Gputriage(std::vector<std::string> args, std::vector<std::string> env = {},
+              int timeout_ms = 60000) {
+  args.insert(args.begin(), GT_GPUTRIAGE_BIN);
+  core::RunOptions options;
+  options.timeout = std::chrono::milliseconds(timeout_ms);
+  options.extra_env = std::move(env);
+  auto outcome = core::RunWithTimeout(args, options);
+  Run run;
+  if (!outcome.ok()) {
+    run.err = outcome.error().message;
+    return run;
+  }
+  run.exit_code = outcome->exit_code.value_or(-1);
+  run.out = outcome->stdout_data;
+  run.err = outcome->stderr_tail;
+  run.seconds = outcome->elapsed_s;
+  return run;
+}
+
+Json ParseJson(const Run& run) {
+  Json j = Json::parse(run.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << run.out.substr(0, 500) << "\nstderr: " << run.err;
+  return j;
+}
+
+std::string H200Root() { return std::string(GT_FIXTURES_DIR) + "/h200-root"; }
+
+bool HasFinding(const Json& findings, const std::string& id) {
+  for (const Json& f : findings) {
+    if (f.value("id", "") == id) return true;
+  }
+  return false;
+}
+
+const Json* FindFinding(const Json& findings, const std::string& id) {
+  for (const Json& f : findings) {
+    if (f.value("id", "") == id) return &f;
+  }
+  return nullptr;
+}
+
+TEST(CliTest, HelpExplainsTheCommands) {
+  Run run = Gputriage({"--help"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_NE(run.out.find("doctor"), std::string::npos);
+  EXPECT_NE(run.out.find("snapshot"), std::string::npos);
+  EXPECT_EQ(run.out.find("__probe"), std::string::npos) << "internal command is listed";
+  Run sub = Gputriage({"snapshot", "--help"});
+  EXPECT_EQ(sub.exit_code, 0);
+  EXPECT_NE(sub.out.find("--root"), std::string::npos);
+  EXPECT_NE(sub.out.find("--probe-timeout"), std::string::npos);
+}
+
+TEST(CliTest, MistypedCommandGetsASuggestion) {
+  Run run = Gputriage({"snapshto"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err, "gputriage: unknown command 'snapshto'; did you mean 'snapshot'? (see gputriage --help)\n");
+}
+
+TEST(CliTest, RootThatIsNotATreeIsAUsageError) {
+  Run run = Gputriage({"snapshot", "--root", "/nonexistent/capture"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err, "gputriage: --root /nonexistent/capture: No such file or directory\n");
+  Run env = Gputriage({"doctor"}, {"GPUTRIAGE_ROOT=" + H200Root() + ".SOURCE.md"});
+  EXPECT_EQ(env.exit_code, 2);
+  EXPECT_NE(env.err.find("not a directory"), std::string::npos) << env.err;
+}
+
+TEST(CliTest, SnapshotOfTheCapturedH200Tree) {
+  Run run = Gputriage({"snapshot", "--json", "--root", H200Root()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  Json s = ParseJson(run);
+  for (const char* key : {"schema_version", "host", "gpus", "software", "kernel_log", "env",
+                          "not_collected"}) {
+    EXPECT_TRUE(s.contains(key)) << key;
+  }
+  EXPECT_EQ(s["schema_version"], 1);
+  EXPECT_EQ(s["root"], H200Root());
+  ASSERT_EQ(s["gpus"].size(), 1u);
+  const Json& gpu = s["gpus"][0];
+  EXPECT_EQ(gpu["vendor"], "nvidia");
+  EXPECT_EQ(gpu["pci_address"], "0000:00:06.0");
+  EXPECT_EQ(gpu["name"], "NVIDIA H200");  // from /proc/driver/nvidia/gpus/*/information
+  EXPECT_EQ(gpu["driver"], "nvidia");
+  EXPECT_EQ(s["host"]["hostname"], "vm");
+  EXPECT_EQ(s["software"]["kernel_modules"]["nvidia"]["version"], "580.159.04");
+  EXPECT_GT(s["kernel_log"]["records_total"].get<int>(), 400);
+  bool env_noted = false;
+  for (const Json& note : s["not_collected"]) env_noted = env_noted || note["item"] == "env";
+  EXPECT_TRUE(env_noted) << "under --root the environment must be reported as not collected";
+  EXPECT_TRUE(s["env"].empty());
+}
+
+TEST(CliTest, SnapshotHumanOutputIsShort) {
+  Run run = Gputriage({"snapshot", "--root", H200Root()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("gpu       0000:00:06.0  NVIDIA H200"), std::string::npos) << run.out;
+  EXPECT_LT(std::count(run.out.begin(), run.out.end(), '\n'), 25) << run.out;
+}
+
+// A probe that blocks in the "driver": the rooted tree's /proc/driver/nvidia/version is a FIFO
+// nobody writes, so the NVIDIA probe's open() blocks exactly like a read stuck in a driver.
+TEST(CliTest, HungProbeBecomesAFindingAndTheSnapshotCompletes) {
+  testing::TempDir dir;
+  testing::CopyTree(H200Root(), dir.path());
+  std::string version = dir.path() + "/proc/driver/nvidia/version";
+  fs::remove(version);
+  ASSERT_EQ(::mkfifo(version.c_str(), 0644), 0);
+  Run run = Gputriage({"doctor", "--json", "--root", dir.path(), "--probe-timeout", "0.5"});
+  EXPECT_LT(run.seconds, 5.0);
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  Json j = ParseJson(run);
+  const Json* hung = FindFinding(j["findings"], "collect.nvidia_probe_hung");
+  ASSERT_NE(hung, nullptr) << j["findings"].dump(2);
+  EXPECT_EQ((*hung)["severity"], "error");
+  EXPECT_EQ((*hung)["title"],
+            "NVML and /proc/driver/nvidia did not answer within 0.5 s: the driver may be wedged");
+  // The rest was still collected.
+  EXPECT_EQ(j["snapshot"]["host"]["hostname"], "vm");
+  EXPECT_EQ(j["snapshot"]["gpus"].size(), 1u);
+}
+
+TEST(CliTest, DoctorRatesXidRecordsFromTheKernelLog) {
+  testing::TempDir dir;
+  testing::CopyTree(H200Root(), dir.path());
+  // Real NVRM lines from a public report (tests/fixtures/kernel_log is the helper's; use the
+  // fallen-off-bus Xid 79 capture) appended as /dev/kmsg records.
+  std::ofstream kmsg(dir.path() + "/dev/kmsg", std::ios::app);
+  kmsg << "3,100000,30000000,-;NVRM: Xid (PCI:0000:00:06): 79, pid=1234, name=python3, GPU has fallen off the bus.\n";
+  kmsg << "3,100001,30000100,-;NVRM: GPU 0000:00:06.0: GPU has fallen off the bus.\n";
+  kmsg.close();
+  Run run = Gputriage({"doctor", "--json", "--root", dir.path()});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  Json j = ParseJson(run);
+  const Json* xid = FindFinding(j["findings"], "kmsg.nvidia_xid_79");
+  ASSERT_NE(xid, nullptr) << j["findings"].dump(2);
+  EXPECT_EQ((*xid)["severity"], "critical");
+  EXPECT_FALSE((*xid)["references"].empty());
+  EXPECT_EQ(j["findings"][0]["severity"], "critical") << "findings must be most severe first";
+}
+
+TEST(CliTest, HistorySaveListShowDiff) {
+  testing::TempDir home;
+  std::vector<std::string> env = {"GPUTRIAGE_HOME=" + home.path()};
+  Run first = Gputriage({"snapshot", "--save", "--root", H200Root()}, env);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("saved as snapshot 1"), std::string::npos) << first.out;
+
+  // The same node after a driver update whose link came back at x8.
+  testing::TempDir tree;
+  testing::CopyTree(H200Root(), tree.path());
+  testing::WriteFile(tree.path(), "/sys/module/nvidia/version", "580.200.01\n");
+  testing::WriteFile(tree.path(), "/sys/bus/pci/devices/0000:00:06.0/current_link_width", "8\n");
+  Run second = Gputriage({"snapshot", "--save", "--root", tree.path()}, env);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+
+  Run list = Gputriage({"snapshot", "list", "--json"}, env);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  Json rows = ParseJson(list)["snapshots"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["id"], 2);  // newest first
+
+  Run show = Gputriage({"snapshot", "show", "1", "--json"}, env);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_EQ(ParseJson(show)["host"]["hostname"], "vm");
+
+  Run diff = Gputriage({"snapshot", "diff", "1", "2", "--json"}, env);
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  Json changes = ParseJson(diff)["changes"];
+  std::set<std::string> kinds;
+  for (const Json& c : changes) kinds.insert(c["kind"].get<std::string>());
+  EXPECT_TRUE(kinds.count("driver_changed")) << changes.dump(2);
+  EXPECT_TRUE(kinds.count("link_downtrained")) << changes.dump(2);
+
+  Run missing = Gputriage({"snapshot", "show", "42"}, env);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("42"), std::string::npos) << missing.err;
+}
+
+TEST(CliTest, LiveSnapshotRedactsSecretsInTheEnvironment) {
+  // A GitHub token shape (documented prefix ghp_, 36 characters after it) and an AWS example key.
+  const std::string token = "ghp_" + std::string("Zq9yX2wV4uT6sR8pN0mL1kJ3hG5fD7cB9aZx");
+  std::vector<std::string> env = {"TORCH_HUB_TOKEN=" + token,
+                                  "CUDA_CACHE_PATH=/tmp/x?key=AKIAIOSFODNN7EXAMPLE",
+                                  "CUDA_VISIBLE_DEVICES=0,1", "GPUTRIAGE_ROOT="};
+  Run run = Gputriage({"snapshot", "--json"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.find(token), std::string::npos) << "token leaked";
+  EXPECT_EQ(run.out.find("AKIAIOSFODNN7EXAMPLE"), std::string::npos) << "AWS key leaked";
+  Json s = ParseJson(run);
+  EXPECT_EQ(s["env"]["variables"]["CUDA_VISIBLE_DEVICES"], "0,1");
+  EXPECT_EQ(s["env"]["variables"]["TORCH_HUB_TOKEN"], "<redacted>");
+}
+
+TEST(CliTest, LiveDoctorOnThisMachine) {
+  Run run = Gputriage({"doctor", "--json"}, {"GPUTRIAGE_ROOT="});
+  Json j = ParseJson(run);
+  ASSERT_TRUE(j.contains("findings"));
+  EXPECT_EQ(run.exit_code, j["exit_code"].get<int>());
+  if (j["snapshot"]["gpus"].empty()) {
+    EXPECT_TRUE(HasFinding(j["findings"], "gpu.none_found"));
+    EXPECT_EQ(run.exit_code, 1);
+  }
+}
+
+// A real kernel-log record written to /dev/kmsg (root only) shows up in a live doctor run.
+TEST(CliTest, LiveKernelLogRecordIsSeen) {
+  if (::geteuid() != 0) GTEST_SKIP() << "writing /dev/kmsg needs root";
+  std::ofstream kmsg("/dev/kmsg");
+  if (!kmsg) GTEST_SKIP() << "/dev/kmsg is not writable here";
+  std::string name = "gt_cli_" + std::to_string(::getpid());
+  kmsg << "<4>NVRM: Xid (PCI:0000:00:06): 43, pid=" << ::getpid() << ", name=" << name
+       << ", channel 0x0000000a\n";
+  kmsg.close();
+  Run run = Gputriage({"doctor", "--json"}, {"GPUTRIAGE_ROOT="});
+  Json j = ParseJson(run);
+  const Json* xid = FindFinding(j["findings"], "kmsg.nvidia_xid_43");
+  ASSERT_NE(xid, nullptr) << j["findings"].dump(2);
+  bool seen = false;
+  for (const Json& e : (*xid)["evidence"]) seen = seen || e["text"].get<std::string>().find(name) != std::string::npos;
+  EXPECT_TRUE(seen) << xid->dump(2);
+}
+
+}  // namespace
+}  // namespace gputriage
