@@ -83,9 +83,9 @@ void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto, c
   RecordGroup& group = it->second;
   ++group.count;
   group.last_time = Str(record, "time");
-  if (group.evidence.size() < kMaxEvidence) {
-    group.evidence.push_back({"kernel log", RecordText(record)});
-  }
+  // Keep the newest records: the latest event is the one a user is chasing.
+  group.evidence.push_back({"kernel log", RecordText(record)});
+  if (group.evidence.size() > kMaxEvidence) group.evidence.erase(group.evidence.begin());
 }
 
 RecordGroup XidGroup(const Json& record, const Knowledge& knowledge) {

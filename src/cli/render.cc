@@ -158,12 +158,13 @@ std::string RenderFindings(const std::vector<core::Finding>& findings, size_t ma
     std::string tag = fmt::format("[{}]", core::SeverityName(f.severity));
     out += Colored(f.severity, tag) + " " + f.title + "\n";
     if (!f.detail.empty()) out += "    " + f.detail + "\n";
-    for (size_t i = 0; i < f.evidence.size() && i < max_evidence; ++i) {
-      out += "    evidence (" + f.evidence[i].source + "): " + f.evidence[i].text + "\n";
+    // The newest evidence is last; show the last few.
+    size_t first = f.evidence.size() > max_evidence ? f.evidence.size() - max_evidence : 0;
+    if (first > 0) {
+      out += fmt::format("    ... {} earlier evidence lines (--json shows all kept)\n", first);
     }
-    if (f.evidence.size() > max_evidence) {
-      out += fmt::format("    ... {} more evidence lines (--json shows all)\n",
-                         f.evidence.size() - max_evidence);
+    for (size_t i = first; i < f.evidence.size(); ++i) {
+      out += "    evidence (" + f.evidence[i].source + "): " + f.evidence[i].text + "\n";
     }
     if (!f.fix.empty()) out += "    fix: " + f.fix + "\n";
     for (const std::string& ref : f.references) out += "    see: " + ref + "\n";

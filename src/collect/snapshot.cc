@@ -33,7 +33,7 @@ Section ProbeHungSection(const VendorProbe& probe, const core::ProcessOutcome& o
       .id = fmt::format("collect.{}_probe_hung", probe.name),
       .layer = 1,
       .severity = core::Severity::kError,
-      .title = fmt::format("{} did not answer within {:.0f} s: the driver may be wedged", what,
+      .title = fmt::format("{} did not answer within {:g} s: the driver may be wedged", what,
                            seconds),
       .detail = fmt::format(
           "The {} probe runs in a helper process (pid {}) so that a call stuck in the driver "

@@ -19,7 +19,8 @@ size_t CountInstalled(const std::string& status, bool (*pred)(std::string_view))
   size_t count = 0;
   std::string name;
   bool installed = false;
-  for (std::string_view line : core::SplitLines(status + "\n")) {
+  const std::string text = status + "\n";
+  for (std::string_view line : core::SplitLines(text)) {
     if (line.starts_with("Package: ")) name = std::string(line.substr(9));
     if (line.starts_with("Status: ")) installed = line.ends_with(" installed");
     if (line.empty()) {

@@ -1,0 +1,477 @@
+#include "collect/env/redact.h"
+
+#include <re2/re2.h>
+#include <re2/set.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace gputriage::env {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+// A word containing one of these is secret: they hardly ever mean anything else.
+constexpr std::array<std::string_view, 10> kSecretWordParts = {
+    "PASSWORD", "PASSWD",     "PASSPHRASE", "SECRET",     "CREDENTIAL",
+    "APIKEY",   "ACCESSKEY",  "PRIVATEKEY", "SESSIONKEY", "SIGNINGKEY"};
+
+// Whole words that are secret on their own. PWD is handled apart (bare PWD is the shell's cwd).
+constexpr std::array<std::string_view, 6> kSecretWords = {
+    "PASS", "AUTH", "AUTHORIZATION", "COOKIE", "CREDS", "SIGNATURE"};
+
+// KEY right after one of these is secret wherever it stands (API_KEY_ID, ACCESS_KEY_ID).
+constexpr std::array<std::string_view, 24> kKeyQualifiers = {
+    "API",    "ACCESS",  "SECRET",  "PRIVATE", "SESSION",    "SIGNING", "SIGN",    "ENCRYPTION",
+    "ENCRYPT", "DECRYPTION", "MASTER", "AUTH",    "ACCOUNT", "LICENSE", "HMAC",    "SHARED",
+    "STORAGE", "SERVICE", "ADMIN",   "APP",     "CLIENT",  "DEPLOY",  "WEBHOOK", "SSH"};
+
+// KEY as the last word is secret (KAGGLE_KEY, OPENAI_KEY, STRIPE_KEY) unless the word before
+// makes it a lookup key or a public one (CACHE_KEY, PRIMARY_KEY, PUBLIC_KEY, GPG_KEY).
+constexpr std::array<std::string_view, 20> kPlainKeyQualifiers = {
+    "PUBLIC",  "PUB",    "CACHE",     "SORT",    "PRIMARY", "FOREIGN", "PARTITION",
+    "ROUTING", "SHARD",  "HASH",      "LOOKUP",  "MAP",     "DICT",    "COMPOSITE",
+    "UNIQUE",  "GPG",    "PGP",       "HOT",     "MODIFIER", "SEARCH"};
+
+// Tokenizer vocabulary entries (eos_token, pad_token, ...) fill ML logs and are not credentials.
+constexpr std::array<std::string_view, 10> kVocabularyTokens = {
+    "PAD", "EOS", "BOS", "UNK", "SEP", "CLS", "MASK", "START", "END", "STOP"};
+
+// A last word that says the variable names a place, a kind or a count, not the secret itself:
+// PASSWORD_FILE holds a path, AUTH_TYPE a scheme, SSH_AUTH_SOCK a socket, MAX_TOKEN_COUNT a
+// number. The value rules still run on these (a URL keeps its password redacted).
+constexpr std::array<std::string_view, 35> kDescriptorWords = {
+    "FILE",   "FILES",   "PATH",    "PATHS",   "DIR",        "DIRS",    "DIRECTORY",
+    "FILENAME", "LOCATION", "URL",  "URI",     "ENDPOINT",   "HOST",    "PORT",
+    "SOCK",   "SOCKET",  "TYPE",    "MODE",    "METHOD",     "NAME",    "COUNT",
+    "NUM",    "LIMIT",   "SIZE",    "LEN",     "LENGTH",     "INDEX",   "TTL",
+    "EXPIRY", "EXPIRES", "EXPIRATION", "TIMEOUT", "HEADER",  "ENV",     "VAR"};
+
+template <size_t N>
+bool Contains(const std::array<std::string_view, N>& list, std::string_view word) {
+  return std::find(list.begin(), list.end(), word) != list.end();
+}
+
+bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
+bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(char c) { return IsUpper(c) || IsLower(c) || IsDigit(c); }
+char ToUpper(char c) { return IsLower(c) ? static_cast<char>(c - 'a' + 'A') : c; }
+
+// Upper-cased words of a name: split on anything but ASCII letters and digits, and on camelCase
+// humps ("apiKey" -> API KEY, "APIKey" -> API KEY).
+std::vector<std::string> NameWords(std::string_view name) {
+  std::vector<std::string> words;
+  std::string current;
+  auto flush = [&] {
+    if (!current.empty()) words.push_back(std::move(current));
+    current.clear();
+  };
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (!IsAlnum(c)) {
+      flush();
+      continue;
+    }
+    if (!current.empty()) {
+      char prev = name[i - 1];
+      bool hump = IsLower(prev) && IsUpper(c);
+      bool acronym_end = IsUpper(prev) && IsUpper(c) && i + 1 < name.size() && IsLower(name[i + 1]);
+      if (hump || acronym_end) flush();
+    }
+    current += ToUpper(c);
+  }
+  flush();
+  return words;
+}
+
+bool WordIsSecret(const std::vector<std::string>& words, size_t i) {
+  const std::string& word = words[i];
+  for (std::string_view part : kSecretWordParts) {
+    if (word.find(part) != std::string::npos) return true;
+  }
+  const bool last = i + 1 == words.size();
+  if (word.size() >= 5 && word.compare(word.size() - 5, 5, "TOKEN") == 0) {
+    // eos_token, pad_token_id, token_ids: vocabulary entries and their numbers.
+    if (word == "TOKEN" && i > 0 && Contains(kVocabularyTokens, words[i - 1])) return false;
+    return last || (words[i + 1] != "ID" && words[i + 1] != "IDS");
+  }
+  if (Contains(kSecretWords, word)) return true;
+  if (word == "PWD") return words.size() >= 2;
+  if (word != "KEY" || i == 0) return false;
+  if (Contains(kKeyQualifiers, words[i - 1])) return true;
+  return last && !Contains(kPlainKeyQualifiers, words[i - 1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value rules
+
+struct Rule {
+  std::string_view name;
+  std::string_view pattern;
+  int group;       // the capture group that is the secret (0: the whole match)
+  bool bounded;      // the token must not touch an ASCII letter or digit on either side
+  bool known_token;  // a credential format, counted by ContainsKnownToken
+};
+
+// Formats from the providers' documentation and announcements and from the public rule sets of
+// gitleaks and nosey parker. Lengths are lower bounds where providers announced that tokens may
+// grow (GitHub: up to 255 characters). No entropy threshold: a placeholder such as
+// ghp_EXAMPLE... is redacted too, which costs nothing.
+constexpr Rule kRules[] = {
+    // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens.
+    {"github", R"((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,})", 0, true, true},
+    {"github", R"(github_pat_[A-Za-z0-9_]{60,})", 0, true, true},
+    // GitLab: personal, deploy, runner, trigger, CI job, feed, mail, agent, OAuth, SCIM tokens.
+    {"gitlab", R"(gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[A-Za-z0-9_.-]{20,})", 0, true,
+     true},
+    {"gitlab", R"(GR1348941[A-Za-z0-9_-]{20,})", 0, true, true},
+    // Slack: bot, user, workspace, refresh, config tokens; app-level tokens.
+    {"slack", R"(xox[abeprs]-[A-Za-z0-9][A-Za-z0-9-]{8,})", 0, true, true},
+    {"slack", R"(xapp-[0-9]-[A-Za-z0-9-]{10,})", 0, true, true},
+    // AWS access key ids (long-term AKIA, STS ASIA, ABIA, ACCA); always 20 characters.
+    {"aws_access_key_id", R"((?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})", 0, true, true},
+    {"google_api_key", R"(AIza[A-Za-z0-9_-]{35})", 0, true, true},
+    // Anthropic before OpenAI: both start with sk-, the first rule names the span.
+    {"anthropic", R"(sk-ant-[A-Za-z0-9_-]{32,})", 0, true, true},
+    // OpenAI: project/service/admin keys, legacy sk-<48 alnum>, and anything carrying the
+    // T3BlbkFJ marker. A bare "sk-" + words (sk-hynix-...) is not enough.
+    {"openai",
+     R"(sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{32,})"
+     R"(|sk-[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,})",
+     0, true, true},
+    {"huggingface", R"((?:hf_|api_org_)[A-Za-z0-9]{30,})", 0, true, true},
+    {"npm", R"(npm_[A-Za-z0-9]{36})", 0, true, true},
+    // PyPI API tokens are macaroons whose fixed header encodes "pypi.org" / "test.pypi.org".
+    {"pypi", R"(pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,})", 0, true,
+     true},
+    // Stripe secret and restricted keys (publishable pk_ keys are public by design).
+    {"stripe", R"((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,})", 0, true, true},
+    // Weights & Biases keys issued since 2025 (86 characters); the legacy 40-hex form is judged
+    // by name in RedactValue, since 40 hex digits alone are as often a git commit.
+    {"wandb", R"(wandb_v1_[A-Za-z0-9_-]{20,})", 0, true, true},
+    {"jwt", R"(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)", 0, true, true},
+    // PEM private keys (RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK): everything after the BEGIN
+    // line, the END line included, so that a token overlapping the END line cannot leave half
+    // an armour behind; a block cut short is redacted to the end of the text. A block that
+    // already reads BEGIN...<redacted> is left as it is (RedactText twice = once).
+    {"private_key",
+     R"(-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
+     R"((<redacted>|[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)))",
+     1, false, true},
+    // scheme://user:password@host: only the password (the last '@' ends it, as in browsers).
+    {"url_password", R"([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:([^/?#\s]*)@)", 1, false, false},
+    // HTTP authorization with a bearer token anywhere in the text.
+    {"bearer", R"((?i)bearer[ \t]+([A-Za-z0-9._~+/=-]{8,}))", 1, true, false},
+};
+constexpr size_t kRuleCount = std::size(kRules);
+
+// Candidate keys of key=value forms; IsSecretName then decides. The keyword list only keeps the
+// scan cheap: it must cover every word IsSecretName accepts.
+constexpr std::string_view kKeyValuePattern =
+    R"((?i)([a-z0-9_.-]*(?:token|secret|pass|pwd|key|auth|cred|cookie|signature)[a-z0-9_.-]*))"
+    R"((["']?[ \t]*[:=][ \t]*|[ \t]+))";
+
+constexpr std::string_view kWandbLegacyKeyPattern = R"((?:[A-Za-z0-9]+-)?[0-9A-Fa-f]{40})";
+
+// HTTP authorization schemes that precede the credential in a value ("Authorization: Basic x").
+constexpr std::array<std::string_view, 6> kAuthSchemes = {"bearer", "basic",     "token",
+                                                          "digest", "negotiate", "bot"};
+
+// A bounded rule is compiled with its boundaries inside the pattern, as group 1 around the
+// rule's own groups. Checking them after the match instead would rescan: each "axoxb-..."
+// rejected for the 'a' before it would be matched again from the next byte, to the end of the
+// text, and a text full of them would take quadratic time (measured: 63 s for 256 KiB).
+std::string CompiledPattern(const Rule& rule) {
+  if (!rule.bounded) return std::string(rule.pattern);
+  return "(?:^|[^A-Za-z0-9])(" + std::string(rule.pattern) + ")(?:[^A-Za-z0-9]|\\z)";
+}
+
+// The index of a rule's secret group in its compiled pattern.
+int SecretGroup(const Rule& rule) { return rule.bounded ? rule.group + 1 : rule.group; }
+
+RE2::Options PatternOptions() {
+  RE2::Options options;
+  options.set_encoding(RE2::Options::EncodingLatin1);  // arbitrary bytes, byte offsets
+  options.set_log_errors(false);
+  return options;
+}
+
+// The compiled patterns, built once (function-local static: thread-safe initialisation).
+class Patterns {
+ public:
+  static const Patterns& Get() {
+    static const Patterns patterns;
+    return patterns;
+  }
+
+  const RE2* rule(size_t i) const { return rules_[i]->ok() ? rules_[i].get() : nullptr; }
+  const RE2& key_value() const { return key_value_; }
+  const RE2& wandb_legacy_key() const { return wandb_legacy_key_; }
+
+  // Which of kRules (index kRuleCount: the key=value scan) may match in `text`. Errs on the
+  // side of "all": a prefilter that ran out of memory must not hide a secret.
+  std::array<bool, kRuleCount + 1> Candidates(std::string_view text) const {
+    std::array<bool, kRuleCount + 1> out{};
+    std::vector<int> hits;
+    RE2::Set::ErrorInfo error{};
+    if (!set_ok_ || !set_.Match(re2::StringPiece(text.data(), text.size()), &hits, &error)) {
+      if (!set_ok_ || error.kind != RE2::Set::kNoError) out.fill(true);
+      return out;
+    }
+    for (int hit : hits) {
+      if (hit >= 0 && static_cast<size_t>(hit) < set_targets_.size()) out[set_targets_[hit]] = true;
+    }
+    return out;
+  }
+
+ private:
+  Patterns()
+      : key_value_(re2::StringPiece(kKeyValuePattern.data(), kKeyValuePattern.size()),
+                   PatternOptions()),
+        wandb_legacy_key_(
+            re2::StringPiece(kWandbLegacyKeyPattern.data(), kWandbLegacyKeyPattern.size()),
+            PatternOptions()),
+        set_(PatternOptions(), RE2::UNANCHORED) {
+    for (size_t i = 0; i < kRuleCount; ++i) {
+      const std::string pattern = CompiledPattern(kRules[i]);
+      rules_[i] = std::make_unique<RE2>(pattern, PatternOptions());
+      AddToSet(kRules[i].pattern, i);
+    }
+    AddToSet(kKeyValuePattern, kRuleCount);
+    set_ok_ = set_.Compile();
+  }
+
+  void AddToSet(std::string_view pattern, size_t target) {
+    std::string error;
+    if (set_.Add(re2::StringPiece(pattern.data(), pattern.size()), &error) >= 0) {
+      set_targets_.push_back(target);
+    }
+  }
+
+  std::array<std::unique_ptr<RE2>, kRuleCount> rules_;
+  RE2 key_value_;
+  RE2 wandb_legacy_key_;
+  RE2::Set set_;
+  std::vector<size_t> set_targets_;  // set index -> rule index
+  bool set_ok_ = false;
+};
+
+size_t Offset(std::string_view text, const re2::StringPiece& piece) {
+  return static_cast<size_t>(piece.data() - text.data());
+}
+
+void ScanRule(const Rule& rule, const RE2& re, std::string_view text,
+              std::vector<SecretSpan>* spans) {
+  const re2::StringPiece input(text.data(), text.size());
+  std::array<re2::StringPiece, 4> groups;
+  const int secret_group = SecretGroup(rule);
+  // The token: group 1 of a bounded pattern (its boundary bytes are outside), else the match.
+  const int token_group = rule.bounded ? 1 : 0;
+  size_t pos = 0;
+  while (pos < text.size() &&
+         re.Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), secret_group + 1)) {
+    size_t begin = Offset(text, groups[token_group]);
+    size_t end = begin + groups[token_group].size();
+    const re2::StringPiece& secret = groups[secret_group];
+    // An empty secret or one already redacted (a PEM body, a URL password) is not a find.
+    if (secret.data() != nullptr && !secret.empty() &&
+        std::string_view(secret.data(), secret.size()) != kRedacted) {
+      size_t secret_begin = Offset(text, secret);
+      spans->push_back({secret_begin, secret_begin + secret.size(), rule.name});
+    }
+    // Resume at the token's end, not the match's: the boundary byte after it may be the one
+    // before the next token.
+    pos = std::max(end, Offset(text, groups[0]) + 1);
+  }
+}
+
+bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    char c = text[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != prefix[i]) return false;
+  }
+  return true;
+}
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// Where an unquoted value ends: at whitespace, a quote, or a separator of query strings ('&')
+// and connection strings (';'). Commas and brackets stay inside (a redacted "abc," is harmless,
+// a password cut at its comma is not).
+size_t UnquotedValueEnd(std::string_view text, size_t begin) {
+  size_t end = begin;
+  while (end < text.size()) {
+    char c = text[end];
+    if (IsSpace(c) || c == '"' || c == '\'' || c == '&' || c == ';') break;
+    ++end;
+  }
+  return end;
+}
+
+// The quoted value starting after the quote at `open`: up to the matching quote (backslash
+// escapes skipped) or, unterminated, to the end of the line.
+std::pair<size_t, size_t> QuotedValue(std::string_view text, size_t open) {
+  char quote = text[open];
+  size_t end = open + 1;
+  while (end < text.size() && text[end] != quote && text[end] != '\n') {
+    end += (text[end] == '\\' && end + 1 < text.size()) ? 2 : 1;
+  }
+  return {open + 1, std::min(end, text.size())};
+}
+
+// The secret part of the value starting at `begin` ("Bearer x" -> x); empty when none.
+std::pair<size_t, size_t> ValueSpan(std::string_view text, size_t begin) {
+  if (begin >= text.size()) return {begin, begin};
+  if (text[begin] == '"' || text[begin] == '\'') return QuotedValue(text, begin);
+  for (std::string_view scheme : kAuthSchemes) {
+    size_t after = begin + scheme.size();
+    if (StartsWithNoCase(text.substr(begin), scheme) && after < text.size() &&
+        (text[after] == ' ' || text[after] == '\t')) {
+      while (after < text.size() && (text[after] == ' ' || text[after] == '\t')) ++after;
+      begin = after;
+      break;
+    }
+  }
+  return {begin, UnquotedValueEnd(text, begin)};
+}
+
+void ScanKeyValues(const RE2& re, std::string_view text, std::vector<SecretSpan>* spans) {
+  const re2::StringPiece input(text.data(), text.size());
+  std::array<re2::StringPiece, 3> groups;
+  size_t pos = 0;
+  while (pos < text.size() &&
+         re.Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), 3)) {
+    size_t key_begin = Offset(text, groups[1]);
+    size_t sep_end = Offset(text, groups[2]) + groups[2].size();
+    pos = std::max(sep_end, key_begin + 1);
+    std::string_view key(groups[1].data(), groups[1].size());
+    std::string_view sep(groups[2].data(), groups[2].size());
+    bool spaced = sep.find_first_of(":=") == std::string_view::npos;
+    // "--token VALUE" is an option when it stands as a word of a command line; "the token is"
+    // is prose, and "x--token y" is no option (nor does it become one once "x" is redacted).
+    bool flag = !key.empty() && key.front() == '-' &&
+                (key_begin == 0 || IsSpace(text[key_begin - 1]));
+    if (spaced && !flag) continue;
+    if (spaced && sep_end < text.size() && text[sep_end] == '-') continue;
+    if (!IsSecretName(key)) continue;
+    auto [begin, end] = ValueSpan(text, sep_end);
+    std::string_view value = text.substr(begin, end - begin);
+    // A value that starts redacted was judged before (its tail may be a URL's host).
+    if (value.empty() || value.substr(0, kRedacted.size()) == kRedacted) continue;
+    spans->push_back({begin, end, "key_value"});
+    pos = std::max(pos, end);
+  }
+}
+
+std::vector<SecretSpan> MergeSpans(std::vector<SecretSpan> spans) {
+  std::stable_sort(spans.begin(), spans.end(),
+                   [](const SecretSpan& a, const SecretSpan& b) { return a.begin < b.begin; });
+  std::vector<SecretSpan> merged;
+  for (const SecretSpan& span : spans) {
+    if (!merged.empty() && span.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, span.end);
+    } else {
+      merged.push_back(span);
+    }
+  }
+  return merged;
+}
+
+bool ContainsNoCase(std::string_view text, std::string_view needle_upper) {
+  for (size_t i = 0; i + needle_upper.size() <= text.size(); ++i) {
+    bool match = true;
+    for (size_t k = 0; k < needle_upper.size() && match; ++k) {
+      match = ToUpper(text[i + k]) == needle_upper[k];
+    }
+    if (match) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsSecretName(std::string_view name) {
+  std::vector<std::string> words = NameWords(name);
+  if (words.empty()) return false;
+  if (words.size() > 1 && Contains(kDescriptorWords, words.back())) return false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (WordIsSecret(words, i)) return true;
+  }
+  return false;
+}
+
+std::vector<SecretSpan> FindSecrets(std::string_view text) {
+  std::vector<SecretSpan> spans;
+  if (text.empty()) return spans;
+  const Patterns& patterns = Patterns::Get();
+  auto candidates = patterns.Candidates(text);
+  for (size_t i = 0; i < kRuleCount; ++i) {
+    const RE2* re = patterns.rule(i);
+    if (candidates[i] && re != nullptr) ScanRule(kRules[i], *re, text, &spans);
+  }
+  if (candidates[kRuleCount] && patterns.key_value().ok()) {
+    ScanKeyValues(patterns.key_value(), text, &spans);
+  }
+  return MergeSpans(std::move(spans));
+}
+
+bool ContainsKnownToken(std::string_view text) {
+  if (text.empty()) return false;
+  const Patterns& patterns = Patterns::Get();
+  auto candidates = patterns.Candidates(text);
+  std::vector<SecretSpan> spans;
+  for (size_t i = 0; i < kRuleCount; ++i) {
+    const RE2* re = patterns.rule(i);
+    if (!kRules[i].known_token || !candidates[i] || re == nullptr) continue;
+    ScanRule(kRules[i], *re, text, &spans);
+    if (!spans.empty()) return true;
+  }
+  return false;
+}
+
+std::string RedactText(std::string_view text, bool* changed) {
+  std::vector<SecretSpan> spans = FindSecrets(text);
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  for (const SecretSpan& span : spans) {
+    out.append(text.substr(pos, span.begin - pos));
+    out.append(kRedacted);
+    pos = span.end;
+  }
+  out.append(text.substr(pos));
+  if (changed != nullptr) *changed = out != text;
+  return out;
+}
+
+std::string RedactValue(std::string_view name, std::string_view value, bool* changed) {
+  bool whole = !value.empty() && IsSecretName(name);
+  if (!whole && ContainsNoCase(name, "WANDB")) {
+    const RE2& wandb = Patterns::Get().wandb_legacy_key();
+    whole = wandb.ok() && RE2::FullMatch(re2::StringPiece(value.data(), value.size()), wandb);
+  }
+  if (whole) {
+    if (changed != nullptr) *changed = value != kRedacted;
+    return std::string(kRedacted);
+  }
+  return RedactText(value, changed);
+}
+
+std::string RedactAssignment(std::string_view entry, bool* changed) {
+  size_t eq = entry.find('=');
+  if (eq == std::string_view::npos) return RedactText(entry, changed);
+  std::string out(entry.substr(0, eq + 1));
+  out += RedactValue(entry.substr(0, eq), entry.substr(eq + 1), changed);
+  return out;
+}
+
+}  // namespace gputriage::env

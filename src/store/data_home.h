@@ -1,0 +1,37 @@
+// Where gputriage keeps its state (the snapshot database): one directory per user, chosen from
+// the environment the XDG way.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/result.h"
+
+namespace gputriage::store {
+
+/// The environment variables that choose the data home; nullopt (or "") means unset.
+struct DataHomeEnv {
+  std::optional<std::string> gputriage_home;  // $GPUTRIAGE_HOME
+  std::optional<std::string> xdg_data_home;   // $XDG_DATA_HOME
+  std::optional<std::string> home;            // $HOME
+};
+
+/// The data home `env` selects, without touching the file system: $GPUTRIAGE_HOME, else
+/// $XDG_DATA_HOME/gputriage (only when absolute, as the XDG spec requires), else
+/// $HOME/.local/share/gputriage. nullopt when none of them is usable.
+std::optional<std::string> ChooseDataHome(const DataHomeEnv& env);
+
+/// The process's data home (ChooseDataHome over the real environment, falling back to the
+/// password database's home directory when $HOME is unset), created like `mkdir -p` with mode
+/// 0700 for each directory it creates; existing directories keep their mode. Fails with a
+/// message naming the directory when it cannot be created or is not a directory.
+core::Result<std::string> DataHome();
+
+/// Creates `path` and its missing parents with `mode` (like `mkdir -p -m`). Fails naming the
+/// component that could not be created, or `path` when it exists but is not a directory.
+core::Result<void> MakeDirectories(const std::string& path, unsigned mode);
+
+/// DataHome()/snapshots.db: the default snapshot database.
+core::Result<std::string> DefaultDatabasePath();
+
+}  // namespace gputriage::store

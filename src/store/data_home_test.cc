@@ -1,0 +1,123 @@
+#include "store/data_home.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "store/test_util.h"
+
+namespace gputriage::store {
+namespace {
+
+using testing::ScopedEnv;
+using testing::TempDir;
+
+unsigned ModeOf(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+TEST(ChooseDataHome, GputriageHomeWinsOverEverything) {
+  EXPECT_EQ(ChooseDataHome({"/g", "/xdg", "/home/u"}), "/g");
+}
+
+TEST(ChooseDataHome, XdgDataHomeWinsOverHome) {
+  EXPECT_EQ(ChooseDataHome({std::nullopt, "/xdg/", "/home/u"}), "/xdg/gputriage");
+  EXPECT_EQ(ChooseDataHome({"", "/xdg", "/home/u"}), "/xdg/gputriage");
+}
+
+TEST(ChooseDataHome, RelativeXdgDataHomeIsIgnored) {
+  EXPECT_EQ(ChooseDataHome({std::nullopt, "rel/xdg", "/home/u"}), "/home/u/.local/share/gputriage");
+}
+
+TEST(ChooseDataHome, HomeIsTheFallback) {
+  EXPECT_EQ(ChooseDataHome({std::nullopt, std::nullopt, "/home/u"}),
+            "/home/u/.local/share/gputriage");
+  EXPECT_EQ(ChooseDataHome({"", "", ""}), std::nullopt);
+}
+
+TEST(DataHome, CreatesGputriageHomeWithMode0700) {
+  TempDir tmp;
+  std::string home = tmp / "a/b/gputriage";
+  ScopedEnv env("GPUTRIAGE_HOME", home);
+  ScopedEnv xdg("XDG_DATA_HOME", tmp / "xdg");
+  auto result = DataHome();
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(*result, home);
+  EXPECT_EQ(ModeOf(tmp / "a"), 0700u);
+  EXPECT_EQ(ModeOf(tmp / "a/b"), 0700u);
+  EXPECT_EQ(ModeOf(home), 0700u);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "xdg"));
+}
+
+TEST(DataHome, UsesXdgDataHomeWhenGputriageHomeIsUnset) {
+  TempDir tmp;
+  ScopedEnv env("GPUTRIAGE_HOME", std::nullopt);
+  ScopedEnv xdg("XDG_DATA_HOME", tmp / "xdg");
+  ScopedEnv home("HOME", tmp / "home");
+  auto result = DataHome();
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(*result, tmp / "xdg/gputriage");
+  EXPECT_TRUE(std::filesystem::is_directory(*result));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "home"));
+}
+
+TEST(DataHome, FallsBackToHomeLocalShare) {
+  TempDir tmp;
+  ScopedEnv env("GPUTRIAGE_HOME", std::nullopt);
+  ScopedEnv xdg("XDG_DATA_HOME", std::nullopt);
+  ScopedEnv home("HOME", tmp / "home");
+  auto result = DataHome();
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(*result, tmp / "home/.local/share/gputriage");
+  EXPECT_EQ(ModeOf(*result), 0700u);
+  EXPECT_EQ(ModeOf(tmp / "home/.local"), 0700u);
+}
+
+TEST(DataHome, KeepsTheModeOfAnExistingDirectory) {
+  TempDir tmp;
+  std::string home = tmp / "existing";
+  ASSERT_EQ(::mkdir(home.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(home.c_str(), 0755), 0);
+  ScopedEnv env("GPUTRIAGE_HOME", home);
+  auto result = DataHome();
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(ModeOf(home), 0755u);
+}
+
+TEST(DataHome, ErrorNamesThePathWhenAComponentIsAFile) {
+  TempDir tmp;
+  std::ofstream(tmp / "file") << "x";
+  ScopedEnv env("GPUTRIAGE_HOME", tmp / "file/gputriage");
+  auto result = DataHome();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().message, "data directory: cannot create directory " +
+                                        (tmp / "file/gputriage") + ": " + (tmp / "file") +
+                                        " exists and is not a directory");
+}
+
+TEST(DataHome, ErrorNamesThePathWhenPermissionIsDenied) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  TempDir tmp;
+  std::string locked = tmp / "locked";
+  ASSERT_EQ(::mkdir(locked.c_str(), 0500), 0);
+  ScopedEnv env("GPUTRIAGE_HOME", locked + "/gputriage");
+  auto result = DataHome();
+  ::chmod(locked.c_str(), 0700);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().message,
+            "data directory: cannot create directory " + locked + "/gputriage: Permission denied");
+}
+
+TEST(DefaultDatabasePath, IsSnapshotsDbInTheDataHome) {
+  TempDir tmp;
+  ScopedEnv env("GPUTRIAGE_HOME", tmp / "h");
+  auto result = DefaultDatabasePath();
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(*result, tmp / "h/snapshots.db");
+}
+
+}  // namespace
+}  // namespace gputriage::store

@@ -1,0 +1,180 @@
+#include "store/snapshot_arg.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/text.h"
+
+namespace gputriage::store {
+namespace {
+
+using core::Json;
+using core::MakeError;
+using core::Result;
+
+constexpr size_t kMaxSnapshotFileBytes = size_t{1} << 30;
+
+// Reads all of `fd` up to the limit; `name` is for errors.
+Result<std::string> ReadAll(int fd, const std::string& name) {
+  std::string out;
+  char buffer[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return MakeError("{}: read failed after {} bytes: {}", name, out.size(),
+                       std::strerror(errno));
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+    if (out.size() > kMaxSnapshotFileBytes) {
+      return MakeError("{}: larger than {} bytes; not a snapshot", name, kMaxSnapshotFileBytes);
+    }
+  }
+  return out;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return MakeError("{}: {}", path, std::strerror(errno));
+  Result<std::string> text = ReadAll(fd, path);
+  ::close(fd);
+  return text;
+}
+
+// 1-based line and column of byte offset `byte` (nlohmann counts the byte after the error).
+std::pair<size_t, size_t> LineColumn(std::string_view text, size_t byte) {
+  size_t end = std::min(byte > 0 ? byte - 1 : 0, text.size());
+  size_t line = 1;
+  size_t column = 1;
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
+// column 2: " preamble, which we replace with our own position.
+std::string ParseReason(std::string_view what) {
+  size_t at = what.find("parse error");
+  if (at != std::string_view::npos) {
+    size_t colon = what.find(": ", at);
+    if (colon != std::string_view::npos) return std::string(what.substr(colon + 2));
+  }
+  size_t bracket = what.find("] ");
+  if (bracket != std::string_view::npos) return std::string(what.substr(bracket + 2));
+  return std::string(what);
+}
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+Result<Json> Checked(Result<Json> snapshot, std::string_view source) {
+  if (!snapshot.ok()) return snapshot;
+  Result<void> checked = CheckSnapshotVersion(*snapshot, source);
+  if (!checked.ok()) return checked.error();
+  return snapshot;
+}
+
+Result<Json> StoredSnapshot(SnapshotStore* store, std::string_view arg) {
+  if (store == nullptr) {
+    return MakeError("'{}' names a stored snapshot, but no snapshot database is open", arg);
+  }
+  if (arg == "latest") return Checked(store->Latest(), fmt::format("{} (latest)", store->path()));
+  if (arg == "previous") {
+    GT_ASSIGN_OR_RETURN(std::vector<SnapshotRow> rows, store->List(2));
+    if (rows.size() < 2) {
+      return MakeError("'previous' needs two stored snapshots; {} has {}", store->path(),
+                       rows.size());
+    }
+    return Checked(store->Load(rows[1].id),
+                   fmt::format("{} (snapshot {})", store->path(), rows[1].id));
+  }
+  std::optional<int64_t> id = core::ParseI64(arg);
+  if (!id) return MakeError("'{}' is not a snapshot id", arg);
+  return Checked(store->Load(*id), fmt::format("{} (snapshot {})", store->path(), *id));
+}
+
+}  // namespace
+
+Result<void> CheckSnapshotVersion(const Json& snapshot, std::string_view source) {
+  if (!snapshot.is_object()) {
+    return MakeError("{}: not a gputriage snapshot (a JSON {}, not an object)", source,
+                     snapshot.type_name());
+  }
+  auto it = snapshot.find("schema_version");
+  if (it == snapshot.end()) {
+    return MakeError("{}: not a gputriage snapshot (no schema_version)", source);
+  }
+  if (!it->is_number_integer()) {
+    return MakeError("{}: not a gputriage snapshot (schema_version is a {}, not an integer)",
+                     source, it->type_name());
+  }
+  // Unsigned first: a huge unsigned value must not wrap to a small signed one.
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT32_MAX}) {
+    return MakeError(
+        "{}: snapshot schema_version {} is newer than this gputriage (knows {}); "
+        "upgrade gputriage",
+        source, it->get<uint64_t>(), core::kSnapshotSchemaVersion);
+  }
+  int64_t version = it->get<int64_t>();
+  if (version > core::kSnapshotSchemaVersion) {
+    return MakeError(
+        "{}: snapshot schema_version {} is newer than this gputriage (knows {}); "
+        "upgrade gputriage",
+        source, version, core::kSnapshotSchemaVersion);
+  }
+  if (version < 1) {
+    return MakeError("{}: snapshot schema_version {} is not one gputriage writes", source, version);
+  }
+  return {};
+}
+
+Result<Json> ParseSnapshotJson(std::string_view text, std::string_view source) {
+  Json snapshot;
+  try {
+    snapshot = Json::parse(text.begin(), text.end());
+  } catch (const Json::parse_error& e) {
+    auto [line, column] = LineColumn(text, e.byte);
+    return MakeError("{}: invalid JSON at line {}, column {} (byte {}): {}", source, line, column,
+                     e.byte, ParseReason(e.what()));
+  } catch (const Json::exception& e) {
+    return MakeError("{}: invalid JSON: {}", source, ParseReason(e.what()));
+  }
+  Result<void> checked = CheckSnapshotVersion(snapshot, source);
+  if (!checked.ok()) return checked.error();
+  return snapshot;
+}
+
+Result<Json> LoadSnapshotArg(SnapshotStore* store, std::string_view arg) {
+  if (arg.empty()) return MakeError("an empty snapshot operand (want an id, 'latest' or a file)");
+  if (AllDigits(arg) || arg == "latest" || arg == "previous") return StoredSnapshot(store, arg);
+  if (arg == "-") {
+    GT_ASSIGN_OR_RETURN(std::string text, ReadAll(STDIN_FILENO, "standard input"));
+    return ParseSnapshotJson(text, "standard input");
+  }
+  std::string path(arg);
+  GT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseSnapshotJson(text, path);
+}
+
+}  // namespace gputriage::store

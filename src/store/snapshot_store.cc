@@ -1,0 +1,370 @@
+#include "store/snapshot_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <thread>
+#include <utility>
+
+#include "core/text.h"
+
+namespace gputriage::store {
+namespace {
+
+using core::Json;
+using core::MakeError;
+using core::Result;
+
+/// One schema step: applying `sql` to a database at version - 1 brings it to `version`.
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Append only: a released migration is never edited, a change is a new entry.
+constexpr Migration kMigrations[] = {
+    {1,
+     "CREATE TABLE snapshots ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at TEXT NOT NULL,"
+     "  hostname TEXT,"
+     "  root TEXT,"
+     "  tool_version TEXT,"
+     "  gpu_count INTEGER,"
+     "  summary TEXT NOT NULL DEFAULT '',"
+     "  json TEXT NOT NULL"
+     ");"
+     "CREATE INDEX snapshots_created_at ON snapshots(created_at);"},
+};
+
+constexpr int kBusyTimeoutMs = 5000;
+
+Result<int64_t> ReadUserVersion(const sqlite::Connection& connection) {
+  GT_ASSIGN_OR_RETURN(auto statement,
+                      sqlite::Statement::Prepare(connection, "PRAGMA user_version"));
+  GT_ASSIGN_OR_RETURN(bool row, statement.Step("cannot read the schema version"));
+  if (!row) return MakeError("{}: PRAGMA user_version returned no row", connection.path());
+  return statement.ColumnInt64(0);
+}
+
+Result<void> CheckNotNewer(const sqlite::Connection& connection, int64_t version) {
+  if (version > SnapshotStore::KnownSchemaVersion()) {
+    return MakeError(
+        "{}: schema version {} is newer than this gputriage (knows {}); upgrade "
+        "gputriage",
+        connection.path(), version, SnapshotStore::KnownSchemaVersion());
+  }
+  if (version < 0) {
+    return MakeError("{}: schema version {} is not one gputriage wrote", connection.path(),
+                     version);
+  }
+  return {};
+}
+
+Result<std::string> TryEnableWal(const sqlite::Connection& connection, int* code) {
+  auto statement = sqlite::Statement::Prepare(connection, "PRAGMA journal_mode=WAL");
+  if (!statement.ok()) {
+    *code = sqlite3_errcode(connection.get());
+    return statement.error();
+  }
+  Result<bool> row = statement->Step("cannot switch to WAL journal mode");
+  if (!row.ok()) {
+    *code = sqlite3_errcode(connection.get());
+    return row.error();
+  }
+  return *row ? statement->ColumnText(0).value_or("") : std::string();
+}
+
+// Switching to WAL needs an exclusive lock for a moment; when another connection holds the
+// database, SQLite can answer SQLITE_BUSY without consulting the busy handler, so retry for
+// as long as the busy timeout would have waited. Returns the journal mode now in effect.
+Result<std::string> EnableWal(const sqlite::Connection& connection) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  while (true) {
+    int code = SQLITE_OK;
+    Result<std::string> mode = TryEnableWal(connection, &code);
+    bool busy = (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED;
+    if (mode.ok() || !busy || std::chrono::steady_clock::now() >= deadline) return mode;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+Result<void> Migrate(sqlite::Connection* connection) {
+  GT_ASSIGN_OR_RETURN(int64_t version, ReadUserVersion(*connection));
+  Result<void> checked = CheckNotNewer(*connection, version);
+  if (!checked.ok()) return checked;
+  if (version == SnapshotStore::KnownSchemaVersion()) return {};
+
+  GT_ASSIGN_OR_RETURN(auto transaction, sqlite::Transaction::Begin(connection));
+  // Another process may have migrated while we waited for the write lock.
+  GT_ASSIGN_OR_RETURN(version, ReadUserVersion(*connection));
+  checked = CheckNotNewer(*connection, version);
+  if (!checked.ok()) return checked;
+  for (const Migration& migration : kMigrations) {
+    if (migration.version <= version) continue;
+    Result<void> applied = connection->Exec(
+        migration.sql, fmt::format("cannot migrate to schema version {}", migration.version));
+    if (!applied.ok()) return applied;
+    applied = connection->Exec(fmt::format("PRAGMA user_version = {}", migration.version),
+                               "cannot record the schema version");
+    if (!applied.ok()) return applied;
+  }
+  return transaction.Commit();
+}
+
+const Json* Member(const Json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<std::string> StringMember(const Json& object, const char* key) {
+  const Json* value = Member(object, key);
+  if (value == nullptr || !value->is_string()) return std::nullopt;
+  return value->get<std::string>();
+}
+
+std::string FormatUtc(std::time_t seconds) {
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+std::string NowUtc() { return FormatUtc(std::time(nullptr)); }
+
+// Reads `count` decimal digits at `text[*pos]`, advancing `pos`.
+std::optional<int> Digits(std::string_view text, size_t* pos, size_t count) {
+  if (*pos + count > text.size()) return std::nullopt;
+  int value = 0;
+  for (size_t i = 0; i < count; ++i) {
+    char c = text[*pos + i];
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  *pos += count;
+  return value;
+}
+
+bool Expect(std::string_view text, size_t* pos, char c) {
+  if (*pos >= text.size() || text[*pos] != c) return false;
+  ++*pos;
+  return true;
+}
+
+std::string ShortGpuName(const Json& gpu) {
+  if (auto name = StringMember(gpu, "name"); name && !name->empty()) return *name;
+  if (auto name = StringMember(gpu, "pci_name"); name && !name->empty()) return *name;
+  if (auto vendor = StringMember(gpu, "vendor"); vendor && !vendor->empty()) {
+    auto device = StringMember(gpu, "device_id");
+    return device ? fmt::format("{} GPU {}", *vendor, *device) : *vendor + " GPU";
+  }
+  return "unknown GPU";
+}
+
+}  // namespace
+
+int SnapshotStore::KnownSchemaVersion() { return std::end(kMigrations)[-1].version; }
+
+std::optional<std::string> NormalizeIsoUtc(std::string_view text) {
+  text = core::Trim(text);
+  size_t pos = 0;
+  auto year = Digits(text, &pos, 4);
+  if (!year || !Expect(text, &pos, '-')) return std::nullopt;
+  auto month = Digits(text, &pos, 2);
+  if (!month || !Expect(text, &pos, '-')) return std::nullopt;
+  auto day = Digits(text, &pos, 2);
+  if (!day || pos >= text.size() || (text[pos] != 'T' && text[pos] != ' ')) return std::nullopt;
+  ++pos;
+  auto hour = Digits(text, &pos, 2);
+  if (!hour || !Expect(text, &pos, ':')) return std::nullopt;
+  auto minute = Digits(text, &pos, 2);
+  if (!minute || !Expect(text, &pos, ':')) return std::nullopt;
+  auto second = Digits(text, &pos, 2);
+  if (!second) return std::nullopt;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    size_t start = pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') ++pos;
+    if (pos == start) return std::nullopt;
+  }
+  int offset_minutes = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    int sign = text[pos] == '+' ? 1 : -1;
+    ++pos;
+    auto offset_hours = Digits(text, &pos, 2);
+    if (!offset_hours) return std::nullopt;
+    Expect(text, &pos, ':');
+    auto offset_mins = Digits(text, &pos, 2);
+    if (!offset_mins || *offset_hours > 23 || *offset_mins > 59) return std::nullopt;
+    offset_minutes = sign * (*offset_hours * 60 + *offset_mins);
+  }
+  if (pos != text.size()) return std::nullopt;
+  if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 ||
+      *second > 60) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = *year - 1900;
+  tm.tm_mon = *month - 1;
+  tm.tm_mday = *day;
+  tm.tm_hour = *hour;
+  tm.tm_min = *minute;
+  tm.tm_sec = *second;
+  std::time_t seconds = timegm(&tm);
+  if (seconds == static_cast<std::time_t>(-1)) return std::nullopt;
+  return FormatUtc(seconds - static_cast<std::time_t>(offset_minutes) * 60);
+}
+
+std::string SummarizeSnapshot(const Json& snapshot) {
+  std::vector<std::string> parts;
+  const Json* gpus = Member(snapshot, "gpus");
+  if (gpus != nullptr && gpus->is_array()) {
+    // GPU names with counts, in the order they first appear.
+    std::vector<std::pair<std::string, int>> names;
+    for (const Json& gpu : *gpus) {
+      std::string name = ShortGpuName(gpu);
+      auto it = std::find_if(names.begin(), names.end(),
+                             [&](const auto& entry) { return entry.first == name; });
+      if (it == names.end()) {
+        names.emplace_back(std::move(name), 1);
+      } else {
+        ++it->second;
+      }
+    }
+    std::string gpu_part;
+    for (const auto& [name, count] : names) {
+      if (!gpu_part.empty()) gpu_part += ", ";
+      gpu_part += fmt::format("{}x {}", count, name);
+    }
+    parts.push_back(gpu_part.empty() ? "no GPUs" : gpu_part);
+  } else {
+    parts.emplace_back("GPUs unknown");
+  }
+  if (const Json* host = Member(snapshot, "host")) {
+    if (const Json* kernel = Member(*host, "kernel")) {
+      if (auto release = StringMember(*kernel, "release")) parts.push_back("kernel " + *release);
+    }
+  }
+  if (const Json* findings = Member(snapshot, "findings");
+      findings != nullptr && findings->is_array() && !findings->empty()) {
+    parts.push_back(
+        fmt::format("{} finding{}", findings->size(), findings->size() == 1 ? "" : "s"));
+  }
+  std::string summary;
+  for (const std::string& part : parts) {
+    if (!summary.empty()) summary += "; ";
+    summary += part;
+  }
+  return core::SanitizeUtf8(summary);
+}
+
+Result<SnapshotStore> SnapshotStore::Open(const std::string& db_path) {
+  GT_ASSIGN_OR_RETURN(auto connection, sqlite::Connection::Open(db_path));
+  sqlite3_busy_timeout(connection.get(), kBusyTimeoutMs);
+  // The first statement reads the file header: a file that is not a database fails here.
+  Result<std::string> mode = EnableWal(connection);
+  if (!mode.ok()) return mode.error();
+  // A file system without shared memory (some network mounts) stays in its old journal mode;
+  // the store still works, only concurrent readers wait for writers.
+  Result<void> foreign_keys =
+      connection.Exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+  if (!foreign_keys.ok()) return foreign_keys.error();
+  Result<void> migrated = Migrate(&connection);
+  if (!migrated.ok()) return migrated.error();
+  return SnapshotStore(std::move(connection));
+}
+
+Result<int64_t> SnapshotStore::Save(const Json& snapshot) {
+  if (!snapshot.is_object()) {
+    return MakeError("{}: cannot save a snapshot that is a JSON {}, not an object", path(),
+                     snapshot.type_name());
+  }
+  std::optional<std::string> created_at;
+  if (auto collected_at = StringMember(snapshot, "collected_at")) {
+    created_at = NormalizeIsoUtc(*collected_at);
+  }
+  std::optional<std::string> hostname;
+  if (const Json* host = Member(snapshot, "host")) hostname = StringMember(*host, "hostname");
+  std::optional<int64_t> gpu_count;
+  if (const Json* gpus = Member(snapshot, "gpus"); gpus != nullptr && gpus->is_array()) {
+    gpu_count = static_cast<int64_t>(gpus->size());
+  }
+  // Replace (not throw on) invalid UTF-8 that a collector let through.
+  std::string text = snapshot.dump(-1, ' ', false, Json::error_handler_t::replace);
+
+  GT_ASSIGN_OR_RETURN(auto transaction, sqlite::Transaction::Begin(&connection_));
+  GT_ASSIGN_OR_RETURN(
+      auto insert,
+      sqlite::Statement::Prepare(connection_,
+                                 "INSERT INTO snapshots (created_at, hostname, root, tool_version, "
+                                 "gpu_count, summary, json) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  std::string now = NowUtc();
+  insert.BindText(1, created_at ? *created_at : now);
+  insert.BindText(2, hostname);
+  insert.BindText(3, StringMember(snapshot, "root"));
+  insert.BindText(4, StringMember(snapshot, "tool_version"));
+  if (gpu_count) {
+    insert.BindInt64(5, *gpu_count);
+  } else {
+    insert.BindNull(5);
+  }
+  insert.BindText(6, SummarizeSnapshot(snapshot));
+  insert.BindText(7, std::string_view(text));
+  GT_ASSIGN_OR_RETURN(bool row, insert.Step("cannot save the snapshot"));
+  (void)row;
+  int64_t id = sqlite3_last_insert_rowid(connection_.get());
+  Result<void> committed = transaction.Commit();
+  if (!committed.ok()) return committed.error();
+  return id;
+}
+
+Result<std::vector<SnapshotRow>> SnapshotStore::List(size_t limit) {
+  GT_ASSIGN_OR_RETURN(auto query, sqlite::Statement::Prepare(
+                                      connection_,
+                                      "SELECT id, created_at, hostname, gpu_count, summary "
+                                      "FROM snapshots ORDER BY created_at DESC, id DESC LIMIT ?"));
+  // LIMIT -1 is SQLite's "no limit".
+  query.BindInt64(1, limit == 0 ? -1 : static_cast<int64_t>(limit));
+  std::vector<SnapshotRow> rows;
+  while (true) {
+    GT_ASSIGN_OR_RETURN(bool row, query.Step("cannot list snapshots"));
+    if (!row) break;
+    SnapshotRow out;
+    out.id = query.ColumnInt64(0);
+    out.created_at = query.ColumnText(1).value_or("");
+    out.hostname = query.ColumnText(2);
+    if (!query.ColumnIsNull(3)) out.gpu_count = query.ColumnInt64(3);
+    out.summary = query.ColumnText(4).value_or("");
+    rows.push_back(std::move(out));
+  }
+  return rows;
+}
+
+Result<Json> SnapshotStore::Load(int64_t id) {
+  GT_ASSIGN_OR_RETURN(auto query, sqlite::Statement::Prepare(
+                                      connection_, "SELECT json FROM snapshots WHERE id = ?"));
+  query.BindInt64(1, id);
+  GT_ASSIGN_OR_RETURN(bool row, query.Step("cannot load a snapshot"));
+  if (!row) return MakeError("no snapshot with id {} in {}", id, path());
+  std::string text = query.ColumnText(0).value_or("");
+  Json snapshot = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (snapshot.is_discarded()) {
+    return MakeError("{}: snapshot {} holds invalid JSON ({} bytes)", path(), id, text.size());
+  }
+  return snapshot;
+}
+
+Result<Json> SnapshotStore::Latest() {
+  GT_ASSIGN_OR_RETURN(std::vector<SnapshotRow> rows, List(1));
+  if (rows.empty()) return MakeError("no snapshots in {}", path());
+  return Load(rows.front().id);
+}
+
+}  // namespace gputriage::store

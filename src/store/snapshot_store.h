@@ -1,0 +1,73 @@
+// The snapshot history: snapshots (docs/snapshot-schema.md) kept in one SQLite database so
+// `gputriage diff` can compare today's machine with last week's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+#include "store/sqlite.h"
+
+namespace gputriage::store {
+
+/// One line of `List`: what identifies a stored snapshot without loading its JSON.
+struct SnapshotRow {
+  int64_t id = 0;
+  std::string created_at;               // ISO-8601 UTC, "2026-12-02T13:30:00Z"
+  std::optional<std::string> hostname;  // nullopt when the snapshot did not know it
+  std::optional<int64_t> gpu_count;     // nullopt when the snapshot had no "gpus" array
+  std::string summary;                  // one line: "2x NVIDIA H100 80GB HBM3; kernel 6.8.0"
+  bool operator==(const SnapshotRow&) const = default;
+};
+
+/// A snapshot database. The connection runs in WAL mode with a 5000 ms busy timeout, so
+/// several gputriage processes can save at once; foreign keys are on. Not thread-safe: use one
+/// SnapshotStore per thread (they may share the file). Movable, not copyable.
+class SnapshotStore {
+ public:
+  /// The schema version this build creates and understands (PRAGMA user_version).
+  static int KnownSchemaVersion();
+
+  /// Opens `db_path`, creating the file and bringing an older schema up to date (each
+  /// migration in a transaction). Fails, naming `db_path`, when the file cannot be opened, is
+  /// not an SQLite database or is corrupt, or has a schema newer than KnownSchemaVersion()
+  /// ("<path>: schema version 7 is newer than this gputriage (knows 1); upgrade gputriage").
+  static core::Result<SnapshotStore> Open(const std::string& db_path);
+
+  /// Stores `snapshot` (a JSON object) and returns its id, which grows with every save.
+  /// created_at is the snapshot's collected_at in UTC (the current time when it has none or
+  /// it does not parse); hostname, root, tool_version, the GPU count and a summary line are
+  /// taken from the JSON when present. Fails for a non-object or a database error.
+  core::Result<int64_t> Save(const core::Json& snapshot);
+
+  /// At most `limit` rows (all when 0), newest created_at first, ties by newest id.
+  core::Result<std::vector<SnapshotRow>> List(size_t limit);
+
+  /// The snapshot stored as `id`. Fails with "no snapshot with id 42 in <path>".
+  core::Result<core::Json> Load(int64_t id);
+
+  /// The newest snapshot (List's first row). Fails with "no snapshots in <path>" when empty.
+  core::Result<core::Json> Latest();
+
+  /// The database file this store was opened on.
+  const std::string& path() const { return connection_.path(); }
+
+ private:
+  explicit SnapshotStore(sqlite::Connection connection) : connection_(std::move(connection)) {}
+  sqlite::Connection connection_;
+};
+
+/// A one-line description of `snapshot` for List: GPU names with counts, the kernel release,
+/// and the number of findings ("2x NVIDIA H100 80GB HBM3; kernel 6.8.0-45-generic; 1 finding").
+std::string SummarizeSnapshot(const core::Json& snapshot);
+
+/// `text` ("2026-12-02T13:30:00Z", "2026-12-02T14:30:00.25+01:00") as "YYYY-MM-DDTHH:MM:SSZ"
+/// in UTC with the fraction dropped; nullopt when it is not such a timestamp. A time without
+/// a zone is taken as UTC.
+std::optional<std::string> NormalizeIsoUtc(std::string_view text);
+
+}  // namespace gputriage::store
