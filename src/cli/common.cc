@@ -76,7 +76,15 @@ core::Result<core::Json> TakeSnapshot(const SnapshotFlags& flags) {
   if (!os.ok()) return os.error();
   collect::SnapshotOptions options;
   options.probe_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.probe_timeout_s * 1000));
-  options.helper_executable = SelfExecutable();
+  if (auto self = SelfExecutable()) {
+    // Prefer the small gputriage-probe installed next to us; fall back to our own __probe.
+    std::string probe = self->substr(0, self->rfind('/') + 1) + "gputriage-probe";
+    if (::access(probe.c_str(), X_OK) == 0) {
+      options.helper_command = {probe};
+    } else {
+      options.helper_command = {*self, "__probe"};
+    }
+  }
   options.python = flags.python;
   options.environment = env::CurrentEnvironment();
   return collect::CollectSnapshot(*os, options);

@@ -85,7 +85,9 @@ void RenderSoftware(const Json& software, std::string& out) {
   }
   if (software.contains("amd") && software["amd"].contains("rocm")) {
     for (const Json& install : software["amd"]["rocm"].value("installations", Json::array())) {
-      if (install.contains("version")) parts.push_back("ROCm " + Str(install, "version"));
+      if (install.contains("version") && !install.contains("link_target")) {
+        parts.push_back("ROCm " + Str(install, "version"));
+      }
     }
   }
   if (software.contains("python") && software["python"].contains("torch")) {

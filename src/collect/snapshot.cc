@@ -9,7 +9,7 @@
 #include "collect/pci.h"
 #include "collect/python_probe.h"
 #include "collect/software.h"
-#include "collect/vendors.h"
+#include "collect/vendors/vendors.h"
 #include "core/clock.h"
 #include "core/subprocess.h"
 #include "core/text.h"
@@ -50,7 +50,8 @@ Section ProbeHungSection(const VendorProbe& probe, const core::ProcessOutcome& o
 
 Section RunProbeInHelper(const core::OsView& os, const VendorProbe& probe,
                          const SnapshotOptions& options) {
-  std::vector<std::string> argv = {*options.helper_executable, "__probe", std::string(probe.name)};
+  std::vector<std::string> argv = options.helper_command;
+  argv.emplace_back(probe.name);
   if (!os.live()) {
     argv.emplace_back("--root");
     argv.push_back(os.root());
@@ -150,7 +151,14 @@ void MergeVendorSection(const std::string& probe, const Section& section, Json& 
   if (data.contains("gpus") && data["gpus"].is_array()) {
     for (Json vendor_gpu : data["gpus"]) {
       if (!vendor_gpu.is_object()) continue;
-      std::string address = NormalizePciAddress(vendor_gpu.value("pci_address", ""));
+      const Json& raw_address = vendor_gpu.contains("pci_address") ? vendor_gpu["pci_address"] : Json();
+      if (!raw_address.is_string() || raw_address.get<std::string>().empty()) {
+        // Without a PCI address the GPU cannot be matched to the bus scan; keep its data
+        // where it is visible rather than invent an address.
+        software[probe + "_unmatched_gpus"].push_back(vendor_gpu);
+        continue;
+      }
+      std::string address = NormalizePciAddress(raw_address.get<std::string>());
       Json* gpu = FindGpu(gpus, address);
       if (gpu == nullptr) {
         // Known to the driver but not on the PCI scan (a tree without sysfs, or a GPU the
@@ -193,7 +201,9 @@ Json CollectSnapshot(const core::OsView& os, const SnapshotOptions& options) {
     if (!probe.present(os, pci.data["gpus"])) continue;
     probes.emplace_back(std::string(probe.name),
                         std::async(std::launch::async, [&os, &options, &probe]() {
-                          if (options.helper_executable) return RunProbeInHelper(os, probe, options);
+                          if (!options.helper_command.empty()) {
+                            return RunProbeInHelper(os, probe, options);
+                          }
                           return probe.collect(os);
                         }));
   }

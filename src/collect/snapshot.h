@@ -17,9 +17,10 @@ namespace gputriage::collect {
 struct SnapshotOptions {
   /// How long a vendor probe may take before it is abandoned (and reported as hung).
   std::chrono::milliseconds probe_timeout{5000};
-  /// When set, vendor probes run as `<helper_executable> __probe NAME [--root DIR]` under the
-  /// watchdog; when unset they run in this process (tests, fuzzers).
-  std::optional<std::string> helper_executable;
+  /// When not empty, vendor probes run as `<helper_command...> NAME [--root DIR]` in a helper
+  /// process under the watchdog (e.g. {"/usr/bin/gputriage-probe"} or {"gputriage",
+  /// "__probe"}); when empty they run in this process (tests, fuzzers).
+  std::vector<std::string> helper_command;
   /// A Python interpreter to ask about torch/jax/tensorflow (time-boxed); none by default.
   std::optional<std::string> python;
   std::chrono::milliseconds python_timeout{30000};

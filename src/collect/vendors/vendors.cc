@@ -1,4 +1,4 @@
-#include "collect/vendors.h"
+#include "collect/vendors/vendors.h"
 
 #include <array>
 
