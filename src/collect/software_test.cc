@@ -93,3 +93,50 @@ TEST(SoftwareTest, LibrariesOnTheLoaderPath) {
 
 }  // namespace
 }  // namespace gputriage::collect
+
+namespace gputriage::collect {
+namespace {
+
+// The torch venv of the H200 test machine: its site-packages listing and torch/version.py.
+TEST(SoftwareTest, PythonPackagesFromACapturedVenv) {
+  testing::TempDir dir;
+  const std::string site = "/opt/torch/.venv/lib/python3.12/site-packages";
+  std::string listing = testing::ReadFixture("python/h200-site-packages-listing.txt");
+  size_t gpu_dists = 0;
+  for (std::string_view entry : core::SplitLines(listing)) {
+    if (entry.empty()) continue;
+    std::filesystem::create_directories(dir.path() + site + "/" + std::string(entry));
+    gpu_dists += entry.starts_with("nvidia_") || entry.starts_with("torch-") ||
+                 entry.starts_with("triton-");
+  }
+  testing::WriteFile(dir.path(), site + "/torch/version.py",
+                     testing::ReadFixture("python/torch-2.11.0+cu130-version.py.txt"));
+  SoftwareOptions options;
+  options.site_dirs = {site};
+  core::Section section = CollectSoftware(core::OsView::Rooted(dir.path()).value(), options);
+  const core::Json& python = section.data["python"];
+  EXPECT_EQ(python["torch"]["version"], "2.11.0+cu130");
+  EXPECT_EQ(python["torch"]["cuda"], "13.0");
+  EXPECT_FALSE(python["torch"].contains("hip"));  // `hip: Optional[str] = None`
+  EXPECT_EQ(python["torch"]["git_version"], "70d99e998b4955e0049d13a98d77ae1b14db1f45");
+  size_t listed = 0;
+  bool torch_seen = false;
+  for (const core::Json& p : python["packages"]) {
+    std::string name = p["name"];
+    listed += name.starts_with("nvidia_") || name == "torch" || name == "triton";
+    if (name == "torch") torch_seen = p["version"] == "2.11.0";  // dist-info drops the local tag
+  }
+  EXPECT_TRUE(torch_seen);
+  EXPECT_EQ(listed, gpu_dists);
+}
+
+TEST(SoftwareTest, TorchVersionPyVariants) {
+  core::Json rocm = ParseTorchVersionPy("__version__ = '2.4.0+rocm6.1'\ncuda = None\nhip = '6.1.40091-a8dbc0c19'\n");
+  EXPECT_EQ(rocm["version"], "2.4.0+rocm6.1");
+  EXPECT_EQ(rocm["hip"], "6.1.40091-a8dbc0c19");
+  EXPECT_FALSE(rocm.contains("cuda"));
+  EXPECT_TRUE(ParseTorchVersionPy("\xff\xfe garbage = = '").empty());
+}
+
+}  // namespace
+}  // namespace gputriage::collect
