@@ -3,46 +3,17 @@
 #include <fmt/format.h>
 
 #include "core/text.h"
+#include "collect/amd/problem_list.h"
 
 namespace gputriage::amd {
 
 namespace {
 
-constexpr size_t kMaxQuotedProblems = 3;
-constexpr size_t kMaxQuoteBytes = 40;
 // Bounds past which a value is damage, not a clock: no GPU clock reaches 100 GHz, no PCIe
 // generation 128 GT/s (PCIe 7 is 128; allow it), no link is wider than 32 lanes.
 constexpr uint64_t kMaxMhz = 100000;
 constexpr double kMaxGts = 128.0;
 constexpr uint64_t kMaxWidth = 32;
-
-std::string Quote(std::string_view text) {
-  std::string_view cut = text.substr(0, kMaxQuoteBytes);
-  return fmt::format("\"{}{}\"", core::SanitizeUtf8(cut), text.size() > cut.size() ? "..." : "");
-}
-
-class ProblemList {
- public:
-  explicit ProblemList(std::vector<std::string>& out) : out_(out) {}
-  void Add(size_t line_number, std::string_view why, std::string_view text) {
-    if (quoted_ < kMaxQuotedProblems) {
-      out_.push_back(fmt::format("line {}: {}: {}", line_number, why, Quote(text)));
-      ++quoted_;
-    } else {
-      ++unquoted_;
-    }
-  }
-  void Finish() {
-    if (unquoted_ > 0) {
-      out_.push_back(fmt::format("{} more malformed line{}", unquoted_, unquoted_ == 1 ? "" : "s"));
-    }
-  }
-
- private:
-  std::vector<std::string>& out_;
-  size_t quoted_ = 0;
-  size_t unquoted_ = 0;
-};
 
 bool IsLevelName(std::string_view s) {
   if (s == "S") return true;

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "core/text.h"
+#include "collect/amd/problem_list.h"
 
 namespace gputriage::amd {
 
@@ -13,15 +14,8 @@ namespace {
 
 // At most this many offending lines are quoted; the rest are counted, so a binary file
 // cannot flood the notes.
-constexpr size_t kMaxQuotedProblems = 3;
-constexpr size_t kMaxQuoteBytes = 40;
 // Kernel property names are short C identifiers; anything longer is not one.
 constexpr size_t kMaxNameBytes = 64;
-
-std::string Quote(std::string_view line) {
-  std::string_view cut = line.substr(0, kMaxQuoteBytes);
-  return fmt::format("\"{}{}\"", core::SanitizeUtf8(cut), line.size() > cut.size() ? "..." : "");
-}
 
 bool IsPropertyName(std::string_view name) {
   if (name.empty() || name.size() > kMaxNameBytes) return false;
@@ -48,29 +42,6 @@ std::optional<std::string_view> LineProblem(const std::vector<std::string_view>&
   if (!ParseDecimal(fields[1])) return "value is not an unsigned 64-bit decimal";
   return std::nullopt;
 }
-
-class ProblemList {
- public:
-  explicit ProblemList(std::vector<std::string>& out) : out_(out) {}
-  void Add(size_t line_number, std::string_view why, std::string_view line) {
-    if (quoted_ < kMaxQuotedProblems) {
-      out_.push_back(fmt::format("line {}: {}: {}", line_number, why, Quote(line)));
-      ++quoted_;
-    } else {
-      ++unquoted_;
-    }
-  }
-  void Finish() {
-    if (unquoted_ > 0) {
-      out_.push_back(fmt::format("{} more malformed line{}", unquoted_, unquoted_ == 1 ? "" : "s"));
-    }
-  }
-
- private:
-  std::vector<std::string>& out_;
-  size_t quoted_ = 0;
-  size_t unquoted_ = 0;
-};
 
 bool Has(const std::vector<std::pair<std::string, uint64_t>>& values, std::string_view name) {
   for (const auto& [key, value] : values) {
