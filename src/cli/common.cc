@@ -86,6 +86,10 @@ core::Result<core::Json> TakeSnapshot(const SnapshotFlags& flags) {
     }
   }
   options.python = flags.python;
+  if (flags.python && ::isatty(STDERR_FILENO)) {
+    std::fprintf(stderr, "gputriage: asking %s about torch/jax/tensorflow (at most %.0f s)...\n",
+                 flags.python->c_str(), options.python_timeout.count() / 1000.0);
+  }
   options.environment = env::CurrentEnvironment();
   return collect::CollectSnapshot(*os, options);
 }
