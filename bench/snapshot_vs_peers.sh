@@ -30,6 +30,7 @@ row() {  # name label
   local wall rss fails
   wall=$(median "$f" 1); rss=$(median "$f" 2)
   fails=$(awk '$3 != 0' "$f" | wc -l)
+  if [ "$fails" -eq "$(wc -l < "$f")" ]; then printf '| %s | %d | failed | failed | %d |\n' "$2" "$fails" "$fails"; return; fi
   printf '| %s | %d | %.3f | %.1f | %d |\n' "$2" "$(wc -l < "$f")" "$wall" "$(awk -v r="$rss" 'BEGIN{print r/1024}')" "$fails"
 }
 
@@ -37,6 +38,8 @@ row() {  # name label
 "$gt" snapshot --json >/dev/null 2>&1; nvidia-smi -q >/dev/null 2>&1
 measure gputriage "$runs" "$gt" snapshot --json
 measure gputriage_human "$runs" "$gt" snapshot
+probe="$(dirname "$gt")/gputriage-probe"
+if [ -x "$probe" ]; then measure probe_nvidia "$runs" "$probe" nvidia; fi
 if command -v nvidia-smi >/dev/null; then measure nvsmi "$runs" nvidia-smi -q; fi
 if "$python" -c 'import torch' 2>/dev/null; then measure collect_env 3 "$python" -m torch.utils.collect_env; fi
 
@@ -44,5 +47,6 @@ echo "| command | runs | median wall s | median peak RSS MiB | failed runs |"
 echo "|---|---|---|---|---|"
 row gputriage "gputriage snapshot --json"
 row gputriage_human "gputriage snapshot"
+row probe_nvidia "gputriage-probe nvidia (the NVML helper alone)"
 row nvsmi "nvidia-smi -q"
 row collect_env "python3 -m torch.utils.collect_env"
