@@ -18,12 +18,22 @@ function(gt_module name dir)
     target_link_libraries(gt_${name} PUBLIC ${ARG_DEPS})
     set_target_properties(gt_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
     # nlohmann/json is in nearly every file and is the bulk of the parse time on 2-core CI.
-    target_precompile_headers(gt_${name} PRIVATE <nlohmann/json.hpp> <fmt/format.h> <string> <vector>)
+    # One precompiled header for all libraries (they share flags), made once by gt_core.
+    if(name STREQUAL "core")
+      target_precompile_headers(gt_core PRIVATE <nlohmann/json.hpp> <fmt/format.h> <string> <vector>)
+    else()
+      target_precompile_headers(gt_${name} REUSE_FROM gt_core)
+    endif()
   endif()
   if(GPUTRIAGE_TESTS AND tests)
     add_executable(gt_${name}_test ${tests})
     target_link_libraries(gt_${name}_test PRIVATE gt_${name} gt_test_support GTest::gtest GTest::gtest_main GTest::gmock)
-    target_precompile_headers(gt_${name}_test PRIVATE <gtest/gtest.h> <nlohmann/json.hpp> <string> <vector>)
+    # Likewise one precompiled header for all test binaries, made by gt_core_test.
+    if(name STREQUAL "core")
+      target_precompile_headers(gt_core_test PRIVATE <gtest/gtest.h> <nlohmann/json.hpp> <fmt/format.h> <string> <vector>)
+    else()
+      target_precompile_headers(gt_${name}_test REUSE_FROM gt_core_test)
+    endif()
     target_compile_definitions(gt_${name}_test PRIVATE
       GT_FIXTURES_DIR="${CMAKE_SOURCE_DIR}/tests/fixtures"
       GT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
