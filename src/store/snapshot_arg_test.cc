@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "store/test_util.h"
 
 namespace gputriage::store {
@@ -21,9 +19,8 @@ Json Snapshot(const std::string& hostname, const std::string& collected_at) {
 }
 
 std::string WriteFile(const TempDir& tmp, const std::string& name, const std::string& text) {
-  std::string path = tmp / name;
-  std::ofstream(path) << text;
-  return path;
+  gputriage::testing::WriteFile(tmp.path(), name, text);
+  return tmp / name;
 }
 
 class LoadSnapshotArgTest : public ::testing::Test {

@@ -1,5 +1,6 @@
 #include "capture_tree.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -7,10 +8,41 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace gputriage::testing {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Lines as core::SplitLines cuts them: on '\n', a trailing '\r' dropped, no empty last line
+// for a final '\n'.
+std::vector<std::string_view> SplitLines(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t pos = s.find('\n', start);
+    std::string_view line = s.substr(start, pos == std::string_view::npos ? pos : pos - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.push_back(line);
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+// core::Trim: ASCII whitespace and NUL off both ends.
+std::string_view Trim(std::string_view s) {
+  auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\0';
+  };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
 
 TempDir::TempDir() {
   std::string pattern = (fs::temp_directory_path() / "gputriage-test-XXXXXX").string();
@@ -24,18 +56,46 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
-std::string ReadFixture(std::string_view relative) {
+std::string TempTree::Real(std::string_view path) const {
+  return (fs::path(root()) / fs::path(path).relative_path()).string();
+}
+
+void TempTree::Write(std::string_view path, std::string_view bytes) const {
+  WriteFile(root(), path, bytes);
+}
+
+void TempTree::MakeDir(std::string_view path) const { fs::create_directories(Real(path)); }
+
+void TempTree::Link(std::string_view path, std::string_view target) const {
+  fs::path real = Real(path);
+  fs::create_directories(real.parent_path());
+  fs::create_symlink(std::string(target), real);
+}
+
+std::string ReadFixture(std::string_view relative, FixtureOptions options) {
   std::string path = std::string(GT_FIXTURES_DIR) + "/" + std::string(relative);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read fixture " + path);
+  if (!in) {
+    if (!options.missing_fails_test) throw std::runtime_error("cannot read fixture " + path);
+    ADD_FAILURE() << "cannot read fixture " << path;
+    return "";
+  }
   std::stringstream buffer;
   buffer << in.rdbuf();
   std::string text = buffer.str();
-  if (text.rfind("# source:", 0) == 0) {
-    size_t newline = text.find('\n');
-    text = newline == std::string::npos ? "" : text.substr(newline + 1);
+  if (options.source_line == SourceLine::kKeep) return text;
+  bool has_source = text.starts_with("# source:");
+  if (options.source_line == SourceLine::kRequired) {
+    if (!has_source) ADD_FAILURE() << path << " has no '# source:' line";  // dropped all the same
+  } else if (!has_source) {
+    return text;
   }
-  return text;
+  size_t newline = text.find('\n');
+  return newline == std::string::npos ? "" : text.substr(newline + 1);
+}
+
+std::string ReadCapture(std::string_view relative) {
+  return ReadFixture(relative, {.source_line = SourceLine::kRequired, .missing_fails_test = true});
 }
 
 void WriteFile(const std::string& root, std::string_view path, std::string_view content) {
@@ -45,15 +105,18 @@ void WriteFile(const std::string& root, std::string_view path, std::string_view 
   out.write(content.data(), static_cast<std::streamsize>(content.size()));
 }
 
-int MaterializeTailV(std::string_view capture, const std::string& root) {
+int MaterializeTailV(std::string_view capture, const std::string& root,
+                     TailBlankLines blank_lines) {
   std::istringstream in{std::string(capture)};
   std::string line, current_path, content;
   int written = 0;
   auto flush = [&]() {
     if (current_path.empty()) return;
-    while (!content.empty() && content.back() == '\n' && content.size() >= 2 &&
-           content[content.size() - 2] == '\n') {
-      content.pop_back();  // tail -v separates files with a blank line
+    // tail -v separates files with a blank line.
+    if (blank_lines == TailBlankLines::kDropOneSeparator) {
+      if (content == "\n" || content.ends_with("\n\n")) content.pop_back();
+    } else {
+      while (content.size() >= 2 && content.ends_with("\n\n")) content.pop_back();
     }
     WriteFile(root, current_path, content);
     ++written;
@@ -83,6 +146,34 @@ int MaterializeGrepDot(std::string_view capture, const std::string& root) {
   }
   for (const auto& [path, content] : files) WriteFile(root, path, content);
   return static_cast<int>(files.size());
+}
+
+int MaterializeCat(std::string_view capture, const std::string& root) {
+  std::string path, content;
+  int written = 0;
+  auto flush = [&] {
+    if (!path.empty()) {
+      WriteFile(root, path, content);
+      ++written;
+    }
+    path.clear();
+    content.clear();
+  };
+  for (std::string_view line : SplitLines(capture)) {
+    size_t cat = line.find("cat /");
+    bool prompt = cat != std::string_view::npos && cat >= 2 && line[cat - 1] == ' ' &&
+                  (line[cat - 2] == '#' || line[cat - 2] == '$' || line[cat - 2] == '>');
+    if (prompt) {
+      flush();
+      path = std::string(Trim(line.substr(cat + 4)));
+    } else if (Trim(line).empty()) {
+      flush();
+    } else if (!path.empty()) {
+      content += std::string(line) + "\n";
+    }
+  }
+  flush();
+  return written;
 }
 
 void CopyTree(const std::string& from, const std::string& to) {

@@ -14,17 +14,18 @@
 namespace gputriage::amd {
 namespace {
 
+using gputriage::testing::MaterializeCat;
+using gputriage::testing::MaterializeGrepDot;
+using gputriage::testing::MaterializeTailV;
+using gputriage::testing::TailBlankLines;
+using gputriage::testing::TempTree;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using testing::MaterialiseCat;
-using testing::MaterialiseGrep;
-using testing::MaterialiseSensors;
-using testing::MaterialiseTail;
 using ::testing::Pair;
+using testing::MaterialiseSensors;
 using testing::ReadFixture;
 using testing::SplitDashedBlocks;
-using testing::TempTree;
 using Json = core::Json;
 
 constexpr const char* kNodes = "/sys/class/kfd/kfd/topology/nodes";
@@ -119,10 +120,10 @@ TEST(AmdCollect, FourMi300aApusFromTheKfdCapture) {
 
 TEST(AmdCollect, PolarisClocksFromGrepAndVramFromCat) {
   TempTree tree;
-  MaterialiseGrep(
-      tree,
-      ReadFixture("grep-dot-drm-card1-device-pp_dpm_sclk-mclk-pcie-power-profile-excerpt.txt"));
-  MaterialiseCat(tree, ReadFixture("mem_info_vram_used-and-total-cat-nixos.txt"));
+  MaterializeGrepDot(
+      ReadFixture("grep-dot-drm-card1-device-pp_dpm_sclk-mclk-pcie-power-profile-excerpt.txt"),
+      tree.root());
+  MaterializeCat(ReadFixture("mem_info_vram_used-and-total-cat-nixos.txt"), tree.root());
   tree.Link("/sys/class/drm/card0/device/driver", kDriverLink);
   tree.Link("/sys/class/drm/card1/device/driver", kDriverLink);
   core::Section section = CollectTree(tree);
@@ -212,10 +213,11 @@ TEST(AmdCollect, HwmonSensorsOfThreeBoards) {
 
 TEST(AmdCollect, DrmCardLinkLeadsToThePciDeviceAndItsPcieLevel) {
   TempTree tree;
-  MaterialiseTail(tree, ReadFixture("pci-link-speed-width-tail-v-gpu-0000-01-00.0-x8.txt"));
+  MaterializeTailV(ReadFixture("pci-link-speed-width-tail-v-gpu-0000-01-00.0-x8.txt"), tree.root(),
+                   TailBlankLines::kDropOneSeparator);
   tree.Link("/sys/bus/pci/devices/0000:01:00.0/driver", kDriverLink);
   tree.Link("/sys/class/drm/card1/device", "../../../bus/pci/devices/0000:01:00.0");
-  MaterialiseCat(tree, ReadFixture("pp_dpm_pcie-x8-two-levels-pcie5-card.txt"));
+  MaterializeCat(ReadFixture("pp_dpm_pcie-x8-two-levels-pcie5-card.txt"), tree.root());
   core::Section section = CollectTree(tree);
   const Json& gpus = section.data["gpus"];
   ASSERT_EQ(gpus.size(), 1u);

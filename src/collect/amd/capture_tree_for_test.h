@@ -1,135 +1,23 @@
-// Test-only helpers (header-only, so the library glob does not pick them up): read a fixture
-// from tests/fixtures/amd/ without its "# source:" line, and materialise the shell captures
-// found there ("grep . DIR/*", "tail -v", "cat FILE", a KFD "cat nodes/*/properties", an
-// lm-sensors block) as files under a temporary --root tree, so the real collector reads them.
+// AMD-only test helpers (header-only, so the library glob does not pick them up), on top of the
+// shared tests/support/capture_tree.h (TempTree, ReadCapture, the grep / tail / cat
+// materialisers): read a fixture from tests/fixtures/amd/, split a KFD "cat nodes/*/properties"
+// capture, extract an rvs gpup trace, and turn an lm-sensors block back into hwmon files.
 #pragma once
 
-#include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "capture_tree.h"
 #include "core/text.h"
 
 namespace gputriage::amd::testing {
 
-/// The fixture's bytes after its first line ("# source: ..."). Fails the test when missing.
+/// tests/fixtures/amd/<name> without its "# source:" line; fails the test when the file or
+/// that line is missing.
 inline std::string ReadFixture(const std::string& name) {
-  std::string path = std::string(GT_FIXTURES_DIR) + "/amd/" + name;
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing fixture " << path;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(text.starts_with("# source:")) << path << " has no '# source:' line";
-  size_t newline = text.find('\n');
-  return newline == std::string::npos ? std::string() : text.substr(newline + 1);
-}
-
-/// A temporary directory removed with everything in it at scope exit.
-class TempTree {
- public:
-  TempTree() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gt_amd_XXXXXX").string();
-    char* made = ::mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr);
-    root_ = pattern;
-  }
-  ~TempTree() {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
-  TempTree(const TempTree&) = delete;
-  TempTree& operator=(const TempTree&) = delete;
-
-  const std::string& root() const { return root_; }
-  std::string Real(std::string_view path) const { return root_ + std::string(path); }
-
-  /// Writes `content` to absolute in-tree `path`, creating parents; `append` adds to it.
-  void Write(std::string_view path, std::string_view content, bool append = false) const {
-    std::filesystem::path real = Real(path);
-    std::filesystem::create_directories(real.parent_path());
-    std::ofstream out(real, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
-    out << content;
-  }
-  void MakeDir(std::string_view path) const { std::filesystem::create_directories(Real(path)); }
-  /// Creates the link `path` with the link text `target` (kept as written).
-  void Link(std::string_view path, std::string_view target) const {
-    std::filesystem::path real = Real(path);
-    std::filesystem::create_directories(real.parent_path());
-    std::filesystem::create_symlink(std::string(target), real);
-  }
-
- private:
-  std::string root_;
-};
-
-/// `grep . DIR/*` output: "PATH:VALUE" lines, appended (with '\n') to PATH. Lines not starting
-/// with '/' (prompts, "grep: X: Is a directory") are skipped. The first ':' ends the path,
-/// which holds for the /sys/class/drm paths of these captures (not for PCI addresses).
-inline void MaterialiseGrep(const TempTree& tree, std::string_view capture) {
-  for (std::string_view line : core::SplitLines(capture)) {
-    if (!line.starts_with("/")) continue;
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    tree.Write(line.substr(0, colon), std::string(line.substr(colon + 1)) + "\n", true);
-  }
-}
-
-/// `tail -v -n +1 FILES` output: "==> PATH <==" headers, each followed by the file's lines and
-/// the blank separator line tail prints between files (dropped).
-inline void MaterialiseTail(const TempTree& tree, std::string_view capture) {
-  std::string path;
-  std::vector<std::string_view> lines;
-  auto flush = [&] {
-    if (path.empty()) return;
-    if (!lines.empty() && lines.back().empty()) lines.pop_back();
-    std::string content;
-    for (std::string_view line : lines) content += std::string(line) + "\n";
-    tree.Write(path, content);
-    lines.clear();
-  };
-  for (std::string_view line : core::SplitLines(capture)) {
-    if (line.starts_with("==> ") && line.ends_with(" <==")) {
-      flush();
-      path = std::string(line.substr(4, line.size() - 8));
-    } else if (!path.empty()) {
-      lines.push_back(line);
-    }
-  }
-  flush();
-}
-
-/// Shell transcripts of "PROMPT# cat PATH" (prompt ending in '#', '$' or '>') followed by the
-/// file's lines up to a blank line or the next prompt.
-inline void MaterialiseCat(const TempTree& tree, std::string_view capture) {
-  std::string path;
-  std::string content;
-  auto flush = [&] {
-    if (!path.empty()) tree.Write(path, content);
-    path.clear();
-    content.clear();
-  };
-  for (std::string_view line : core::SplitLines(capture)) {
-    size_t cat = line.find("cat /");
-    bool prompt = cat != std::string_view::npos && cat >= 2 && line[cat - 1] == ' ' &&
-                  (line[cat - 2] == '#' || line[cat - 2] == '$' || line[cat - 2] == '>');
-    if (prompt) {
-      flush();
-      path = std::string(core::Trim(line.substr(cat + 4)));
-    } else if (core::Trim(line).empty()) {
-      flush();
-    } else if (!path.empty()) {
-      content += std::string(line) + "\n";
-    }
-  }
-  flush();
+  return gputriage::testing::ReadCapture("amd/" + name);
 }
 
 /// The blocks of a KFD capture that printed every nodes/N/properties between lines of dashes,
@@ -170,8 +58,8 @@ inline std::string RvsGpupProperties(std::string_view capture, std::string_view 
 /// temp1_input only (no label); "PPT: 19.00 W (cap = 250.00 W)" or "power1: ..." ->
 /// power1_average (+ power1_label "PPT") and power1_cap in microwatts; "fan1: 3997 RPM" ->
 /// fan1_input. Voltage lines are skipped. This derivation is a test construction, not a capture.
-inline void MaterialiseSensors(const TempTree& tree, const std::string& hwmon_dir,
-                               std::string_view capture) {
+inline void MaterialiseSensors(const gputriage::testing::TempTree& tree,
+                               const std::string& hwmon_dir, std::string_view capture) {
   int next_temp = 1;
   for (std::string_view line : core::SplitLines(capture)) {
     size_t colon = line.find(':');

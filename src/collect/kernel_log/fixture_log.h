@@ -1,4 +1,5 @@
-// Test support (linked into gt_kernel_log_test only; implemented in fixture_log_test.cc): turns
+// Test support (linked into gt_kernel_log_test only; implemented in fixture_log_test.cc, on the
+// shared tests/support/capture_tree.h): turns
 // the human-readable kernel logs of tests/fixtures/kernel_log/ into a captured tree with a
 // dev/kmsg of real /dev/kmsg records, so the tests run the real Collect() on real logs.
 #pragma once
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "capture_tree.h"
 #include "collect/kernel_log/kernel_log.h"
 #include "core/model.h"
 
@@ -15,7 +17,10 @@ namespace gputriage::kernel_log::test_support {
 
 /// The content of tests/fixtures/kernel_log/<name> without its first "# source: ..." line.
 /// Fails the test (ADD_FAILURE) and returns "" when the file cannot be read.
-std::string ReadFixture(std::string_view name);
+inline std::string ReadFixture(std::string_view name) {
+  return gputriage::testing::ReadFixture("kernel_log/" + std::string(name),
+                                         {.missing_fails_test = true});
+}
 
 /// Converts a text log into /dev/kmsg records ("6,SEQ,US,-;MESSAGE\n", priority 6, sequence
 /// numbers from `first_seq`). Understood per line: a Markdown "> " prefix; journalctl / syslog
@@ -32,16 +37,13 @@ std::string TextLogToKmsg(std::string_view text, uint64_t boot_s, uint64_t first
 class LogTree {
  public:
   LogTree(std::string_view kmsg, std::optional<uint64_t> boot_s);
-  ~LogTree();
-  LogTree(const LogTree&) = delete;
-  LogTree& operator=(const LogTree&) = delete;
 
-  const std::string& root() const { return root_; }
+  const std::string& root() const { return dir_.path(); }
   /// Runs the real collector on OsView::Rooted(root()).
   core::Section Collect(const Options& options = {}) const;
 
  private:
-  std::string root_;
+  gputriage::testing::TempDir dir_;
 };
 
 }  // namespace gputriage::kernel_log::test_support

@@ -7,16 +7,13 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include <filesystem>
-#include <fstream>
 #include <sstream>
+#include <string>
 
 #include "core/os_view.h"
 
 namespace gputriage::kernel_log::test_support {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct LineTime {
   std::optional<uint64_t> monotonic_us;
@@ -78,20 +75,6 @@ struct PendingRecord {
 
 }  // namespace
 
-std::string ReadFixture(std::string_view name) {
-  std::string path = std::string(GT_FIXTURES_DIR) + "/kernel_log/" + std::string(name);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    ADD_FAILURE() << "cannot read fixture " << path;
-    return "";
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  if (text.rfind("# source:", 0) == 0) text.erase(0, text.find('\n') + 1);
-  return text;
-}
-
 std::string TextLogToKmsg(std::string_view text, uint64_t boot_s, uint64_t first_seq) {
   std::vector<PendingRecord> records;
   uint64_t last_us = 0;
@@ -129,25 +112,16 @@ std::string TextLogToKmsg(std::string_view text, uint64_t boot_s, uint64_t first
 }
 
 LogTree::LogTree(std::string_view kmsg, std::optional<uint64_t> boot_s) {
-  std::string pattern = (fs::temp_directory_path() / "gt_kernel_log_XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern;
-  root_ = pattern;
-  fs::create_directories(root_ + "/dev");
-  std::ofstream(root_ + "/dev/kmsg", std::ios::binary) << kmsg;
+  gputriage::testing::WriteFile(root(), "/dev/kmsg", kmsg);
   if (boot_s) {
-    fs::create_directories(root_ + "/proc");
-    std::ofstream(root_ + "/proc/stat") << "cpu  10 0 20 300 0 0 0 0 0 0\nintr 1 0\nctxt 42\n"
-                                        << "btime " << *boot_s << "\nprocesses 7\n";
+    gputriage::testing::WriteFile(root(), "/proc/stat",
+                                  "cpu  10 0 20 300 0 0 0 0 0 0\nintr 1 0\nctxt 42\nbtime " +
+                                      std::to_string(*boot_s) + "\nprocesses 7\n");
   }
 }
 
-LogTree::~LogTree() {
-  std::error_code ec;
-  fs::remove_all(root_, ec);
-}
-
 core::Section LogTree::Collect(const Options& options) const {
-  core::Result<core::OsView> os = core::OsView::Rooted(root_);
+  core::Result<core::OsView> os = core::OsView::Rooted(root());
   if (!os.ok()) {
     ADD_FAILURE() << os.error().message;
     return {};

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "capture_tree.h"
 #include "collect/nvidia/nvml.h"
 
 namespace gputriage::nvidia {
@@ -22,52 +23,19 @@ namespace {
 using core::Json;
 using core::NotCollected;
 
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
+// A fixture's captured text: everything after its "# source:" line.
 std::string Capture(const std::string& name) {
-  std::string text = ReadBytes(std::string(GT_FIXTURES_DIR) + "/nvidia/" + name);
-  EXPECT_TRUE(text.starts_with("# source:")) << name;
-  return text.substr(text.find('\n') + 1);
+  return gputriage::testing::ReadCapture("nvidia/" + name);
 }
 
-// A scratch directory laid out like a captured tree; removed with the object.
-class TempTree {
+// A scratch directory laid out like a captured tree, and the collector run on it.
+class NvidiaTree : public gputriage::testing::TempTree {
  public:
-  TempTree() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gt-nvidia-XXXXXX").string();
-    const char* made = ::mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr);
-    root_ = pattern;
-  }
-  ~TempTree() {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
-  TempTree(const TempTree&) = delete;
-  TempTree& operator=(const TempTree&) = delete;
-
-  void Write(const std::string& relative, std::string_view bytes) const {
-    std::filesystem::path path = std::filesystem::path(root_) / relative;
-    std::filesystem::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-  const std::string& root() const { return root_; }
-
   core::Section Collect() const {
-    auto os = core::OsView::Rooted(root_);
+    auto os = core::OsView::Rooted(root());
     EXPECT_TRUE(os.ok());
     return nvidia::Collect(*os);
   }
-
- private:
-  std::string root_;
 };
 
 std::string RootNote(const std::string& root) {
@@ -126,7 +94,7 @@ struct VersionCase {
 class NvidiaCollectVersions : public ::testing::TestWithParam<VersionCase> {};
 
 TEST_P(NvidiaCollectVersions, TreeWithL4) {
-  TempTree tree;
+  NvidiaTree tree;
   tree.Write("proc/driver/nvidia/version", Capture(GetParam().fixture));
   tree.Write("proc/driver/nvidia/gpus/0000:70:00.0/information",
              Capture("information-l4-0000-70-00.0.txt"));
@@ -159,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(
         VersionCase{"version-open-515.43.04-first-line-cut.txt", "515.43.04", "x86_64"}));
 
 TEST(NvidiaCollectRooted, BinaryInformationFileIsNotedWithItsPath) {
-  TempTree tree;
+  NvidiaTree tree;
   tree.Write("proc/driver/nvidia/version", Capture("version-open-565.57.01-ubuntu24.04.txt"));
   tree.Write("proc/driver/nvidia/gpus/0000:01:00.0/information",
              std::string("\x7f"
@@ -190,7 +158,7 @@ TEST(NvidiaCollectRooted, BinaryInformationFileIsNotedWithItsPath) {
 }
 
 TEST(NvidiaCollectRooted, TruncatedFilesAreNotedWithTheirPaths) {
-  TempTree tree;
+  NvidiaTree tree;
   std::string version = Capture("version-open-565.57.01-ubuntu24.04.txt");
   std::string information = Capture("information-l4-0000-70-00.0.txt");
   tree.Write("proc/driver/nvidia/version", version.substr(0, 14));  // "NVRM version: "
@@ -217,7 +185,7 @@ TEST(NvidiaCollectRooted, TruncatedFilesAreNotedWithTheirPaths) {
 }
 
 TEST(NvidiaCollectRooted, NoDriverDirectory) {
-  TempTree tree;
+  NvidiaTree tree;
   tree.Write("proc/cpuinfo", "");
   core::Section section = tree.Collect();
   ASSERT_EQ(section.not_collected.size(), 2u);
@@ -231,7 +199,7 @@ TEST(NvidiaCollectRooted, NoDriverDirectory) {
 }
 
 TEST(NvidiaCollectRooted, UnreadableVersionFileNamesTheErrno) {
-  TempTree tree;
+  NvidiaTree tree;
   tree.Write("proc/driver/nvidia/gpus/0000:70:00.0/information",
              Capture("information-l4-0000-70-00.0.txt"));
   core::Section section = tree.Collect();

@@ -4,26 +4,23 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "capture_tree.h"
 
 namespace gputriage::nvidia {
 namespace {
 
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 // A fixture's captured text: everything after its "# source:" line.
 std::string Capture(const std::string& name) {
-  std::string text = ReadBytes(std::string(GT_FIXTURES_DIR) + "/nvidia/" + name);
-  EXPECT_TRUE(text.starts_with("# source:")) << name;
-  return text.substr(text.find('\n') + 1);
+  return gputriage::testing::ReadCapture("nvidia/" + name);
+}
+
+// A file of the captured H200 tree (tests/fixtures/h200-root), as it is.
+std::string H200File(const std::string& path) {
+  return gputriage::testing::ReadFixture(
+      "h200-root" + path,
+      {.source_line = gputriage::testing::SourceLine::kKeep, .missing_fails_test = true});
 }
 
 TEST(ParseVersionFile, OpenModule565) {
@@ -70,7 +67,7 @@ TEST(ParseVersionFile, LineCutShortStillYieldsTheVersion) {
 
 TEST(ParseVersionFile, H200CapturedTree) {
   DriverVersionInfo info = ParseVersionFile(
-      ReadBytes(std::string(GT_FIXTURES_DIR) + "/h200-root/proc/driver/nvidia/version"));
+      H200File("/proc/driver/nvidia/version"));
   EXPECT_EQ(info.version_line,
             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
             "(nixbld@)");
@@ -124,8 +121,7 @@ TEST(ParseInformationFile, NvidiaL4) {
 
 TEST(ParseInformationFile, H200WithGpuFirmware) {
   GpuInformation info = ParseInformationFile(
-      ReadBytes(std::string(GT_FIXTURES_DIR) +
-                "/h200-root/proc/driver/nvidia/gpus/0000:00:06.0/information"));
+      H200File("/proc/driver/nvidia/gpus/0000:00:06.0/information"));
   EXPECT_TRUE(info.problems.empty());
   EXPECT_EQ(info.model, "NVIDIA H200");
   EXPECT_EQ(info.irq, 41u);
