@@ -6,6 +6,8 @@
 
 namespace gputriage::cli {
 
+void RenderSnapshotParts(const core::Json& snapshot, std::string& out);
+
 namespace {
 
 using core::Json;
@@ -18,13 +20,19 @@ std::string Str(const Json& obj, const char* key, const std::string& fallback = 
   return fallback;
 }
 
+// A number at obj[key], or nullopt when absent or not a number (damaged snapshot files).
+std::optional<double> Number(const Json& obj, const char* key) {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number()) return std::nullopt;
+  return obj[key].get<double>();
+}
+
 std::string LinkText(const Json& gpu) {
-  if (!gpu.contains("link")) return "";
+  if (!gpu.is_object() || !gpu.contains("link")) return "";
   const Json& link = gpu["link"];
   auto part = [&](const char* speed, const char* width) {
     std::string s;
-    if (link.contains(speed)) s += fmt::format("{:g} GT/s", link[speed].get<double>());
-    if (link.contains(width)) s += fmt::format(" x{}", link[width].get<int>());
+    if (auto v = Number(link, speed)) s += fmt::format("{:g} GT/s", *v);
+    if (auto v = Number(link, width)) s += fmt::format(" x{:g}", *v);
     return s;
   };
   std::string current = part("current_speed_gts", "current_width");
@@ -38,11 +46,11 @@ void RenderHost(const Json& host, std::string& out) {
   std::string kernel = host.contains("kernel") ? Str(host["kernel"], "release") : "";
   std::string line = "host      " + Str(host, "hostname", "?");
   if (!os.empty() || !kernel.empty()) line += " (" + os + (kernel.empty() ? "" : ", kernel " + kernel) + ")";
-  if (host.contains("cpu") && host["cpu"].contains("logical_cpus")) {
-    line += fmt::format(", {} CPUs", host["cpu"]["logical_cpus"].get<int>());
+  if (auto cpus = Number(host.value("cpu", Json::object()), "logical_cpus")) {
+    line += fmt::format(", {:g} CPUs", *cpus);
   }
-  if (host.contains("memory") && host["memory"].contains("total_bytes")) {
-    line += ", " + FormatBytes(host["memory"]["total_bytes"].get<double>());
+  if (auto bytes = Number(host.value("memory", Json::object()), "total_bytes")) {
+    line += ", " + FormatBytes(*bytes);
   }
   if (host.contains("virtualization")) {
     const Json& v = host["virtualization"];
@@ -139,6 +147,17 @@ std::string FormatBytes(double bytes) {
 
 std::string RenderSnapshotSummary(const Json& snapshot) {
   std::string out;
+  if (!snapshot.is_object()) return "not a snapshot object\n";
+  // A snapshot read from a file may be damaged; render what has the expected shape.
+  try {
+    RenderSnapshotParts(snapshot, out);
+  } catch (const Json::exception& e) {
+    out += fmt::format("(summary incomplete: a field has an unexpected type: {})\n", e.what());
+  }
+  return out;
+}
+
+void RenderSnapshotParts(const Json& snapshot, std::string& out) {
   RenderHost(snapshot.value("host", Json::object()), out);
   RenderGpus(snapshot.value("gpus", Json::array()), out);
   RenderSoftware(snapshot.value("software", Json::object()), out);
@@ -151,7 +170,6 @@ std::string RenderSnapshotSummary(const Json& snapshot) {
   for (const Json& note : snapshot.value("not_collected", Json::array())) {
     out += fmt::format("not collected: {}: {}\n", Str(note, "item"), Str(note, "reason"));
   }
-  return out;
 }
 
 std::string RenderFindings(const std::vector<core::Finding>& findings, size_t max_evidence) {

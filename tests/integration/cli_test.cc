@@ -208,6 +208,22 @@ TEST(CliTest, HistorySaveListShowDiff) {
   EXPECT_NE(missing.err.find("42"), std::string::npos) << missing.err;
 }
 
+TEST(CliTest, DamagedSnapshotFilesGiveClearAnswers) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path(), "/odd.json",
+                     R"({"schema_version": 1, "host": {"hostname": "n1", "cpu": {"logical_cpus": "many"}},
+                        "gpus": [{"pci_address": "0000:01:00.0", "link": {"current_speed_gts": "x"}}, 7],
+                        "kernel_log": {"records_total": "x"}})");
+  CliRun odd = Gputriage({"snapshot", "show", dir.path() + "/odd.json"});
+  EXPECT_EQ(odd.exit_code, 0) << odd.err;
+  EXPECT_NE(odd.out.find("host      n1"), std::string::npos) << odd.out;
+  EXPECT_NE(odd.out.find("summary incomplete"), std::string::npos) << odd.out;
+  testing::WriteFile(dir.path(), "/broken.json", "{\"schema_version\": 1, \"host\": ");
+  CliRun broken = Gputriage({"snapshot", "diff", dir.path() + "/broken.json", dir.path() + "/odd.json"});
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_EQ(broken.err.rfind("gputriage: " + dir.path() + "/broken.json: invalid JSON at line 1", 0), 0u) << broken.err;
+}
+
 TEST(CliTest, LiveSnapshotRedactsSecretsInTheEnvironment) {
   // A GitHub token shape (documented prefix ghp_, 36 characters after it) and an AWS example key.
   const std::string token = "ghp_" + std::string("Zq9yX2wV4uT6sR8pN0mL1kJ3hG5fD7cB9aZx");
