@@ -7,6 +7,7 @@
 #include <set>
 
 #include "collect/amd/amdgpu_text.h"
+#include "collect/amd/problem_list.h"
 #include "core/text.h"
 
 namespace gputriage::amd {
@@ -88,15 +89,6 @@ std::vector<std::string> BoundAddresses(const core::OsView& os) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& part : parts) {
-    if (!out.empty()) out += "; ";
-    out += part;
-  }
-  return out;
-}
-
 // A hwmon label as a JSON key: "edge", "junction", "mem"; other bytes become '_'.
 std::string LabelKey(std::string_view label) {
   std::string key = core::ToLower(label);
@@ -124,7 +116,7 @@ std::optional<DpmTable> ReadDpm(AttributeReader& reader, const std::string& path
   if (!table.levels.empty() && table.Current() == nullptr) {
     problems.push_back("no level is marked current ('*')");
   }
-  if (!problems.empty()) reader.Note(item, path, path + ": " + Join(problems));
+  if (!problems.empty()) reader.Note(item, path, path + ": " + JoinProblems(problems));
   return table;
 }
 
@@ -249,7 +241,7 @@ void AddRas(AttributeReader& reader, const std::string& dir, const std::string& 
     std::optional<std::string> text = reader.ReadText(path, block_item, Presence::kExpected, 4096);
     if (!text) continue;
     RasErrorCount count = ParseRasErrorCount(*text);
-    if (!count.problems.empty()) reader.Note(block_item, path, path + ": " + Join(count.problems));
+    if (!count.problems.empty()) reader.Note(block_item, path, path + ": " + JoinProblems(count.problems));
     core::Json entry = core::Json::object();
     core::SetIf(entry, "ue", count.ue);
     core::SetIf(entry, "ce", count.ce);

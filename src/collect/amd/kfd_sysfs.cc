@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "collect/amd/problem_list.h"
 #include "core/text.h"
 
 namespace gputriage::amd {
@@ -28,15 +29,6 @@ std::vector<std::pair<uint64_t, std::string>> NumericEntries(
   return out;
 }
 
-std::string Join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& part : parts) {
-    if (!out.empty()) out += "; ";
-    out += part;
-  }
-  return out;
-}
-
 // Reads and parses one properties file; nullopt (noted) when unreadable or without any line.
 // With `keep_problems`, the problems of a usable file are left for the caller to note.
 std::optional<KfdProperties> ReadProperties(AttributeReader& reader, const std::string& path,
@@ -55,7 +47,7 @@ std::optional<KfdProperties> ReadProperties(AttributeReader& reader, const std::
   KfdProperties props = ParseKfdProperties(*text);
   bool usable = !props.values.empty();
   if (!props.problems.empty() && !(usable && keep_problems)) {
-    reader.Note(item, path, path + ": " + Join(props.problems));
+    reader.Note(item, path, path + ": " + JoinProblems(props.problems));
   }
   if (!usable) return std::nullopt;
   return props;

@@ -46,4 +46,14 @@ class ProblemList {
   size_t unquoted_ = 0;
 };
 
+/// Problems joined with "; ", for one note that lists several.
+inline std::string JoinProblems(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (!out.empty()) out += "; ";
+    out += part;
+  }
+  return out;
+}
+
 }  // namespace gputriage::amd
