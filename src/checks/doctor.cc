@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_read.h"
 #include "core/text.h"
 
 namespace gputriage::checks {
@@ -20,33 +21,9 @@ using core::Severity;
 
 constexpr size_t kMaxEvidence = 8;
 
-std::string Str(const Json& obj, const char* key, const std::string& fallback = "") {
-  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string()) return fallback;
-  return obj[key].get<std::string>();
-}
-
-std::optional<double> Num(const Json& obj, const char* key) {
-  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number()) return std::nullopt;
-  return obj[key].get<double>();
-}
-
-bool Bool(const Json& obj, const char* key) {
-  return obj.is_object() && obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
-}
-
-const Json& Path(const Json& root, std::initializer_list<const char*> keys) {
-  static const Json kNull;
-  const Json* node = &root;
-  for (const char* key : keys) {
-    if (!node->is_object() || !node->contains(key)) return kNull;
-    node = &(*node)[key];
-  }
-  return *node;
-}
-
 std::string GpuLabel(const Json& gpu) {
-  std::string name = Str(gpu, "name", Str(gpu, "pci_name", "GPU"));
-  return fmt::format("{} ({})", Str(gpu, "pci_address", "?"), name);
+  std::string name = core::StringAt(gpu, "name", core::StringAt(gpu, "pci_name", "GPU"));
+  return fmt::format("{} ({})", core::StringAt(gpu, "pci_address", "?"), name);
 }
 
 Finding Make(std::string id, Severity severity, std::string title, std::string detail,
@@ -71,18 +48,18 @@ struct RecordGroup {
 };
 
 std::string RecordText(const Json& record) {
-  std::string time = Str(record, "time");
+  std::string time = core::StringAt(record, "time");
   if (time.empty()) {
-    if (auto m = Num(record, "monotonic_s")) time = fmt::format("{:.6f}", *m);
+    if (auto m = core::NumberAt(record, "monotonic_s")) time = fmt::format("{:.6f}", *m);
   }
-  return (time.empty() ? "" : "[" + time + "] ") + Str(record, "message");
+  return (time.empty() ? "" : "[" + time + "] ") + core::StringAt(record, "message");
 }
 
 void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto, const Json& record) {
   auto [it, inserted] = groups.try_emplace(proto.id, std::move(proto));
   RecordGroup& group = it->second;
   ++group.count;
-  group.last_time = Str(record, "time");
+  group.last_time = core::StringAt(record, "time");
   // Keep the newest records: the latest event is the one a user is chasing.
   group.evidence.push_back({"kernel log", RecordText(record)});
   if (group.evidence.size() > kMaxEvidence) group.evidence.erase(group.evidence.begin());
@@ -182,8 +159,8 @@ const RE2& CompiledRule(size_t index) {
 }
 
 std::optional<RecordGroup> RuleGroup(const Json& record) {
-  std::string cls = Str(record, "class");
-  std::string message = Str(record, "message");
+  std::string cls = core::StringAt(record, "class");
+  std::string message = core::StringAt(record, "message");
   const auto& rules = MessageRules();
   for (size_t i = 0; i < rules.size(); ++i) {
     const MessageRule& rule = rules[i];
@@ -209,9 +186,9 @@ std::optional<RecordGroup> RuleGroup(const Json& record) {
 }  // namespace
 
 void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
-  const Json& gpus = Path(snapshot, {"gpus"});
+  const Json& gpus = core::NodeAt(snapshot, {"gpus"});
   if (!gpus.is_array() || gpus.empty()) {
-    const Json& root = Path(snapshot, {"root"});
+    const Json& root = core::NodeAt(snapshot, {"root"});
     std::string where =
         root.is_string() ? "in the tree " + root.get<std::string>() : "on this machine";
     out.push_back(Make("gpu.none_found", Severity::kError, "No GPU found " + where,
@@ -224,15 +201,15 @@ void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
     return;
   }
   for (const Json& gpu : gpus) {
-    std::string driver = Str(gpu, "driver");
-    if (!gpu.is_object() || Str(gpu, "source") == "driver") continue;  // known only from the driver's files
+    std::string driver = core::StringAt(gpu, "driver");
+    if (!gpu.is_object() || core::StringAt(gpu, "source") == "driver") continue;  // known only from the driver's files
     if (driver.empty()) {
       out.push_back(Make("gpu.no_driver", Severity::kError,
                          "GPU " + GpuLabel(gpu) + " has no kernel driver bound",
                          "The device is on the PCI bus but no driver claimed it, so no program "
                          "can use it.",
-                         {{"/sys/bus/pci/devices/" + Str(gpu, "pci_address") + "/driver", "absent"}},
-                         Str(gpu, "vendor") == "nvidia"
+                         {{"/sys/bus/pci/devices/" + core::StringAt(gpu, "pci_address") + "/driver", "absent"}},
+                         core::StringAt(gpu, "vendor") == "nvidia"
                              ? "Load the NVIDIA driver (modprobe nvidia) and check the kernel log "
                                "for why it did not bind."
                              : "Load amdgpu (modprobe amdgpu) and check the kernel log for why it "
@@ -245,10 +222,10 @@ void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
     }
   }
   // NVIDIA GPUs bound to the nvidia driver that NVML does not list.
-  const Json& nvml_count = Path(snapshot, {"software", "nvidia", "device_count"});
+  const Json& nvml_count = core::NodeAt(snapshot, {"software", "nvidia", "device_count"});
   if (!nvml_count.is_number()) return;
   for (const Json& gpu : gpus) {
-    if (Str(gpu, "vendor") != "nvidia" || Str(gpu, "driver") != "nvidia") continue;
+    if (core::StringAt(gpu, "vendor") != "nvidia" || core::StringAt(gpu, "driver") != "nvidia") continue;
     if (gpu.contains("nvidia") && gpu["nvidia"].contains("uuid")) continue;
     out.push_back(Make("nvidia.gpu_not_in_nvml", Severity::kError,
                        "GPU " + GpuLabel(gpu) + " is on the bus but NVML does not list it",
@@ -260,11 +237,11 @@ void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
 }
 
 void CheckPciLinks(const Json& snapshot, std::vector<Finding>& out) {
-  for (const Json& gpu : Path(snapshot, {"gpus"})) {
-    const Json& link = Path(gpu, {"link"});
-    auto cw = Num(link, "current_width"), mw = Num(link, "max_width");
-    auto cs = Num(link, "current_speed_gts"), ms = Num(link, "max_speed_gts");
-    std::string path = "/sys/bus/pci/devices/" + Str(gpu, "pci_address");
+  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
+    const Json& link = core::NodeAt(gpu, {"link"});
+    auto cw = core::NumberAt(link, "current_width"), mw = core::NumberAt(link, "max_width");
+    auto cs = core::NumberAt(link, "current_speed_gts"), ms = core::NumberAt(link, "max_speed_gts");
+    std::string path = "/sys/bus/pci/devices/" + core::StringAt(gpu, "pci_address");
     if (cw && mw && *cw < *mw) {
       out.push_back(Make(
           "pci.link_width_downtrained", Severity::kWarning,
@@ -289,14 +266,14 @@ void CheckPciLinks(const Json& snapshot, std::vector<Finding>& out) {
 }
 
 void CheckBars(const Json& snapshot, std::vector<Finding>& out) {
-  for (const Json& gpu : Path(snapshot, {"gpus"})) {
+  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
     std::optional<double> memory;
-    if (auto m = Num(Path(gpu, {"nvidia"}), "memory_total_bytes")) memory = m;
-    if (auto m = Num(Path(gpu, {"amd"}), "vram_total_bytes")) memory = m;
-    const Json& bars = Path(gpu, {"bars"});
+    if (auto m = core::NumberAt(core::NodeAt(gpu, {"nvidia"}), "memory_total_bytes")) memory = m;
+    if (auto m = core::NumberAt(core::NodeAt(gpu, {"amd"}), "vram_total_bytes")) memory = m;
+    const Json& bars = core::NodeAt(gpu, {"bars"});
     if (!memory || !bars.is_array() || bars.empty()) continue;
     double largest = 0;
-    for (const Json& bar : bars) largest = std::max(largest, Num(bar, "size_bytes").value_or(0));
+    for (const Json& bar : bars) largest = std::max(largest, core::NumberAt(bar, "size_bytes").value_or(0));
     if (largest <= 0 || largest >= *memory) continue;
     out.push_back(Make(
         "pci.small_bar", Severity::kInfo,
@@ -305,7 +282,7 @@ void CheckBars(const Json& snapshot, std::vector<Finding>& out) {
         "Without a large (resizable) BAR the CPU and peers cannot map all device memory; "
         "peer-to-peer transfers and some runtime features are slower or disabled, and mmap of "
         "device memory past the window fails (SIGBUS).",
-        {{"/sys/bus/pci/devices/" + Str(gpu, "pci_address") + "/resource",
+        {{"/sys/bus/pci/devices/" + core::StringAt(gpu, "pci_address") + "/resource",
           fmt::format("largest BAR {} bytes", static_cast<uint64_t>(largest))}},
         "Enable 'Above 4G decoding' and 'Resizable BAR' in the firmware setup if the platform "
         "supports it."));
@@ -313,7 +290,7 @@ void CheckBars(const Json& snapshot, std::vector<Finding>& out) {
 }
 
 void CheckKernelLog(const Json& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
-  const Json& records = Path(snapshot, {"kernel_log", "records"});
+  const Json& records = core::NodeAt(snapshot, {"kernel_log", "records"});
   if (!records.is_array()) return;
   std::map<std::string, RecordGroup> groups;
   for (const Json& record : records) {
@@ -333,11 +310,11 @@ void CheckKernelLog(const Json& snapshot, const Knowledge& knowledge, std::vecto
 }
 
 void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
-  for (const Json& gpu : Path(snapshot, {"gpus"})) {
-    const Json& nv = Path(gpu, {"nvidia"});
+  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
+    const Json& nv = core::NodeAt(gpu, {"nvidia"});
     if (!nv.is_object()) continue;
     std::string label = GpuLabel(gpu);
-    if (auto n = Num(Path(nv, {"ecc"}), "volatile_uncorrected"); n && *n > 0) {
+    if (auto n = core::NumberAt(core::NodeAt(nv, {"ecc"}), "volatile_uncorrected"); n && *n > 0) {
       out.push_back(Make("nvidia.ecc_uncorrected", Severity::kError,
                          fmt::format("{} had {:.0f} uncorrected ECC errors since the driver loaded",
                                      label, *n),
@@ -347,14 +324,14 @@ void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
                          "Drain the GPU; if remapping is pending, reset it; replace if errors "
                          "recur."));
     }
-    const Json& remap = Path(nv, {"remapped_rows"});
-    if (Bool(remap, "failure")) {
+    const Json& remap = core::NodeAt(nv, {"remapped_rows"});
+    if (core::TrueAt(remap, "failure")) {
       out.push_back(Make("nvidia.row_remap_failure", Severity::kCritical,
                          label + ": row remapping failed",
                          "The GPU ran out of spare rows to remap failing memory.",
                          {{"NVML nvmlDeviceGetRemappedRows", remap.dump()}},
                          "Replace the GPU (RMA)."));
-    } else if (Bool(remap, "pending")) {
+    } else if (core::TrueAt(remap, "pending")) {
       out.push_back(Make("nvidia.row_remap_pending", Severity::kError,
                          label + ": a memory row remap is pending",
                          "Failing memory rows will be remapped at the next GPU reset; until then "
@@ -362,8 +339,8 @@ void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
                          {{"NVML nvmlDeviceGetRemappedRows", remap.dump()}},
                          "Reset the GPU (or reboot) when it is idle."));
     }
-    const Json& retired = Path(nv, {"retired_pages"});
-    if (Bool(retired, "pending")) {
+    const Json& retired = core::NodeAt(nv, {"retired_pages"});
+    if (core::TrueAt(retired, "pending")) {
       out.push_back(Make("nvidia.page_retirement_pending", Severity::kError,
                          label + ": page retirement is pending",
                          "Pages with ECC errors will be retired at the next driver reload.",
@@ -373,7 +350,7 @@ void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
     static const std::set<std::string> kBadThrottle = {
         "hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown"};
     std::vector<std::string> active;
-    for (const Json& reason : Path(nv, {"throttle_reasons", "active"})) {
+    for (const Json& reason : core::NodeAt(nv, {"throttle_reasons", "active"})) {
       if (reason.is_string() && kBadThrottle.count(reason.get<std::string>())) {
         active.push_back(reason.get<std::string>());
       }
@@ -387,8 +364,8 @@ void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
                          {{"NVML nvmlDeviceGetCurrentClocksEventReasons", list}},
                          "Check cooling, fans, inlet temperature and power delivery."));
     }
-    const Json& mig = Path(nv, {"mig_mode"});
-    if (Num(mig, "current").value_or(0) == 1) {
+    const Json& mig = core::NodeAt(nv, {"mig_mode"});
+    if (core::NumberAt(mig, "current").value_or(0) == 1) {
       out.push_back(Make("nvidia.mig_enabled", Severity::kInfo, label + " has MIG enabled",
                          "Jobs see MIG instances, not the whole GPU.",
                          {{"NVML nvmlDeviceGetMigMode", mig.dump()}}, ""));
@@ -397,13 +374,13 @@ void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
 }
 
 void CheckAmdHealth(const Json& snapshot, std::vector<Finding>& out) {
-  for (const Json& gpu : Path(snapshot, {"gpus"})) {
-    const Json& ras = Path(gpu, {"amd", "ras"});
+  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
+    const Json& ras = core::NodeAt(gpu, {"amd", "ras"});
     if (!ras.is_object()) continue;
     double ue = 0, ce = 0;
     std::vector<Evidence> evidence;
     for (const auto& [block, counts] : ras.items()) {
-      double u = Num(counts, "ue").value_or(0), c = Num(counts, "ce").value_or(0);
+      double u = core::NumberAt(counts, "ue").value_or(0), c = core::NumberAt(counts, "ce").value_or(0);
       if (u > 0 || c > 0) {
         evidence.push_back({"ras/" + block + "_err_count", fmt::format("ue: {:.0f} ce: {:.0f}", u, c)});
       }
@@ -425,12 +402,12 @@ void CheckAmdHealth(const Json& snapshot, std::vector<Finding>& out) {
 }
 
 void CheckDriverMismatch(const Json& snapshot, std::vector<Finding>& out) {
-  std::string kernel = Str(Path(snapshot, {"software", "kernel_modules", "nvidia"}), "version");
-  if (kernel.empty()) kernel = Str(Path(snapshot, {"software", "nvidia", "procfs"}), "driver_version");
+  std::string kernel = core::StringAt(core::NodeAt(snapshot, {"software", "kernel_modules", "nvidia"}), "version");
+  if (kernel.empty()) kernel = core::StringAt(core::NodeAt(snapshot, {"software", "nvidia", "procfs"}), "driver_version");
   if (kernel.empty()) return;
   std::vector<Evidence> mismatched;
-  for (const Json& lib : Path(snapshot, {"software", "libraries"})) {
-    std::string name = Str(lib, "name"), version = Str(lib, "version"), path = Str(lib, "path");
+  for (const Json& lib : core::NodeAt(snapshot, {"software", "libraries"})) {
+    std::string name = core::StringAt(lib, "name"), version = core::StringAt(lib, "version"), path = core::StringAt(lib, "path");
     // User-space driver libraries carry the driver version in their file name. The CUDA
     // forward-compatibility package (.../compat/) legitimately carries another one.
     if (name != "libcuda" && name != "libnvidia-ml" && name != "libnvidia-ptxjitcompiler") continue;
@@ -451,10 +428,10 @@ void CheckDriverMismatch(const Json& snapshot, std::vector<Finding>& out) {
 }
 
 void CheckEnvironment(const Json& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
-  const Json& variables = Path(snapshot, {"env", "variables"});
+  const Json& variables = core::NodeAt(snapshot, {"env", "variables"});
   if (!variables.is_object()) return;
   std::set<std::string> archs;
-  for (const Json& gpu : Path(snapshot, {"gpus"})) {
+  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
     if (gpu.contains("gfx_arch") && gpu["gfx_arch"].is_string()) archs.insert(gpu["gfx_arch"].get<std::string>());
   }
   for (const EnvVarRule& rule : knowledge.env_vars) {
@@ -476,7 +453,7 @@ void CheckEnvironment(const Json& snapshot, const Knowledge& knowledge, std::vec
 
 std::vector<Finding> RunDoctorChecks(const Json& snapshot, const Knowledge& knowledge) {
   std::vector<Finding> out;
-  for (const Json& f : Path(snapshot, {"findings"})) {
+  for (const Json& f : core::NodeAt(snapshot, {"findings"})) {
     if (f.is_object()) out.push_back(f.get<Finding>());
   }
   CheckGpusPresent(snapshot, out);

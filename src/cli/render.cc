@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.h"
+#include "core/json_read.h"
 
 namespace gputriage::cli {
 
@@ -20,19 +21,13 @@ std::string Str(const Json& obj, const char* key, const std::string& fallback = 
   return fallback;
 }
 
-// A number at obj[key], or nullopt when absent or not a number (damaged snapshot files).
-std::optional<double> Number(const Json& obj, const char* key) {
-  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number()) return std::nullopt;
-  return obj[key].get<double>();
-}
-
 std::string LinkText(const Json& gpu) {
   if (!gpu.is_object() || !gpu.contains("link")) return "";
   const Json& link = gpu["link"];
   auto part = [&](const char* speed, const char* width) {
     std::string s;
-    if (auto v = Number(link, speed)) s += fmt::format("{:g} GT/s", *v);
-    if (auto v = Number(link, width)) s += fmt::format(" x{:g}", *v);
+    if (auto v = core::NumberAt(link, speed)) s += fmt::format("{:g} GT/s", *v);
+    if (auto v = core::NumberAt(link, width)) s += fmt::format(" x{:g}", *v);
     return s;
   };
   std::string current = part("current_speed_gts", "current_width");
@@ -46,10 +41,10 @@ void RenderHost(const Json& host, std::string& out) {
   std::string kernel = host.contains("kernel") ? Str(host["kernel"], "release") : "";
   std::string line = "host      " + Str(host, "hostname", "?");
   if (!os.empty() || !kernel.empty()) line += " (" + os + (kernel.empty() ? "" : ", kernel " + kernel) + ")";
-  if (auto cpus = Number(host.value("cpu", Json::object()), "logical_cpus")) {
+  if (auto cpus = core::NumberAt(host.value("cpu", Json::object()), "logical_cpus")) {
     line += fmt::format(", {:g} CPUs", *cpus);
   }
-  if (auto bytes = Number(host.value("memory", Json::object()), "total_bytes")) {
+  if (auto bytes = core::NumberAt(host.value("memory", Json::object()), "total_bytes")) {
     line += ", " + FormatBytes(*bytes);
   }
   if (host.contains("virtualization")) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/json_read.h"
+
 namespace gputriage::core {
 
 std::string_view SeverityName(Severity severity) {
@@ -22,12 +24,6 @@ std::optional<Severity> ParseSeverity(std::string_view name) {
 }
 
 namespace {
-
-// Lenient readers: a field of the wrong type reads as absent, so a damaged file cannot throw.
-std::string StringAt(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-  return j[key].get<std::string>();
-}
 
 template <typename T>
 std::vector<T> ListAt(const Json& j, const char* key) {
