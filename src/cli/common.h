@@ -38,6 +38,8 @@ const std::vector<Command>& Commands();
 Command SnapshotCommand();
 Command DoctorCommand();
 Command ProbeCommand();
+Command RunCommand();
+Command AnalyzeCommand();
 
 /// Prints "gputriage: <message>" to stderr.
 void PrintError(std::string_view message);

@@ -163,4 +163,55 @@ std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_
   return out;
 }
 
+std::optional<double> ParseDurationSeconds(std::string_view s) {
+  s = Trim(s);
+  size_t unit_at = s.find_first_not_of("0123456789.");
+  std::string_view number = s.substr(0, unit_at);
+  std::string_view unit = unit_at == std::string_view::npos ? std::string_view{} : s.substr(unit_at);
+  auto value = ParseDouble(number);
+  if (!value || *value < 0) return std::nullopt;
+  double scale = 0;
+  if (unit.empty() || unit == "s") {
+    scale = 1;
+  } else if (unit == "ms") {
+    scale = 0.001;
+  } else if (unit == "m" || unit == "min") {
+    scale = 60;
+  } else if (unit == "h") {
+    scale = 3600;
+  } else {
+    return std::nullopt;
+  }
+  double seconds = *value * scale;
+  if (seconds > 366.0 * 24 * 3600) return std::nullopt;
+  return seconds;
+}
+
+std::optional<uint64_t> ParseByteSize(std::string_view s) {
+  s = Trim(s);
+  size_t unit_at = s.find_first_not_of("0123456789");
+  std::string_view number = s.substr(0, unit_at);
+  std::string unit = ToLower(unit_at == std::string_view::npos ? std::string_view{} : s.substr(unit_at));
+  auto value = ParseU64(number, 10);
+  if (!value) return std::nullopt;
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();  // "MB", "MiB" -> "m", "mi"
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
+  int shift = 0;
+  if (unit.empty()) {
+    shift = 0;
+  } else if (unit == "k") {
+    shift = 10;
+  } else if (unit == "m") {
+    shift = 20;
+  } else if (unit == "g") {
+    shift = 30;
+  } else if (unit == "t") {
+    shift = 40;
+  } else {
+    return std::nullopt;
+  }
+  if (shift && (*value >> (64 - shift)) != 0) return std::nullopt;
+  return *value << shift;
+}
+
 }  // namespace gputriage::core

@@ -31,6 +31,14 @@ std::optional<uint64_t> ParseU64(std::string_view s, int base = 0);
 std::optional<int64_t> ParseI64(std::string_view s);
 std::optional<double> ParseDouble(std::string_view s);
 
+/// A duration as people write it: "90" (seconds), "1.5s", "500ms", "10m", "2h". nullopt for
+/// anything else, negatives, or more than a year.
+std::optional<double> ParseDurationSeconds(std::string_view s);
+
+/// A size as people write it: "4096", "512K", "64M", "4G", "1T" (binary multiples; "KiB",
+/// "MB" etc. accepted with the same meaning). nullopt for anything else or on overflow.
+std::optional<uint64_t> ParseByteSize(std::string_view s);
+
 /// Replaces bytes that are not printable UTF-8/ASCII text (control bytes other than tab,
 /// invalid UTF-8 sequences) with U+FFFD so the result is always valid JSON text.
 std::string SanitizeUtf8(std::string_view s);

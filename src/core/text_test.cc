@@ -36,3 +36,33 @@ TEST(TextTest, Splitting) {
 
 }  // namespace
 }  // namespace gputriage::core
+
+namespace gputriage::core {
+namespace {
+
+TEST(ParseDurationSeconds, AcceptsTheUsualForms) {
+  EXPECT_EQ(ParseDurationSeconds("90"), 90.0);
+  EXPECT_EQ(ParseDurationSeconds("1.5s"), 1.5);
+  EXPECT_EQ(ParseDurationSeconds("500ms"), 0.5);
+  EXPECT_EQ(ParseDurationSeconds("10m"), 600.0);
+  EXPECT_EQ(ParseDurationSeconds("2h"), 7200.0);
+  EXPECT_EQ(ParseDurationSeconds("-1"), std::nullopt);
+  EXPECT_EQ(ParseDurationSeconds("5 parsecs"), std::nullopt);
+  EXPECT_EQ(ParseDurationSeconds(""), std::nullopt);
+  EXPECT_EQ(ParseDurationSeconds("9999h"), std::nullopt);
+}
+
+TEST(ParseByteSize, AcceptsBinaryMultiples) {
+  EXPECT_EQ(ParseByteSize("4096"), 4096u);
+  EXPECT_EQ(ParseByteSize("512K"), 512u << 10);
+  EXPECT_EQ(ParseByteSize("64MiB"), 64u << 20);
+  EXPECT_EQ(ParseByteSize("4G"), 4ull << 30);
+  EXPECT_EQ(ParseByteSize("1tb"), 1ull << 40);
+  EXPECT_EQ(ParseByteSize("12Q"), std::nullopt);
+  EXPECT_EQ(ParseByteSize("99999999999999T"), std::nullopt);
+  EXPECT_EQ(ParseByteSize("G"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gputriage::core
+

@@ -37,6 +37,21 @@ constexpr Migration kMigrations[] = {
      "  json TEXT NOT NULL"
      ");"
      "CREATE INDEX snapshots_created_at ON snapshots(created_at);"},
+    {2,
+     "CREATE TABLE bundles ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at TEXT NOT NULL,"
+     "  path TEXT NOT NULL,"
+     "  command TEXT NOT NULL,"
+     "  exit_status INTEGER,"
+     "  signal TEXT,"
+     "  kind TEXT,"
+     "  category TEXT,"
+     "  signature TEXT,"
+     "  summary TEXT NOT NULL DEFAULT ''"
+     ");"
+     "CREATE INDEX bundles_created_at ON bundles(created_at);"
+     "CREATE INDEX bundles_signature ON bundles(signature);"},
 };
 
 constexpr int kBusyTimeoutMs = 5000;
@@ -365,6 +380,58 @@ Result<Json> SnapshotStore::Latest() {
   GT_ASSIGN_OR_RETURN(std::vector<SnapshotRow> rows, List(1));
   if (rows.empty()) return MakeError("no snapshots in {}", path());
   return Load(rows.front().id);
+}
+
+Result<int64_t> SnapshotStore::SaveBundle(const BundleRow& row) {
+  GT_ASSIGN_OR_RETURN(auto statement,
+                      sqlite::Statement::Prepare(
+                          connection_,
+                          "INSERT INTO bundles (created_at, path, command, exit_status, signal, "
+                          "kind, category, signature, summary) VALUES (?,?,?,?,?,?,?,?,?)"));
+  statement.BindText(1, row.created_at);
+  statement.BindText(2, row.path);
+  statement.BindText(3, row.command);
+  if (row.exit_status) {
+    statement.BindInt64(4, *row.exit_status);
+  } else {
+    statement.BindNull(4);
+  }
+  statement.BindText(5, row.signal);
+  statement.BindText(6, row.kind);
+  statement.BindText(7, row.category);
+  statement.BindText(8, row.signature);
+  statement.BindText(9, row.summary);
+  GT_ASSIGN_OR_RETURN(bool has_row, statement.Step("cannot index the crash bundle"));
+  (void)has_row;
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(connection_.get()));
+}
+
+Result<std::vector<BundleRow>> SnapshotStore::ListBundles(size_t limit) {
+  GT_ASSIGN_OR_RETURN(auto statement,
+                      sqlite::Statement::Prepare(
+                          connection_,
+                          "SELECT id, created_at, path, command, exit_status, signal, kind, "
+                          "category, signature, summary FROM bundles "
+                          "ORDER BY created_at DESC, id DESC LIMIT ?"));
+  statement.BindInt64(1, limit == 0 ? -1 : static_cast<int64_t>(limit));
+  std::vector<BundleRow> rows;
+  while (true) {
+    GT_ASSIGN_OR_RETURN(bool has_row, statement.Step("cannot list crash bundles"));
+    if (!has_row) break;
+    BundleRow row;
+    row.id = statement.ColumnInt64(0);
+    row.created_at = statement.ColumnText(1).value_or("");
+    row.path = statement.ColumnText(2).value_or("");
+    row.command = statement.ColumnText(3).value_or("");
+    if (!statement.ColumnIsNull(4)) row.exit_status = statement.ColumnInt64(4);
+    row.signal = statement.ColumnText(5);
+    row.kind = statement.ColumnText(6);
+    row.category = statement.ColumnText(7);
+    row.signature = statement.ColumnText(8);
+    row.summary = statement.ColumnText(9).value_or("");
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace gputriage::store

@@ -24,6 +24,21 @@ struct SnapshotRow {
   bool operator==(const SnapshotRow&) const = default;
 };
 
+/// One crash bundle written by `gputriage run`, as indexed in the store.
+struct BundleRow {
+  int64_t id = 0;
+  std::string created_at;  // ISO-8601 UTC
+  std::string path;        // the bundle directory
+  std::string command;     // the job's command line
+  std::optional<int64_t> exit_status;
+  std::optional<std::string> signal;     // "SIGSEGV"; nullopt for exits and hangs
+  std::optional<std::string> kind;       // classification kind ("null-dereference")
+  std::optional<std::string> category;   // DESIGN.md category ("illegal-address")
+  std::optional<std::string> signature;  // CrashSignature: groups runs of the same bug
+  std::string summary;
+  bool operator==(const BundleRow&) const = default;
+};
+
 /// A snapshot database. The connection runs in WAL mode with a 5000 ms busy timeout, so
 /// several gputriage processes can save at once; foreign keys are on. Not thread-safe: use one
 /// SnapshotStore per thread (they may share the file). Movable, not copyable.
@@ -52,6 +67,12 @@ class SnapshotStore {
 
   /// The newest snapshot (List's first row). Fails with "no snapshots in <path>" when empty.
   core::Result<core::Json> Latest();
+
+  /// Indexes a crash bundle (row.id is ignored) and returns its id.
+  core::Result<int64_t> SaveBundle(const BundleRow& row);
+
+  /// At most `limit` indexed bundles (all when 0), newest first.
+  core::Result<std::vector<BundleRow>> ListBundles(size_t limit);
 
   /// The database file this store was opened on.
   const std::string& path() const { return connection_.path(); }

@@ -208,14 +208,46 @@ TEST(SnapshotStore, MigratesAnEmptyFile) {
   ASSERT_EQ(std::filesystem::file_size(path), 0u);
   auto store = SnapshotStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.error().message;
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
-  EXPECT_EQ(SnapshotStore::KnownSchemaVersion(), 1);
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(SnapshotStore::KnownSchemaVersion(), 2);
   EXPECT_EQ(RawQuery(path, "SELECT group_concat(name, ',') FROM pragma_table_info('snapshots')"),
             "id,created_at,hostname,root,tool_version,gpu_count,summary,json");
   EXPECT_EQ(RawQuery(path,
                      "SELECT name FROM sqlite_master WHERE type = 'index' AND "
                      "tbl_name = 'snapshots'"),
             "snapshots_created_at");
+}
+
+TEST(SnapshotStore, UpgradesAVersion1DatabaseAndKeepsItsSnapshots) {
+  TempDir tmp;
+  std::string path = tmp / "snapshots.db";
+  // A database as the first release wrote it (schema 1: no bundles table).
+  RawExec(path,
+          "CREATE TABLE snapshots (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, hostname TEXT,"
+          " root TEXT, tool_version TEXT, gpu_count INTEGER, summary TEXT NOT NULL DEFAULT '',"
+          " json TEXT NOT NULL);"
+          "INSERT INTO snapshots (created_at, json) VALUES ('2026-11-01T00:00:00Z', '{}');"
+          "PRAGMA user_version = 1");
+  auto store = SnapshotStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM snapshots"), "1");
+  BundleRow row;
+  row.created_at = "2026-12-02T10:00:00Z";
+  row.path = "/tmp/b1";
+  row.command = "./train.py";
+  row.exit_status = 139;
+  row.signal = "SIGSEGV";
+  row.kind = "null-dereference";
+  row.signature = "SIGSEGV/null-dereference f g";
+  row.summary = "null pointer dereference";
+  auto id = store->SaveBundle(row);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  auto rows = store->ListBundles(0);
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 1u);
+  row.id = *id;
+  EXPECT_EQ(rows->front(), row);
 }
 
 TEST(SnapshotStore, RefusesANewerSchemaVersion) {
@@ -226,7 +258,7 @@ TEST(SnapshotStore, RefusesANewerSchemaVersion) {
   auto store = SnapshotStore::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.error().message,
-            path + ": schema version 7 is newer than this gputriage (knows 1); upgrade gputriage");
+            path + ": schema version 7 is newer than this gputriage (knows 2); upgrade gputriage");
   // Refusing must not have touched the schema.
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
 }

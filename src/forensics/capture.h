@@ -1,0 +1,47 @@
+// Capturing a live process at machine level while the supervisor (its ptrace tracer) holds its
+// threads stopped: registers, stacks, memory map, disassembly, fault location.
+#pragma once
+
+#include <signal.h>
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "forensics/disasm.h"
+#include "forensics/report.h"
+#include "forensics/unwind.h"
+
+namespace gputriage::forensics {
+
+struct LiveCaptureRequest {
+  int tgid = 0;
+  /// The thread that took the signal (first in the report); for a hang dump, the leader.
+  int crashed_tid = 0;
+  /// The signal's siginfo; absent for a hang dump (stacks only, no signal).
+  std::optional<siginfo_t> info;
+  /// Every thread of `tgid` the caller holds in ptrace-stop (crashed_tid included).
+  std::vector<int> stopped_tids;
+  std::set<std::string> cpu_flags;
+  UnwindLimits limits;
+};
+
+/// Builds the report of a stopped process. Must run on the tracer thread. Never fails as a
+/// whole: each part that cannot be collected (the process vanished, maps unreadable, unwinder
+/// refused) is listed in `not_collected` with the reason. `classification` is left empty.
+ProcessReport CaptureLive(const LiveCaptureRequest& request);
+
+/// A reader of a live process's memory (process_vm_readv, then /proc/PID/mem), page by page
+/// so a partly unmapped range gives the readable prefix.
+MemoryReader LiveMemoryReader(int pid);
+
+/// The registers of a ptrace-stopped thread (PTRACE_GETREGSET NT_PRSTATUS), named. Fails with
+/// errno's text (ESRCH: the thread is gone or not stopped).
+core::Result<std::vector<Register>> ReadRegisters(int tid);
+
+/// The program counter and stack pointer among `registers` ("rip"/"rsp", "pc"/"sp").
+std::optional<uint64_t> ProgramCounter(const std::vector<Register>& registers);
+std::optional<uint64_t> StackPointer(const std::vector<Register>& registers);
+
+}  // namespace gputriage::forensics

@@ -1,0 +1,342 @@
+#include "forensics/crash_bundle.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/text.h"
+#include "forensics/siginfo.h"
+
+namespace gputriage::forensics {
+namespace {
+
+using core::Json;
+
+std::string UtcStamp(double epoch_s, const char* format) {
+  std::time_t t = static_cast<std::time_t>(epoch_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+
+std::string SafeName(const std::string& argv0) {
+  std::string base = std::filesystem::path(argv0).filename().string();
+  std::string out;
+  for (char c : base) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+    if (out.size() == 32) break;
+  }
+  return out.empty() ? "job" : out;
+}
+
+std::string FrameLine(const Frame& f) {
+  std::string text = f.function.empty() ? Hex(f.pc) : f.function;
+  if (f.file) return fmt::format("{} at {}{}", text, *f.file, f.line ? fmt::format(":{}", *f.line) : "");
+  if (!f.module.empty()) {
+    std::string base = std::filesystem::path(f.module).filename().string();
+    return fmt::format("{} in {}{}", text, base, f.offset ? "+" + Hex(*f.offset) : "");
+  }
+  return text;
+}
+
+core::Result<void> WriteFile(const std::string& path, std::string_view data) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return core::MakeError("{}: {}", path, std::strerror(errno));
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      close(fd);
+      return core::MakeError("{}: write: {}", path, std::strerror(err));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return core::MakeError("{}: close: {}", path, std::strerror(errno));
+  return {};
+}
+
+std::string FixFor(const Classification& c) {
+  if (c.kind == "stack-overflow") {
+    return "Find the recursion in the repeated frames of the crashed thread; raise the stack "
+           "size only when the depth is legitimate (ulimit -s for the main thread, "
+           "pthread_attr_setstacksize / threading.stack_size for others).";
+  }
+  if (c.kind == "illegal-instruction-isa") {
+    return "Rebuild for this CPU (drop -march=native or pick an older -march level), or install "
+           "a build made for a baseline x86-64 level.";
+  }
+  if (c.kind == "oom-killed") {
+    return "Reduce host memory use (data-loader workers, pinned-memory pools, dataset caching) or "
+           "raise the job's memory limit.";
+  }
+  if (c.kind == "hang") {
+    return "Look at where each thread waits (process.json hang dump); rerun with a larger "
+           "--timeout if the job is only slow.";
+  }
+  return {};
+}
+
+core::Severity SeverityFor(const Classification& c) {
+  return c.category == "hardware" ? core::Severity::kCritical : core::Severity::kError;
+}
+
+}  // namespace
+
+RunAssessment Assess(SuperviseOutcome outcome) {
+  RunAssessment run;
+  run.outcome = std::move(outcome);
+  run.kernel_log = Correlate(run.outcome.kmsg, run.outcome.job_pids);
+  FailureContext ctx;
+  ctx.process = run.primary();
+  ctx.exit_code = run.outcome.exit_code;
+  ctx.term_signal = run.outcome.term_signal;
+  ctx.timed_out = run.outcome.timed_out;
+  ctx.stderr_tail = run.outcome.stderr_tail;
+  ctx.kernel_log = &run.kernel_log;
+  run.classification = Classify(ctx);
+  if (!run.classification) return run;
+  Classification& c = *run.classification;
+  if (!run.outcome.crashes.empty() && !run.outcome.timed_out) {
+    // Keep the classification inside the process report too (process.json's member).
+    run.outcome.crashes.front().classification = c;
+  }
+  run.signature = CrashSignature(run.outcome.timed_out ? nullptr : run.primary(), c);
+  core::Finding finding;
+  finding.id = "run." + c.kind;
+  finding.layer = 4;
+  finding.severity = SeverityFor(c);
+  finding.title = c.summary;
+  finding.detail = c.detail;
+  finding.evidence = c.evidence;
+  finding.fix = FixFor(c);
+  run.findings.push_back(std::move(finding));
+  return run;
+}
+
+Json ProcessJson(const RunAssessment& run) {
+  const SuperviseOutcome& o = run.outcome;
+  Json j;
+  if (const ProcessReport* primary = run.primary()) {
+    j = ToJson(*primary);
+  } else {
+    ProcessReport bare;
+    bare.pid = o.root_pid;
+    if (o.term_signal) bare.signal = *o.term_signal;
+    j = ToJson(bare);
+  }
+  j["exit_status"] = o.ShellStatus();
+  j["exit_code"] = o.exit_code ? Json(*o.exit_code) : Json(nullptr);
+  j["term_signal"] = o.term_signal ? Json(SignalName(*o.term_signal)) : Json(nullptr);
+  j["timed_out"] = o.timed_out;
+  if (run.classification) {
+    const Classification& c = *run.classification;
+    j["classification"] = {{"kind", c.kind}, {"category", c.category}, {"summary", c.summary},
+                           {"detail", c.detail}, {"evidence", c.evidence}};
+  }
+  j["signature"] = run.signature;
+  Json others = Json::array();
+  for (size_t i = 1; i < o.crashes.size(); ++i) others.push_back(ToJson(o.crashes[i]));
+  j["other_crashed_processes"] = std::move(others);
+  if (o.crashes_not_captured) j["crashed_processes_not_captured"] = o.crashes_not_captured;
+  Json hangs = Json::array();
+  for (const ProcessReport& h : o.hang_dumps) {
+    if (&h == run.primary()) continue;
+    hangs.push_back(ToJson(h));
+  }
+  j["hang_dumps"] = std::move(hangs);
+  Json klog = Json::array();
+  for (const CorrelatedRecord& r : run.kernel_log) {
+    Json rj = {{"message", core::SanitizeUtf8(r.record.message)}, {"class", r.log_class}};
+    rj["monotonic_us"] = r.record.monotonic_us ? Json(*r.record.monotonic_us) : Json(nullptr);
+    rj["job_pid"] = r.job_pid ? Json(*r.job_pid) : Json(nullptr);
+    if (r.xid) rj["xid"] = *r.xid;
+    if (r.oom_kill) rj["oom_kill"] = true;
+    klog.push_back(std::move(rj));
+  }
+  j["kernel_log"] = std::move(klog);
+  return j;
+}
+
+core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleInput& input) {
+  const double begin = MonotonicSeconds();
+  const SuperviseOutcome& o = run.outcome;
+  std::error_code ec;
+  std::filesystem::create_directories(input.parent_dir, ec);
+  if (ec) return core::MakeError("{}: cannot create the bundle directory: {}", input.parent_dir, ec.message());
+  std::string name = fmt::format("{}-{}-{}", UtcStamp(o.started_at_epoch_s, "%Y%m%dT%H%M%SZ"),
+                                 SafeName(input.argv.empty() ? "" : input.argv[0]), o.root_pid);
+  std::string tmp_template = (std::filesystem::path(input.parent_dir) / ("." + name + ".partial-XXXXXX")).string();
+  std::vector<char> tmpl(tmp_template.begin(), tmp_template.end());
+  tmpl.push_back('\0');
+  if (!mkdtemp(tmpl.data())) {
+    return core::MakeError("{}: cannot create a directory there: {}", input.parent_dir, std::strerror(errno));
+  }
+  const std::string tmp(tmpl.data());
+  auto cleanup_on_error = [&](core::Error error) -> core::Result<BundleWritten> {
+    std::filesystem::remove_all(tmp, ec);
+    return error;
+  };
+
+  Json files = Json::object();
+  auto put = [&](const std::string& file, std::string_view data) -> core::Result<void> {
+    auto written = WriteFile(tmp + "/" + file, data);
+    if (!written.ok()) return written;
+    files[file] = {{"present", true}, {"bytes", data.size()}};
+    return {};
+  };
+  auto absent = [&](const std::string& file, std::string reason) {
+    files[file] = {{"present", false}, {"reason", std::move(reason)}};
+  };
+
+  Json process = ProcessJson(run);
+  for (auto& [file, data] : std::vector<std::pair<std::string, std::string>>{
+           {"process.json", process.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"},
+           {"stdout.tail", o.stdout_tail},
+           {"stderr.tail", o.stderr_tail}}) {
+    if (auto w = put(file, data); !w.ok()) return cleanup_on_error(w.error());
+  }
+  bool kmsg_missing = false;
+  for (const core::NotCollected& n : o.not_collected) {
+    if (n.item == "kernel log during the run") {
+      absent("kmsg.log", n.reason);
+      kmsg_missing = true;
+    }
+  }
+  if (!kmsg_missing) {
+    if (auto w = put("kmsg.log", o.kmsg_raw); !w.ok()) return cleanup_on_error(w.error());
+  }
+  if (input.snapshot) {
+    if (auto w = put("snapshot.json", input.snapshot->dump(2, ' ', false, Json::error_handler_t::replace) + "\n"); !w.ok()) {
+      return cleanup_on_error(w.error());
+    }
+  } else {
+    absent("snapshot.json", input.snapshot_missing_reason);
+  }
+  Json findings = {{"schema_version", core::kFindingsSchemaVersion}, {"findings", run.findings}};
+  if (auto w = put("findings.json", findings.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"); !w.ok()) {
+    return cleanup_on_error(w.error());
+  }
+  if (o.core_file) {
+    std::string dest = tmp + "/core";
+    if (rename(o.core_file->c_str(), dest.c_str()) == 0) {
+      struct stat st {};
+      stat(dest.c_str(), &st);
+      files["core"] = {{"present", true}, {"bytes", st.st_size}, {"note", o.core_note.value_or("")}};
+    } else {
+      absent("core", fmt::format("{}: cannot move it into the bundle: {}", *o.core_file, std::strerror(errno)));
+    }
+  } else if (o.core_note) {
+    absent("core", *o.core_note);
+  } else {
+    absent("core", "not requested (--core writes one; a GPU job's memory can be hundreds of GB)");
+  }
+  absent("telemetry.csv", "GPU telemetry sampling during `run` is not implemented in this version");
+  absent("gpu_calls.json", "the GPU API flight recorder is not implemented in this version");
+  absent("report.md", "the bug report writer (`gputriage report`) is not implemented in this version");
+
+  Json manifest;
+  manifest["schema_version"] = 1;
+  manifest["kind"] = "gputriage.crash-bundle";
+  manifest["tool_version"] = input.tool_version;
+  manifest["created_at"] = UtcStamp(static_cast<double>(std::time(nullptr)), "%Y-%m-%dT%H:%M:%SZ");
+  manifest["command"] = input.argv;
+  manifest["exit_status"] = o.ShellStatus();
+  manifest["traced"] = o.traced;
+  if (run.classification) {
+    manifest["classification"] = {{"kind", run.classification->kind},
+                                  {"category", run.classification->category},
+                                  {"summary", run.classification->summary}};
+  }
+  manifest["signature"] = run.signature;
+  Json timings = {{"started_at", UtcStamp(o.started_at_epoch_s, "%Y-%m-%dT%H:%M:%SZ")},
+                  {"duration_s", o.duration_s}};
+  if (o.first_crash_monotonic_s > 0) {
+    timings["capture_ms"] = o.first_capture_ms;
+    timings["signal_to_bundle_ms"] = (MonotonicSeconds() - o.first_crash_monotonic_s) * 1000.0;
+  }
+  timings["bundle_write_ms"] = (MonotonicSeconds() - begin) * 1000.0;
+  manifest["timings"] = std::move(timings);
+  manifest["output"] = {{"stdout_bytes", o.stdout_bytes}, {"stderr_bytes", o.stderr_bytes},
+                        {"tail_limit_bytes", 1u << 20}};
+  manifest["kernel_log"] = {{"records", o.kmsg.size()}, {"lost", o.kmsg_lost}};
+  manifest["not_collected"] = o.not_collected;
+  files["manifest.json"] = {{"present", true}};
+  manifest["files"] = files;
+  if (auto w = WriteFile(tmp + "/manifest.json", manifest.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"); !w.ok()) {
+    return cleanup_on_error(w.error());
+  }
+
+  std::string final_path = (std::filesystem::path(input.parent_dir) / name).string();
+  for (int attempt = 2; rename(tmp.c_str(), final_path.c_str()) != 0; ++attempt) {
+    if ((errno != EEXIST && errno != ENOTEMPTY) || attempt > 100) {
+      return cleanup_on_error(core::MakeError("{}: cannot rename {} into place: {}", final_path, tmp, std::strerror(errno)));
+    }
+    final_path = (std::filesystem::path(input.parent_dir) / fmt::format("{}-{}", name, attempt)).string();
+  }
+  return BundleWritten{final_path, (MonotonicSeconds() - begin) * 1000.0};
+}
+
+std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_path) {
+  const SuperviseOutcome& o = run.outcome;
+  std::string out;
+  const ProcessReport* p = run.primary();
+  if (o.exec_errno) {
+    return fmt::format("gputriage: cannot run the command: {}\n", std::strerror(*o.exec_errno));
+  }
+  if (o.timed_out) {
+    out += fmt::format("gputriage: timed out after {:.1f} s; stacks dumped, job terminated (status {})\n",
+                       o.duration_s, o.ShellStatus());
+  } else if (p && p->signal) {
+    std::string code = p->si_code ? fmt::format(" ({}: {})", SiCodeName(*p->signal, *p->si_code),
+                                                SiCodeMeaning(*p->signal, *p->si_code))
+                                  : "";
+    out += fmt::format("gputriage: pid {} died of {}{}{}\n", p->pid, SignalName(*p->signal), code,
+                       p->fault_address ? " at " + Hex(*p->fault_address) : "");
+  } else if (o.term_signal) {
+    out += fmt::format("gputriage: job killed by {} (status {})\n", SignalName(*o.term_signal), o.ShellStatus());
+  } else {
+    out += fmt::format("gputriage: job exited with status {}\n", o.ShellStatus());
+  }
+  if (run.classification) out += fmt::format("  what: {}\n", run.classification->summary);
+  if (p && !p->threads.empty() && !p->threads.front().frames.empty()) {
+    const ThreadState& t = p->threads.front();
+    out += fmt::format("  where: {} (thread {}{})\n", FrameLine(t.frames.front()), t.tid,
+                       t.name.empty() ? "" : " \"" + t.name + "\"");
+    if (const Frame* user = FirstUserFrame(t.frames); user && user != &t.frames.front()) {
+      out += fmt::format("  your code: {}\n", FrameLine(*user));
+    }
+  }
+  size_t related = 0;
+  std::vector<std::string> xids;
+  for (const CorrelatedRecord& r : run.kernel_log) {
+    if (r.job_pid) ++related;
+    if (r.xid && r.job_pid) xids.push_back(fmt::format("Xid {}", *r.xid));
+  }
+  if (!run.kernel_log.empty()) {
+    out += fmt::format("  kernel log: {} record{} during the run, {} naming this job{}\n",
+                       run.kernel_log.size(), run.kernel_log.size() == 1 ? "" : "s", related,
+                       xids.empty() ? "" : fmt::format(" ({})", fmt::join(xids, ", ")));
+  }
+  for (const core::NotCollected& n : o.not_collected) {
+    out += fmt::format("  not collected: {}: {}\n", n.item, n.reason);
+  }
+  if (!bundle_path.empty()) out += fmt::format("  bundle: {}\n", bundle_path);
+  return out;
+}
+
+}  // namespace gputriage::forensics

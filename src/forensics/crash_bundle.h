@@ -1,0 +1,69 @@
+// From a supervised run to its verdict and its crash bundle (DESIGN.md "Crash bundle"): the
+// kernel log correlated with the job, the classification, the findings, and the bundle
+// directory written atomically (temp directory + rename) by the supervisor, not the job, so it
+// survives the job's container teardown.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+#include "forensics/classify.h"
+#include "forensics/kmsg_watch.h"
+#include "forensics/supervisor.h"
+
+namespace gputriage::forensics {
+
+/// A run, judged.
+struct RunAssessment {
+  SuperviseOutcome outcome;
+  std::vector<CorrelatedRecord> kernel_log;
+  std::optional<Classification> classification;  ///< nullopt: the run did not fail
+  std::string signature;                         ///< CrashSignature when failed
+  std::vector<core::Finding> findings;
+
+  bool failed() const { return classification.has_value(); }
+  /// The process the failure is about: the first crash, else the first hang dump; null when
+  /// the job died without a capture (exit with an error, SIGKILL, ptrace refused).
+  const ProcessReport* primary() const {
+    if (!outcome.crashes.empty()) return &outcome.crashes.front();
+    if (!outcome.hang_dumps.empty()) return &outcome.hang_dumps.front();
+    return nullptr;
+  }
+};
+
+/// Correlates the kernel log, classifies, and builds the findings. Takes the outcome.
+RunAssessment Assess(SuperviseOutcome outcome);
+
+/// process.json: the primary process's report (ToJson) with the job's exit status
+/// (`exit_status`, `exit_code`, `term_signal`, `timed_out`), the classification, the other
+/// crashed processes and hang dumps, and the correlated kernel-log records. When no process
+/// was captured, `signal` is the signal that killed the job (or null) and `threads` is empty.
+core::Json ProcessJson(const RunAssessment& run);
+
+struct BundleInput {
+  std::string parent_dir;             ///< --bundle-dir; created when missing
+  std::vector<std::string> argv;      ///< the job's command
+  std::string tool_version;
+  std::optional<core::Json> snapshot;  ///< snapshot.json; nullopt with the reason below
+  std::string snapshot_missing_reason;
+};
+
+struct BundleWritten {
+  std::string path;
+  double write_ms = 0;
+};
+
+/// Writes the bundle of a failed run under input.parent_dir as "<UTC time>-<name>-<pid>"
+/// (sortable: the newest sorts last), through a hidden temp directory renamed into place.
+/// manifest.json lists every file of the layout, present or not, and why not. Fails naming
+/// the directory when it cannot be created or written.
+core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleInput& input);
+
+/// The one-paragraph summary `run` prints on stderr: what happened, where (the first frame in
+/// the user's own code), the kernel log, and where the bundle is ("" when none was written).
+std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_path);
+
+}  // namespace gputriage::forensics

@@ -1,0 +1,84 @@
+#include "forensics/kmsg_watch.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <re2/re2.h>
+
+#include "collect/kernel_log/classify.h"
+
+namespace gputriage::forensics {
+
+KmsgWatch::~KmsgWatch() {
+  if (fd_ >= 0) close(fd_);
+}
+
+core::Result<void> KmsgWatch::Open(const std::string& path) {
+  fd_ = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) return core::MakeError("{}: {}", path, std::strerror(errno));
+  if (lseek(fd_, 0, SEEK_END) < 0) {
+    int err = errno;
+    close(fd_);
+    fd_ = -1;
+    return core::MakeError("{}: cannot seek to the end: {}", path, std::strerror(err));
+  }
+  return {};
+}
+
+void KmsgWatch::Drain() {
+  if (fd_ < 0) return;
+  // One read() returns one record; /dev/kmsg records are at most 8 KiB (PRINTK_MESSAGE_MAX
+  // plus the header).
+  char buffer[16384];
+  for (int i = 0; i < 100000; ++i) {
+    ssize_t n = read(fd_, buffer, sizeof buffer);
+    if (n < 0 && errno == EPIPE) {
+      ++lost_;  // overwritten before we read it; the next read continues with the oldest left
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // EAGAIN: nothing more now
+    std::string_view bytes(buffer, static_cast<size_t>(n));
+    raw_.append(bytes);
+    if (raw_.empty() || raw_.back() != '\n') raw_.push_back('\n');
+    if (auto record = kernel_log::ParseKmsgRecord(bytes)) records_.push_back(std::move(*record));
+  }
+}
+
+std::vector<int> PidsInMessage(std::string_view message) {
+  static const RE2 kPid(R"((?:\bpid[=: ]|Killed process )\s*(\d{1,9})\b)");
+  std::vector<int> pids;
+  re2::StringPiece input(message.data(), message.size());
+  std::string number;
+  while (RE2::FindAndConsume(&input, kPid, &number)) {
+    int pid = std::atoi(number.c_str());
+    if (pid > 0) pids.push_back(pid);
+  }
+  return pids;
+}
+
+std::vector<CorrelatedRecord> Correlate(const std::vector<kernel_log::Record>& records,
+                                        const std::set<int>& job_pids) {
+  static const RE2 kOom(R"(Out of memory: Killed process|oom-kill:|Memory cgroup out of memory: Killed process)");
+  std::vector<CorrelatedRecord> out;
+  for (const kernel_log::Record& record : records) {
+    CorrelatedRecord c;
+    c.record = record;
+    c.log_class = std::string(kernel_log::LogClassName(kernel_log::ClassifyMessage(record.message)));
+    for (int pid : PidsInMessage(record.message)) {
+      if (job_pids.count(pid)) {
+        c.job_pid = pid;
+        break;
+      }
+    }
+    if (auto xid = kernel_log::ParseXid(record.message)) c.xid = xid->code;
+    c.oom_kill = c.job_pid && RE2::PartialMatch(record.message, kOom);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace gputriage::forensics

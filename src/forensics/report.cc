@@ -1,0 +1,237 @@
+#include "forensics/report.h"
+
+#include <fmt/format.h>
+
+#include "core/json_read.h"
+#include "forensics/siginfo.h"
+
+namespace gputriage::forensics {
+namespace {
+
+using core::Json;
+
+std::optional<uint64_t> ParseHexJson(const Json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end()) return std::nullopt;
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  if (!it->is_string()) return std::nullopt;
+  const std::string& s = it->get_ref<const std::string&>();
+  try {
+    size_t used = 0;
+    uint64_t v = std::stoull(s, &used, 0);
+    if (used == s.size()) return v;
+  } catch (...) {
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> Int(const Json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+Json MappingJson(const Mapping& m) {
+  Json j = {{"start", Hex(m.start)}, {"end", Hex(m.end)}, {"perms", m.perms},
+            {"offset", Hex(m.file_offset)}, {"path", m.path}};
+  return j;
+}
+
+Mapping MappingFromJson(const Json& j) {
+  Mapping m;
+  m.start = ParseHexJson(j, "start").value_or(0);
+  m.end = ParseHexJson(j, "end").value_or(0);
+  m.perms = core::StringAt(j, "perms");
+  m.file_offset = ParseHexJson(j, "offset").value_or(0);
+  m.path = core::StringAt(j, "path");
+  return m;
+}
+
+Json FrameJson(const Frame& f) {
+  Json j = {{"pc", Hex(f.pc)}, {"function", f.function}, {"module", f.module}};
+  j["offset"] = f.offset ? Json(Hex(*f.offset)) : Json(nullptr);
+  if (!f.function.empty()) j["function_offset"] = Hex(f.function_offset);
+  if (f.file) j["file"] = *f.file;
+  if (f.line) j["line"] = *f.line;
+  return j;
+}
+
+Frame FrameFromJson(const Json& j) {
+  Frame f;
+  f.pc = ParseHexJson(j, "pc").value_or(0);
+  f.function = core::StringAt(j, "function");
+  f.function_offset = ParseHexJson(j, "function_offset").value_or(0);
+  f.module = core::StringAt(j, "module");
+  f.offset = ParseHexJson(j, "offset");
+  if (j.is_object() && j.contains("file") && j["file"].is_string()) f.file = j["file"].get<std::string>();
+  if (auto line = Int(j, "line")) f.line = static_cast<int>(*line);
+  return f;
+}
+
+}  // namespace
+
+std::string Hex(uint64_t value) { return fmt::format("{:#x}", value); }
+
+Json ToJson(const ProcessReport& r) {
+  Json j = Json::object();
+  j["pid"] = r.pid;
+  j["command"] = r.command;
+  j["executable"] = r.executable;
+  j["signal"] = r.signal ? Json(SignalName(*r.signal)) : Json(nullptr);
+  j["signal_number"] = r.signal ? Json(*r.signal) : Json(nullptr);
+  if (r.signal && r.si_code) {
+    j["si_code"] = SiCodeName(*r.signal, *r.si_code);
+    j["si_code_value"] = *r.si_code;
+    j["si_code_meaning"] = SiCodeMeaning(*r.signal, *r.si_code);
+  } else {
+    j["si_code"] = nullptr;
+  }
+  j["fault_address"] = r.fault_address ? Json(Hex(*r.fault_address)) : Json(nullptr);
+  if (r.sender_pid) j["sender_pid"] = *r.sender_pid;
+  j["crashed_thread"] = r.crashed_thread ? Json(*r.crashed_thread) : Json(nullptr);
+  Json threads = Json::array();
+  for (const ThreadState& t : r.threads) {
+    Json tj = {{"tid", t.tid}, {"name", t.name}};
+    Json regs = Json::object();
+    Json order = Json::array();
+    for (const Register& reg : t.registers) {
+      regs[reg.name] = Hex(reg.value);
+      order.push_back(reg.name);
+    }
+    tj["registers"] = regs;
+    tj["register_order"] = order;
+    Json frames = Json::array();
+    for (const Frame& f : t.frames) frames.push_back(FrameJson(f));
+    tj["frames"] = frames;
+    tj["frames_truncated"] = t.frames_truncated;
+    if (t.unwind_error) tj["unwind_error"] = *t.unwind_error;
+    threads.push_back(std::move(tj));
+  }
+  j["threads"] = std::move(threads);
+  if (r.disassembly) {
+    const Disassembly& d = *r.disassembly;
+    Json dj = {{"arch", d.arch}, {"isa_extensions", d.isa_extensions},
+               {"missing_on_cpu", d.missing_on_cpu}};
+    Json ins = Json::array();
+    for (const Instruction& i : d.instructions) {
+      ins.push_back({{"address", Hex(i.address)}, {"bytes", i.bytes}, {"text", i.text},
+                     {"faulting", i.faulting}});
+    }
+    dj["instructions"] = std::move(ins);
+    if (d.note) dj["note"] = *d.note;
+    j["disassembly"] = std::move(dj);
+  } else {
+    j["disassembly"] = nullptr;
+  }
+  if (r.fault_location) {
+    Json fl = {{"kind", r.fault_location->kind}, {"description", r.fault_location->description}};
+    fl["mapping"] = r.fault_location->mapping ? MappingJson(*r.fault_location->mapping) : Json(nullptr);
+    j["fault_location"] = std::move(fl);
+  }
+  Json maps = Json::array();
+  for (const Mapping& m : r.maps) maps.push_back(MappingJson(m));
+  j["maps"] = std::move(maps);
+  if (r.classification) {
+    const Classification& c = *r.classification;
+    j["classification"] = {{"kind", c.kind}, {"category", c.category}, {"summary", c.summary},
+                           {"detail", c.detail}, {"evidence", c.evidence}};
+  } else {
+    j["classification"] = nullptr;
+  }
+  j["not_collected"] = r.not_collected;
+  return j;
+}
+
+ProcessReport ProcessReportFromJson(const Json& j) {
+  ProcessReport r;
+  if (!j.is_object()) return r;
+  r.pid = static_cast<int>(Int(j, "pid").value_or(0));
+  r.command = core::StringAt(j, "command");
+  r.executable = core::StringAt(j, "executable");
+  if (auto n = Int(j, "signal_number")) {
+    r.signal = static_cast<int>(*n);
+  } else if (auto name = core::StringAt(j, "signal"); !name.empty()) {
+    r.signal = SignalNumber(name);
+  }
+  if (auto c = Int(j, "si_code_value")) r.si_code = static_cast<int>(*c);
+  r.fault_address = ParseHexJson(j, "fault_address");
+  if (auto s = Int(j, "sender_pid")) r.sender_pid = static_cast<int>(*s);
+  if (auto t = Int(j, "crashed_thread")) r.crashed_thread = static_cast<int>(*t);
+  if (auto it = j.find("threads"); it != j.end() && it->is_array()) {
+    for (const Json& tj : *it) {
+      ThreadState t;
+      t.tid = static_cast<int>(Int(tj, "tid").value_or(0));
+      t.name = core::StringAt(tj, "name");
+      if (tj.is_object() && tj.contains("register_order") && tj["register_order"].is_array() &&
+          tj.contains("registers")) {
+        for (const Json& name : tj["register_order"]) {
+          if (!name.is_string()) continue;
+          if (auto v = ParseHexJson(tj["registers"], name.get<std::string>().c_str())) {
+            t.registers.push_back({name.get<std::string>(), *v});
+          }
+        }
+      }
+      if (tj.is_object() && tj.contains("frames") && tj["frames"].is_array()) {
+        for (const Json& fj : tj["frames"]) t.frames.push_back(FrameFromJson(fj));
+      }
+      t.frames_truncated = core::TrueAt(tj, "frames_truncated");
+      if (auto e = core::StringAt(tj, "unwind_error"); !e.empty()) t.unwind_error = e;
+      r.threads.push_back(std::move(t));
+    }
+  }
+  if (auto it = j.find("disassembly"); it != j.end() && it->is_object()) {
+    Disassembly d;
+    d.arch = core::StringAt(*it, "arch");
+    if (it->contains("instructions") && (*it)["instructions"].is_array()) {
+      for (const Json& ij : (*it)["instructions"]) {
+        Instruction ins;
+        ins.address = ParseHexJson(ij, "address").value_or(0);
+        ins.bytes = core::StringAt(ij, "bytes");
+        ins.text = core::StringAt(ij, "text");
+        ins.faulting = core::TrueAt(ij, "faulting");
+        d.instructions.push_back(std::move(ins));
+      }
+    }
+    for (const char* key : {"isa_extensions", "missing_on_cpu"}) {
+      if (it->contains(key) && (*it)[key].is_array()) {
+        auto& out = std::string_view(key) == "isa_extensions" ? d.isa_extensions : d.missing_on_cpu;
+        for (const Json& s : (*it)[key]) {
+          if (s.is_string()) out.push_back(s.get<std::string>());
+        }
+      }
+    }
+    if (auto note = core::StringAt(*it, "note"); !note.empty()) d.note = note;
+    r.disassembly = std::move(d);
+  }
+  if (auto it = j.find("fault_location"); it != j.end() && it->is_object()) {
+    FaultLocation fl;
+    fl.kind = core::StringAt(*it, "kind");
+    fl.description = core::StringAt(*it, "description");
+    if (it->contains("mapping") && (*it)["mapping"].is_object()) fl.mapping = MappingFromJson((*it)["mapping"]);
+    r.fault_location = std::move(fl);
+  }
+  if (auto it = j.find("maps"); it != j.end() && it->is_array()) {
+    for (const Json& mj : *it) r.maps.push_back(MappingFromJson(mj));
+  }
+  if (auto it = j.find("classification"); it != j.end() && it->is_object()) {
+    Classification c;
+    c.kind = core::StringAt(*it, "kind");
+    c.category = core::StringAt(*it, "category");
+    c.summary = core::StringAt(*it, "summary");
+    c.detail = core::StringAt(*it, "detail");
+    if (it->contains("evidence") && (*it)["evidence"].is_array()) {
+      for (const Json& e : (*it)["evidence"]) {
+        c.evidence.push_back({core::StringAt(e, "source"), core::StringAt(e, "text")});
+      }
+    }
+    r.classification = std::move(c);
+  }
+  if (auto it = j.find("not_collected"); it != j.end() && it->is_array()) {
+    for (const Json& n : *it) r.not_collected.push_back({core::StringAt(n, "item"), core::StringAt(n, "reason")});
+  }
+  return r;
+}
+
+}  // namespace gputriage::forensics

@@ -1,0 +1,126 @@
+// The machine-level picture of one process at the moment it died (layer 4): signal and its
+// siginfo, every thread's registers and symbolised stack, the instructions around the faulting
+// PC, the memory map and what the fault address falls in, and a classification. The same
+// report comes from a live crash under `gputriage run` (ptrace) and from a core file
+// (`gputriage analyze CORE`); its JSON form is process.json of a crash bundle.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model.h"
+
+namespace gputriage::forensics {
+
+/// One stack frame. `pc` is the frame's program counter (for caller frames: the return
+/// address). `function` is demangled; empty when no symbol covers the address. `offset` is the
+/// address inside `module`'s ELF file (what `addr2line -e MODULE` takes); `file`/`line` only
+/// when debug information was found.
+struct Frame {
+  uint64_t pc = 0;
+  std::string function;
+  uint64_t function_offset = 0;  ///< pc - start of `function` (0 when unknown)
+  std::string module;            ///< path of the ELF file mapped there; empty when none
+  std::optional<uint64_t> offset;
+  std::optional<std::string> file;
+  std::optional<int> line;
+};
+
+/// A register by name ("rip", "rsp", "x0", ...) and value, in the order the ABI lists them.
+struct Register {
+  std::string name;
+  uint64_t value = 0;
+};
+
+struct ThreadState {
+  int tid = 0;
+  std::string name;  ///< /proc/TID/comm, or the core's thread name; empty when unknown
+  std::vector<Register> registers;
+  std::vector<Frame> frames;
+  bool frames_truncated = false;     ///< more frames than the unwinder was allowed to walk
+  std::optional<std::string> unwind_error;  ///< why the walk stopped early, when it did
+};
+
+/// One line of /proc/PID/maps (or of a core's NT_FILE note, which has no permissions).
+struct Mapping {
+  uint64_t start = 0;
+  uint64_t end = 0;  ///< exclusive
+  std::string perms;  ///< "r-xp"; empty when not known (core NT_FILE)
+  uint64_t file_offset = 0;
+  std::string path;  ///< file path or pseudo name ("[stack]", "[heap]"); empty for anonymous
+};
+
+/// One decoded instruction.
+struct Instruction {
+  uint64_t address = 0;
+  std::string bytes;  ///< hex, "48 8b 07"
+  std::string text;   ///< "mov rax, qword ptr [rdi]"
+  bool faulting = false;
+};
+
+/// Instructions around the faulting PC.
+struct Disassembly {
+  std::string arch;  ///< "x86_64", "aarch64"
+  std::vector<Instruction> instructions;
+  /// ISA extensions the faulting instruction needs, as /proc/cpuinfo flag names ("avx512f").
+  std::vector<std::string> isa_extensions;
+  /// The subset of `isa_extensions` this CPU does not list in /proc/cpuinfo.
+  std::vector<std::string> missing_on_cpu;
+  /// Why there is nothing (or less) to show: "pc 0x0 is not mapped".
+  std::optional<std::string> note;
+};
+
+/// What the fault address falls in.
+struct FaultLocation {
+  /// "null-page", "mapped", "unmapped", "stack-guard".
+  std::string kind;
+  std::optional<Mapping> mapping;  ///< the mapping it falls in, for "mapped" / "stack-guard"
+  std::string description;         ///< one sentence for humans
+};
+
+/// How the failure is explained. `kind` is a stable identifier ("null-dereference",
+/// "stack-overflow", "sigbus-truncated-file", "illegal-instruction-isa", "gpu-runtime-error",
+/// ...); `category` is the DESIGN.md failure category when one applies, else "other".
+struct Classification {
+  std::string kind;
+  std::string category = "other";
+  std::string summary;  ///< one line
+  std::string detail;
+  std::vector<core::Evidence> evidence;
+};
+
+/// Everything known about one process of the job. Optional members are absent when unknown.
+struct ProcessReport {
+  int pid = 0;
+  std::string command;  ///< cmdline joined by spaces (core: NT_PRPSINFO's args)
+  std::string executable;
+  std::optional<int> signal;
+  std::optional<int> si_code;
+  std::optional<uint64_t> fault_address;  ///< si_addr, for SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP
+  std::optional<int> sender_pid;  ///< si_pid, when a process sent the signal (SI_USER, SI_TKILL)
+  std::optional<int> crashed_thread;  ///< tid that took the signal
+  std::vector<ThreadState> threads;   ///< the crashed thread first
+  std::optional<Disassembly> disassembly;
+  std::vector<Mapping> maps;
+  std::optional<FaultLocation> fault_location;
+  std::optional<Classification> classification;
+  /// Parts that could not be collected and why ("registers: PTRACE_GETREGSET: ESRCH").
+  std::vector<core::NotCollected> not_collected;
+};
+
+/// process.json: `signal` as a name ("SIGSEGV"), `si_code` as a name ("SEGV_MAPERR") with
+/// `si_code_value` and `si_code_meaning`, addresses as "0x..." strings, frames with
+/// function/module/offset (file/line when known).
+core::Json ToJson(const ProcessReport& report);
+
+/// Parses what ToJson wrote (for `analyze BUNDLE`, report rendering). Unknown or missing
+/// members stay at their defaults; never throws.
+ProcessReport ProcessReportFromJson(const core::Json& json);
+
+/// "0x7f12abcd" — the form every address takes in JSON and text.
+std::string Hex(uint64_t value);
+
+}  // namespace gputriage::forensics

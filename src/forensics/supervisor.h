@@ -1,0 +1,79 @@
+// `gputriage run`'s engine: start a job, pass its output through, follow its whole process
+// tree with ptrace (PTRACE_SEIZE, no system-call tracing: the job only stops at signals and
+// process events), and capture any process that takes a fatal signal before it dies.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "collect/kernel_log/kmsg.h"
+#include "core/model.h"
+#include "core/result.h"
+#include "forensics/report.h"
+
+namespace gputriage::forensics {
+
+struct SuperviseOptions {
+  std::vector<std::string> argv;  ///< the job; argv[0] is looked up in PATH like a shell does
+  /// Stop the job after this long: dump every thread's stack, SIGTERM the tree, SIGKILL what
+  /// is left after `kill_grace`.
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds kill_grace{2000};
+  bool trace = true;                     ///< false: no ptrace at all (exit status and logs only)
+  std::string kmsg_path = "/dev/kmsg";   ///< empty: do not read the kernel log
+  size_t tail_bytes = 1u << 20;          ///< kept of stdout and of stderr, each (the last bytes)
+  size_t max_captures = 4;               ///< crashed processes captured per run
+  /// When set, the first crashed process is also written as an ELF core file here (capped).
+  std::optional<std::string> core_path;
+  uint64_t core_size_cap_bytes = 4ull << 30;
+  int stdout_fd = 1;  ///< where the job's stdout is passed through
+  int stderr_fd = 2;
+};
+
+struct SuperviseOutcome {
+  int root_pid = 0;
+  std::optional<int> exit_code;    ///< the job exited normally
+  std::optional<int> term_signal;  ///< the job was killed by this signal
+  bool timed_out = false;
+  std::optional<int> exec_errno;   ///< the command could not be executed (errno of execvp)
+  bool traced = false;             ///< ptrace was in effect
+
+  std::vector<ProcessReport> crashes;     ///< processes captured at a fatal signal, in order
+  std::vector<ProcessReport> hang_dumps;  ///< stacks taken when the timeout expired
+  size_t crashes_not_captured = 0;        ///< fatal signals beyond max_captures
+
+  std::string stdout_tail, stderr_tail;
+  uint64_t stdout_bytes = 0, stderr_bytes = 0;
+
+  std::vector<kernel_log::Record> kmsg;
+  std::string kmsg_raw;
+  size_t kmsg_lost = 0;
+
+  std::set<int> job_pids;  ///< every process and thread id of the job's tree seen
+  std::vector<core::NotCollected> not_collected;
+
+  double started_at_epoch_s = 0;  ///< wall clock at start
+  double duration_s = 0;
+  /// CLOCK_MONOTONIC seconds when the first fatal signal stopped the job; 0 when none.
+  double first_crash_monotonic_s = 0;
+  double first_capture_ms = 0;  ///< time spent capturing the first crash
+  std::optional<std::string> core_file;  ///< written core, when requested and successful
+  std::optional<std::string> core_note;  ///< what happened to the requested core
+
+  /// The job's status as a shell reports it: exit code, 128+signal, 127 (not found) or 126.
+  int ShellStatus() const;
+};
+
+/// Runs the job to completion. Fails only when the supervisor itself cannot work (pipes,
+/// fork); a job that cannot be executed is an outcome with `exec_errno` set. What could not
+/// be collected (ptrace refused, kernel log unreadable) is in `not_collected`.
+core::Result<SuperviseOutcome> Supervise(const SuperviseOptions& options);
+
+/// CLOCK_MONOTONIC in seconds.
+double MonotonicSeconds();
+
+}  // namespace gputriage::forensics
