@@ -97,6 +97,11 @@ int main(int argc, char** argv) {
   }
   const char* mode = argv[1];
   setvbuf(stdout, NULL, _IONBF, 0);
+  if (strcmp(mode, "echo") != 0 && strcmp(mode, "spin") != 0) {
+    // Markers the tests compare byte for byte with what `gputriage run` passes through.
+    printf("crasher %s: stdout\n", mode);
+    fprintf(stderr, "crasher %s: stderr\n", mode);
+  }
   if (!strcmp(mode, "null")) null_deref();
   if (!strcmp(mode, "wild")) wild_write();
   if (!strcmp(mode, "stack")) return recurse(0);
@@ -152,6 +157,15 @@ int main(int argc, char** argv) {
   }
   if (!strcmp(mode, "spin")) {
     spin_threads(argc > 2 ? atoi(argv[2]) : 2, argc > 3 ? atoi(argv[3]) : 1000);
+    return 0;
+  }
+  if (!strcmp(mode, "alloc")) {
+    // Touch memory until something stops us (a memory cgroup's OOM killer, in the tests).
+    for (size_t total = 0; total < ((size_t)64 << 30); total += (size_t)16 << 20) {
+      char* block = malloc((size_t)16 << 20);
+      if (!block) return 1;
+      memset(block, 1, (size_t)16 << 20);
+    }
     return 0;
   }
   if (!strcmp(mode, "exit")) return argc > 2 ? atoi(argv[2]) : 0;

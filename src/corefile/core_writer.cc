@@ -1,0 +1,608 @@
+#include "corefile/core_writer.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "core/text.h"
+#include "corefile/elf_image.h"
+
+namespace gputriage::corefile {
+namespace {
+
+using internal::ScopedFd;
+
+#if defined(__x86_64__)
+constexpr uint16_t kMachine = EM_X86_64;
+constexpr size_t kRegsBytes = 27 * 8;  // struct user_regs_struct
+#elif defined(__aarch64__)
+constexpr uint16_t kMachine = EM_AARCH64;
+constexpr size_t kRegsBytes = 34 * 8;  // struct user_pt_regs
+#else
+constexpr uint16_t kMachine = EM_NONE;
+constexpr size_t kRegsBytes = 0;
+#endif
+
+// struct elf_prstatus (64-bit): the common part is 112 bytes, then pr_reg, then pr_fpvalid.
+constexpr size_t kPrstatusCommon = 112;
+constexpr size_t kPrstatusBytes = (kPrstatusCommon + kRegsBytes + 4 + 7) / 8 * 8;
+constexpr size_t kPrpsinfoBytes = 136;
+constexpr size_t kSiginfoBytes = 128;
+#ifndef NT_X86_XSTATE
+constexpr uint32_t NT_X86_XSTATE = 0x202;
+#endif
+// Bytes read from the tracee per process_vm_readv call: bounds our buffer.
+constexpr size_t kChunkBytes = 1u << 20;
+// The ELF program header count field is 16 bits; PN_XNUM (0xffff) would need a section header.
+constexpr size_t kMaxPhdrs = PN_XNUM - 1;
+
+std::string Errno(int error) {
+  switch (error) {
+    case ESRCH: return "ESRCH";
+    case EPERM: return "EPERM";
+    case EIO: return "EIO";
+    case EFAULT: return "EFAULT";
+    case EINVAL: return "EINVAL";
+    case EACCES: return "EACCES";
+    default: return std::strerror(error);
+  }
+}
+
+// Reads a /proc file whole (they report size 0, so read until EOF), at most `max_bytes`.
+core::Result<std::string> ReadProcFile(const std::string& path, size_t max_bytes = 256u << 20) {
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return core::MakeError("{}: cannot open: {}", path, std::strerror(errno));
+  std::string text;
+  char buffer[65536];
+  while (text.size() < max_bytes) {
+    ssize_t got = read(fd.get(), buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return core::MakeError("{}: read failed: {}", path, std::strerror(errno));
+    if (got == 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  return text;
+}
+
+// One line of /proc/PID/smaps (or maps), with the VmFlags that matter for dumping.
+struct MapEntry {
+  uint64_t start = 0, end = 0, offset = 0, inode = 0;
+  std::string perms;
+  std::string path;
+  bool dont_dump = false;  // VmFlags "dd" (MADV_DONTDUMP)
+  bool io = false;         // VmFlags "io" or "pf": device memory, never read it
+};
+
+std::optional<MapEntry> ParseMapsLine(std::string_view line) {
+  // "start-end perms offset dev inode   path" — the path may contain spaces.
+  auto fields = core::SplitWhitespace(line);
+  if (fields.size() < 5) return std::nullopt;
+  auto dash = fields[0].find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  auto start = core::ParseU64(fields[0].substr(0, dash), 16);
+  auto end = core::ParseU64(fields[0].substr(dash + 1), 16);
+  auto offset = core::ParseU64(fields[2], 16);
+  auto inode = core::ParseU64(fields[4], 10);
+  if (!start || !end || !offset || !inode || *end < *start || fields[1].size() != 4) {
+    return std::nullopt;
+  }
+  MapEntry entry{*start, *end, *offset, *inode, std::string(fields[1]), ""};
+  if (fields.size() > 5) {
+    size_t path_at = static_cast<size_t>(fields[5].data() - line.data());
+    entry.path = std::string(line.substr(path_at));
+  }
+  return entry;
+}
+
+// /proc/PID/smaps gives VmFlags; /proc/PID/maps is the fallback when smaps is not built in.
+core::Result<std::vector<MapEntry>> ReadMaps(int pid) {
+  auto smaps = ReadProcFile(fmt::format("/proc/{}/smaps", pid));
+  bool have_flags = smaps.ok();
+  std::string text;
+  if (have_flags) {
+    text = std::move(smaps).value();
+  } else {
+    GT_ASSIGN_OR_RETURN(text, ReadProcFile(fmt::format("/proc/{}/maps", pid)));
+  }
+  std::vector<MapEntry> maps;
+  for (std::string_view line : core::SplitLines(text)) {
+    if (have_flags && core::StartsWith(line, "VmFlags:")) {
+      if (maps.empty()) continue;
+      for (std::string_view flag : core::SplitWhitespace(line.substr(8))) {
+        if (flag == "dd") maps.back().dont_dump = true;
+        if (flag == "io" || flag == "pf") maps.back().io = true;
+      }
+      continue;
+    }
+    // smaps detail lines ("Rss:   4 kB") have a ':' in the first field; map lines do not.
+    auto first_space = line.find(' ');
+    if (line.substr(0, first_space).find(':') != std::string_view::npos) continue;
+    if (auto entry = ParseMapsLine(line)) maps.push_back(std::move(*entry));
+  }
+  if (maps.empty()) return core::MakeError("/proc/{}/maps: no mappings (process gone?)", pid);
+  return maps;
+}
+
+// Fields of /proc/PID/stat after the ")" that ends comm: index 0 is field 3 (state).
+std::vector<std::string_view> StatFields(const std::string& stat) {
+  auto paren = stat.rfind(')');
+  if (paren == std::string::npos) return {};
+  return core::SplitWhitespace(std::string_view(stat).substr(paren + 1));
+}
+
+uint64_t StatField(const std::vector<std::string_view>& fields, size_t field_number) {
+  size_t index = field_number - 3;
+  if (index >= fields.size()) return 0;
+  if (auto value = core::ParseI64(fields[index])) return static_cast<uint64_t>(*value);
+  return 0;
+}
+
+// A "Key:\tvalue" line of /proc/PID/status, first whitespace-separated word of the value.
+std::string_view StatusWord(std::string_view status, std::string_view key) {
+  for (std::string_view line : core::SplitLines(status)) {
+    if (!core::StartsWith(line, key) || line.size() <= key.size() || line[key.size()] != ':') {
+      continue;
+    }
+    auto words = core::SplitWhitespace(line.substr(key.size() + 1));
+    return words.empty() ? std::string_view() : words.front();
+  }
+  return {};
+}
+
+// Little-endian field writers into a fixed descriptor we own (sizes are ours, not untrusted).
+template <typename T>
+void Put(std::string& buffer, size_t offset, T value) {
+  std::memcpy(buffer.data() + offset, &value, sizeof(T));
+}
+
+void AppendNote(std::string& out, std::string_view owner, uint32_t type, std::string_view desc) {
+  auto pad4 = [&out] { out.append((4 - out.size() % 4) % 4, '\0'); };
+  uint32_t header[3] = {static_cast<uint32_t>(owner.size() + 1), static_cast<uint32_t>(desc.size()),
+                        type};
+  out.append(reinterpret_cast<const char*>(header), sizeof(header));
+  out.append(owner);
+  out.push_back('\0');
+  pad4();
+  out.append(desc);
+  pad4();
+}
+
+struct ThreadRegs {
+  int tid = 0;
+  std::string regs;                      // pr_reg
+  std::optional<std::string> fpregs;     // NT_PRFPREG
+  std::optional<std::string> xstate;     // NT_X86_XSTATE
+  std::string stat, status;              // /proc/PID/task/TID/{stat,status}
+};
+
+// PTRACE_GETREGSET `type`, up to `max_bytes`; the errno on failure.
+std::optional<std::string> GetRegset(int tid, int type, size_t max_bytes, int* error) {
+  std::string buffer(max_bytes, '\0');
+  struct iovec iov = {buffer.data(), buffer.size()};
+  if (ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(static_cast<uintptr_t>(type)), &iov) !=
+      0) {
+    *error = errno;
+    return std::nullopt;
+  }
+  buffer.resize(iov.iov_len);
+  return buffer;
+}
+
+core::Result<ThreadRegs> ReadThread(int pid, int tid) {
+  int error = 0;
+  auto regs = GetRegset(tid, NT_PRSTATUS, 4096, &error);
+  if (!regs) {
+    return core::MakeError(
+        "pid {} thread {}: PTRACE_GETREGSET NT_PRSTATUS: {} (is the thread ptrace-stopped by "
+        "this thread?)",
+        pid, tid, Errno(error));
+  }
+  if (regs->size() != kRegsBytes) {
+    return core::MakeError(
+        "pid {} thread {}: PTRACE_GETREGSET NT_PRSTATUS gave {} bytes of registers, expected {}: "
+        "a 32-bit process? Only 64-bit processes are supported",
+        pid, tid, regs->size(), kRegsBytes);
+  }
+  ThreadRegs thread;
+  thread.tid = tid;
+  thread.regs = std::move(*regs);
+  thread.fpregs = GetRegset(tid, NT_PRFPREG, 4096, &error);
+#if defined(__x86_64__)
+  thread.xstate = GetRegset(tid, NT_X86_XSTATE, 64u << 10, &error);
+#endif
+  thread.stat = ReadProcFile(fmt::format("/proc/{}/task/{}/stat", pid, tid)).value_or("");
+  thread.status = ReadProcFile(fmt::format("/proc/{}/task/{}/status", pid, tid)).value_or("");
+  return thread;
+}
+
+uint64_t StackPointer(const ThreadRegs& thread) {
+  uint64_t sp = 0;
+#if defined(__x86_64__)
+  std::memcpy(&sp, thread.regs.data() + 19 * 8, 8);  // user_regs_struct.rsp
+#elif defined(__aarch64__)
+  std::memcpy(&sp, thread.regs.data() + 31 * 8, 8);  // user_pt_regs.sp
+#endif
+  return sp;
+}
+
+std::string Prstatus(const ThreadRegs& thread, int signal) {
+  std::string desc(kPrstatusBytes, '\0');
+  auto fields = StatFields(thread.stat);
+  Put<int32_t>(desc, 0, signal);                        // pr_info.si_signo
+  Put<int16_t>(desc, 12, static_cast<int16_t>(signal));  // pr_cursig
+  Put<uint64_t>(desc, 16, core::ParseU64(StatusWord(thread.status, "SigPnd"), 16).value_or(0));
+  Put<uint64_t>(desc, 24, core::ParseU64(StatusWord(thread.status, "SigBlk"), 16).value_or(0));
+  Put<int32_t>(desc, 32, thread.tid);
+  Put<int32_t>(desc, 36, static_cast<int32_t>(StatField(fields, 4)));  // ppid
+  Put<int32_t>(desc, 40, static_cast<int32_t>(StatField(fields, 5)));  // pgrp
+  Put<int32_t>(desc, 44, static_cast<int32_t>(StatField(fields, 6)));  // session
+  long ticks = sysconf(_SC_CLK_TCK);
+  if (ticks <= 0) ticks = 100;
+  for (size_t i = 0; i < 4; ++i) {  // utime, stime, cutime, cstime: timevals at 48, 64, 80, 96
+    uint64_t value = StatField(fields, 14 + i);
+    Put<int64_t>(desc, 48 + i * 16, static_cast<int64_t>(value / ticks));
+    Put<int64_t>(desc, 56 + i * 16, static_cast<int64_t>(value % ticks * (1000000 / ticks)));
+  }
+  std::memcpy(desc.data() + kPrstatusCommon, thread.regs.data(), kRegsBytes);
+  Put<int32_t>(desc, kPrstatusCommon + kRegsBytes, thread.fpregs ? 1 : 0);  // pr_fpvalid
+  return desc;
+}
+
+std::string Prpsinfo(int pid) {
+  std::string desc(kPrpsinfoBytes, '\0');
+  std::string stat = ReadProcFile(fmt::format("/proc/{}/stat", pid)).value_or("");
+  std::string status = ReadProcFile(fmt::format("/proc/{}/status", pid)).value_or("");
+  std::string comm = ReadProcFile(fmt::format("/proc/{}/comm", pid)).value_or("");
+  std::string cmdline = ReadProcFile(fmt::format("/proc/{}/cmdline", pid), 4096).value_or("");
+  auto fields = StatFields(stat);
+  char state = fields.empty() || fields[0].empty() ? '.' : fields[0][0];
+  const char* states = "RSDTZW";
+  const char* found = std::strchr(states, state);
+  desc[0] = static_cast<char>(found != nullptr && state != '\0' ? found - states : 0);  // pr_state
+  desc[1] = state;                                                     // pr_sname
+  desc[2] = state == 'Z' ? 1 : 0;                                      // pr_zomb
+  desc[3] = static_cast<char>(static_cast<int64_t>(StatField(fields, 19)));  // pr_nice
+  Put<uint64_t>(desc, 8, StatField(fields, 9));                        // pr_flag
+  Put<uint32_t>(desc, 16, static_cast<uint32_t>(core::ParseU64(StatusWord(status, "Uid")).value_or(0)));
+  Put<uint32_t>(desc, 20, static_cast<uint32_t>(core::ParseU64(StatusWord(status, "Gid")).value_or(0)));
+  Put<int32_t>(desc, 24, pid);
+  Put<int32_t>(desc, 28, static_cast<int32_t>(StatField(fields, 4)));
+  Put<int32_t>(desc, 32, static_cast<int32_t>(StatField(fields, 5)));
+  Put<int32_t>(desc, 36, static_cast<int32_t>(StatField(fields, 6)));
+  std::string_view name = core::Trim(comm);
+  std::memcpy(desc.data() + 40, name.data(), std::min<size_t>(name.size(), 15));
+  // As the kernel does: the first 79 bytes of the command line, NULs as spaces.
+  size_t args = std::min<size_t>(cmdline.size(), 79);
+  for (size_t i = 0; i < args; ++i) desc[56 + i] = cmdline[i] == '\0' ? ' ' : cmdline[i];
+  return desc;
+}
+
+bool IsAnonymousLike(const MapEntry& map) {
+  // Shared anonymous memory and SysV/memfd shm are files only in name: dump them like anon.
+  return map.inode == 0 || core::StartsWith(map.path, "/dev/zero") ||
+         core::StartsWith(map.path, "/SYSV") || core::StartsWith(map.path, "/memfd:");
+}
+
+std::string NtFile(const std::vector<MapEntry>& maps, uint64_t page_size) {
+  std::string table, names;
+  uint64_t count = 0;
+  for (const MapEntry& map : maps) {
+    if (IsAnonymousLike(map) || map.path.empty() || map.path.front() != '/') continue;
+    uint64_t entry[3] = {map.start, map.end, map.offset / page_size};
+    table.append(reinterpret_cast<const char*>(entry), sizeof(entry));
+    names.append(map.path);
+    names.push_back('\0');
+    ++count;
+  }
+  uint64_t header[2] = {count, page_size};
+  return std::string(reinterpret_cast<const char*>(header), sizeof(header)) + table + names;
+}
+
+// What to write of one mapping.
+struct SegmentPlan {
+  uint64_t want_bytes = 0;  // contents we would like in the core
+  std::string skip_reason;  // why nothing is written, for CoreWriteStats::skipped
+  uint64_t offset = 0, filesz = 0;  // decided while writing
+};
+
+class CoreFileWriter {
+ public:
+  CoreFileWriter(int pid, ScopedFd fd, std::string temp_path)
+      : pid_(pid), fd_(std::move(fd)), temp_path_(std::move(temp_path)) {}
+  ~CoreFileWriter() {
+    if (!committed_) unlink(temp_path_.c_str());
+  }
+
+  core::Result<void> WriteAt(uint64_t offset, const void* data, size_t size) {
+    const char* bytes = static_cast<const char*>(data);
+    size_t done = 0;
+    while (done < size) {
+      ssize_t wrote = pwrite(fd_.get(), bytes + done, size - done, static_cast<off_t>(offset + done));
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) {
+        return core::MakeError("{}: write of {} bytes at offset 0x{:x} failed: {}", temp_path_,
+                               size - done, offset + done, std::strerror(errno));
+      }
+      done += static_cast<size_t>(wrote);
+    }
+    return {};
+  }
+
+  // Copies [start, start + length) of the tracee to file offset `offset`; unreadable pages
+  // stay holes (zeros). Returns the bytes that were readable; all-zero pages are not written.
+  core::Result<uint64_t> CopyMemory(uint64_t start, uint64_t length, uint64_t offset) {
+    uint64_t readable = 0;
+    for (uint64_t done = 0; done < length;) {
+      size_t chunk = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, length - done));
+      size_t got = ReadTracee(start + done, chunk);
+      if (got == 0) {  // skip one page
+        done += std::min<uint64_t>(page_size_, length - done);
+        continue;
+      }
+      for (size_t page = 0; page < got; page += page_size_) {
+        size_t n = std::min<size_t>(page_size_, got - page);
+        const char* p = buffer_.data() + page;
+        bool zero = p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0;
+        if (!zero) {
+          auto written = WriteAt(offset + done + page, p, n);
+          if (!written.ok()) return written.error();
+        }
+      }
+      readable += got;
+      done += got;
+    }
+    return readable;
+  }
+
+  core::Result<void> Commit(const std::string& path, uint64_t size) {
+    if (ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
+      return core::MakeError("{}: cannot set the size to {} bytes: {}", temp_path_, size,
+                             std::strerror(errno));
+    }
+    if (fchmod(fd_.get(), 0600) != 0 || close(fd_.release()) != 0) {
+      return core::MakeError("{}: cannot finish: {}", temp_path_, std::strerror(errno));
+    }
+    if (rename(temp_path_.c_str(), path.c_str()) != 0) {
+      return core::MakeError("{}: cannot rename to {}: {}", temp_path_, path, std::strerror(errno));
+    }
+    committed_ = true;
+    return {};
+  }
+
+  uint64_t page_size() const { return page_size_; }
+
+  // True when the tracee's memory at `address` starts with the ELF magic.
+  bool LooksLikeElf(uint64_t address) {
+    return ReadTracee(address, SELFMAG) == SELFMAG &&
+           std::memcmp(buffer_.data(), ELFMAG, SELFMAG) == 0;
+  }
+
+  // Reads up to `length` (<= kChunkBytes) bytes at `address` into buffer_; returns the count.
+  size_t ReadTracee(uint64_t address, size_t length) {
+    buffer_.resize(kChunkBytes);
+    struct iovec local = {buffer_.data(), length};
+    struct iovec remote = {reinterpret_cast<void*>(address), length};
+    ssize_t got = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+    if (got > 0) return static_cast<size_t>(got);
+    // process_vm_readv can be refused (seccomp, older kernels); /proc/PID/mem works for the
+    // tracer.
+    if (!mem_.valid() && !mem_tried_) {
+      mem_tried_ = true;
+      mem_ = ScopedFd(open(fmt::format("/proc/{}/mem", pid_).c_str(), O_RDONLY | O_CLOEXEC));
+    }
+    if (!mem_.valid()) return 0;
+    ssize_t read = pread(mem_.get(), buffer_.data(), length, static_cast<off_t>(address));
+    return read > 0 ? static_cast<size_t>(read) : 0;
+  }
+
+ private:
+  int pid_;
+  ScopedFd fd_;
+  std::string temp_path_;
+  ScopedFd mem_;
+  bool mem_tried_ = false;
+  bool committed_ = false;
+  std::vector<char> buffer_;
+  uint64_t page_size_ = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+};
+
+uint32_t SegmentFlags(const std::string& perms) {
+  uint32_t flags = 0;
+  if (perms[0] == 'r') flags |= PF_R;
+  if (perms[1] == 'w') flags |= PF_W;
+  if (perms[2] == 'x') flags |= PF_X;
+  return flags;
+}
+
+// Decides, without reading memory, what a mapping's PT_LOAD should hold.
+SegmentPlan PlanSegment(const MapEntry& map, CoreFileWriter& writer) {
+  SegmentPlan plan;
+  uint64_t size = map.end - map.start;
+  if (map.path == "[vvar]" || map.path == "[vvar_vclock]" || map.path == "[vsyscall]") {
+    plan.skip_reason = map.path;
+    return plan;
+  }
+  bool device = map.io || (core::StartsWith(map.path, "/dev/") && !IsAnonymousLike(map));
+  if (device) {
+    plan.skip_reason = (map.path.empty() ? fmt::format("0x{:x}-0x{:x}", map.start, map.end)
+                                         : map.path) + " (device mapping)";
+    return plan;
+  }
+  if (map.perms[0] != 'r') return plan;  // guard pages, PROT_NONE reservations
+  if (map.dont_dump) {
+    plan.skip_reason = fmt::format("0x{:x}-0x{:x} {}(MADV_DONTDUMP)", map.start, map.end,
+                                   map.path.empty() ? "" : map.path + " ");
+    return plan;
+  }
+  if (IsAnonymousLike(map)) {
+    plan.want_bytes = size;
+    return plan;
+  }
+  // File-backed, as the kernel's default coredump_filter (0x33): private writable mappings
+  // (they may hold written pages), and the first page of an ELF file (the build ID and program
+  // headers that debuggers need to find the file); readers take the rest from the file.
+  if (map.perms[3] == 'p' && map.perms[1] == 'w') {
+    plan.want_bytes = size;
+  } else if (map.offset == 0 && writer.LooksLikeElf(map.start)) {
+    plan.want_bytes = std::min(size, writer.page_size());
+  }
+  return plan;
+}
+
+}  // namespace
+
+core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
+                                       const siginfo_t& info, const std::string& path,
+                                       const CoreWriteOptions& options) {
+  if (kMachine == EM_NONE) {
+    return core::MakeError("{}: writing cores is supported on x86_64 and aarch64 only", path);
+  }
+  if (tids.empty()) return core::MakeError("{}: no thread of pid {} to write", path, pid);
+  CoreWriteStats stats;
+
+  // Registers first: if the first thread is not stopped for us, fail before touching the disk.
+  std::vector<ThreadRegs> threads;
+  for (size_t i = 0; i < tids.size(); ++i) {
+    auto thread = ReadThread(pid, tids[i]);
+    if (!thread.ok()) {
+      if (i == 0) return thread.error();
+      stats.skipped.push_back(fmt::format("thread {} ({})", tids[i], thread.error().message));
+      continue;
+    }
+    threads.push_back(std::move(thread).value());
+  }
+  GT_ASSIGN_OR_RETURN(std::vector<MapEntry> maps, ReadMaps(pid));
+  if (maps.size() > kMaxPhdrs - 1) {
+    stats.skipped.push_back(fmt::format("{} mappings above the first {} (ELF program header limit)",
+                                        maps.size() - (kMaxPhdrs - 1), kMaxPhdrs - 1));
+    maps.resize(kMaxPhdrs - 1);
+  }
+
+  std::string directory = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  std::string temp_template = path + ".tmp.XXXXXX";
+  int temp_fd = mkostemp(temp_template.data(), O_CLOEXEC);
+  if (temp_fd < 0) {
+    return core::MakeError("{}: cannot create a temporary file in {}: {}", path, directory,
+                           std::strerror(errno));
+  }
+  CoreFileWriter writer(pid, ScopedFd(temp_fd), temp_template);
+  uint64_t page_size = writer.page_size();
+
+  // Notes, in the kernel's order: the signalled thread's prstatus, then the process-wide notes,
+  // then its other register sets; then each further thread's.
+  std::string notes;
+  std::string auxv = ReadProcFile(fmt::format("/proc/{}/auxv", pid), 1u << 20).value_or("");
+  for (size_t i = 0; i < threads.size(); ++i) {
+    const ThreadRegs& thread = threads[i];
+    AppendNote(notes, "CORE", NT_PRSTATUS, Prstatus(thread, i == 0 ? info.si_signo : 0));
+    if (i == 0) {
+      AppendNote(notes, "CORE", NT_PRPSINFO, Prpsinfo(pid));
+      AppendNote(notes, "CORE", NT_SIGINFO,
+                 std::string_view(reinterpret_cast<const char*>(&info), kSiginfoBytes));
+      if (!auxv.empty()) AppendNote(notes, "CORE", NT_AUXV, auxv);
+      AppendNote(notes, "CORE", NT_FILE, NtFile(maps, page_size));
+    }
+    if (thread.fpregs) AppendNote(notes, "CORE", NT_PRFPREG, *thread.fpregs);
+    if (thread.xstate) AppendNote(notes, "LINUX", NT_X86_XSTATE, *thread.xstate);
+  }
+
+  size_t phnum = maps.size() + 1;
+  uint64_t notes_offset = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
+  uint64_t data_offset = (notes_offset + notes.size() + page_size - 1) / page_size * page_size;
+
+  // Plan every mapping, then write contents: the threads' stacks first (most valuable under a
+  // cap), then the rest in address order.
+  std::vector<SegmentPlan> plans;
+  plans.reserve(maps.size());
+  for (const MapEntry& map : maps) {
+    SegmentPlan plan = PlanSegment(map, writer);
+    if (!plan.skip_reason.empty()) stats.skipped.push_back(plan.skip_reason);
+    plans.push_back(std::move(plan));
+  }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < maps.size(); ++i) {
+    bool is_stack = std::any_of(threads.begin(), threads.end(), [&](const ThreadRegs& t) {
+      uint64_t sp = StackPointer(t);
+      return sp >= maps[i].start && sp < maps[i].end;
+    });
+    if (is_stack) order.push_back(i);
+  }
+  for (size_t i = 0; i < maps.size(); ++i) {
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  }
+  uint64_t end_offset = data_offset;
+  for (size_t i : order) {
+    SegmentPlan& plan = plans[i];
+    plan.offset = end_offset;
+    if (plan.want_bytes == 0) continue;
+    if (end_offset + plan.want_bytes > options.size_cap_bytes) {
+      ++stats.segments_truncated;
+      stats.skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(over the size cap)", maps[i].start,
+                                          maps[i].end, maps[i].path.empty() ? "" : maps[i].path + " "));
+      continue;
+    }
+    GT_ASSIGN_OR_RETURN(uint64_t readable, writer.CopyMemory(maps[i].start, plan.want_bytes, end_offset));
+    if (readable == 0) {
+      ++stats.segments_truncated;
+      stats.skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(unreadable)", maps[i].start,
+                                          maps[i].end, maps[i].path.empty() ? "" : maps[i].path + " "));
+      continue;
+    }
+    plan.filesz = plan.want_bytes;
+    end_offset += (plan.want_bytes + page_size - 1) / page_size * page_size;
+  }
+
+  // Headers last, now that every segment's place is known.
+  Elf64_Ehdr ehdr = {};
+  std::memcpy(ehdr.e_ident, ELFMAG, SELFMAG);
+  ehdr.e_ident[EI_CLASS] = ELFCLASS64;
+  ehdr.e_ident[EI_DATA] = ELFDATA2LSB;
+  ehdr.e_ident[EI_VERSION] = EV_CURRENT;
+  ehdr.e_ident[EI_OSABI] = ELFOSABI_NONE;
+  ehdr.e_type = ET_CORE;
+  ehdr.e_machine = kMachine;
+  ehdr.e_version = EV_CURRENT;
+  ehdr.e_phoff = sizeof(Elf64_Ehdr);
+  ehdr.e_ehsize = sizeof(Elf64_Ehdr);
+  ehdr.e_phentsize = sizeof(Elf64_Phdr);
+  ehdr.e_phnum = static_cast<uint16_t>(phnum);
+  std::vector<Elf64_Phdr> phdrs(phnum);
+  phdrs[0].p_type = PT_NOTE;
+  phdrs[0].p_offset = notes_offset;
+  phdrs[0].p_filesz = notes.size();
+  phdrs[0].p_align = 4;
+  for (size_t i = 0; i < maps.size(); ++i) {
+    Elf64_Phdr& phdr = phdrs[i + 1];
+    phdr.p_type = PT_LOAD;
+    phdr.p_flags = SegmentFlags(maps[i].perms);
+    phdr.p_offset = plans[i].offset;
+    phdr.p_vaddr = maps[i].start;
+    phdr.p_filesz = plans[i].filesz;
+    phdr.p_memsz = maps[i].end - maps[i].start;
+    phdr.p_align = page_size;
+  }
+  auto header = writer.WriteAt(0, &ehdr, sizeof(ehdr));
+  if (!header.ok()) return header.error();
+  auto table = writer.WriteAt(sizeof(ehdr), phdrs.data(), phdrs.size() * sizeof(Elf64_Phdr));
+  if (!table.ok()) return table.error();
+  auto note_bytes = writer.WriteAt(notes_offset, notes.data(), notes.size());
+  if (!note_bytes.ok()) return note_bytes.error();
+  uint64_t file_size = std::max(end_offset, notes_offset + notes.size());
+  auto committed = writer.Commit(path, file_size);
+  if (!committed.ok()) return committed.error();
+
+  stats.bytes_written = file_size;
+  stats.segments = maps.size();
+  return stats;
+}
+
+}  // namespace gputriage::corefile

@@ -1,0 +1,590 @@
+// `gputriage run` and `gputriage analyze` on real crashing programs (tests/crashers), run as a
+// user would run them: each test checks the signal, si_code, faulting function, classification
+// and exit status, and that the job's stdout and stderr passed through byte for byte.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "capture_tree.h"
+#include "core/model.h"
+#include "core/subprocess.h"
+#include "store/snapshot_store.h"
+
+namespace gputriage {
+namespace {
+
+namespace fs = std::filesystem;
+using core::Json;
+
+const std::string kCrasher = std::string(GT_CRASHERS_DIR) + "/crasher";
+const std::string kNoPtrace = std::string(GT_CRASHERS_DIR) + "/no_ptrace";
+
+struct JobRun {
+  int status = -1;  // gputriage's exit status
+  std::string out, err;
+  std::string bundle;  // newest bundle directory, "" when none
+  Json process, manifest;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// --json prints its document after the job's own stdout, starting on a line of its own.
+Json TrailingJson(const std::string& out) {
+  size_t at = out.rfind("\n{\n");
+  at = at == std::string::npos ? 0 : at + 1;
+  return Json::parse(out.substr(at), nullptr, false);
+}
+
+void WriteText(const std::string& path, std::string_view content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+std::string NewestBundle(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name[0] != '.') names.push_back(entry.path().string());
+  }
+  if (names.empty()) return {};
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    return fs::last_write_time(a) < fs::last_write_time(b) ||
+           (fs::last_write_time(a) == fs::last_write_time(b) && a < b);
+  });
+  return names.back();
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  JobRun Run(std::vector<std::string> job, std::vector<std::string> options = {},
+             std::optional<std::string> stdin_data = std::nullopt, std::vector<std::string> prefix = {}) {
+    std::vector<std::string> args = prefix;
+    args.push_back(GT_GPUTRIAGE_BIN);
+    args.push_back("run");
+    args.push_back("--bundle-dir");
+    args.push_back(bundles_);
+    args.push_back("--no-snapshot");
+    args.insert(args.end(), options.begin(), options.end());
+    args.push_back("--");
+    args.insert(args.end(), job.begin(), job.end());
+    core::RunOptions ro;
+    ro.timeout = std::chrono::milliseconds(60000);
+    ro.max_stderr_bytes = 1 << 20;
+    ro.extra_env = {"GPUTRIAGE_HOME=" + (tmp_ / "home")};
+    ro.stdin_data = std::move(stdin_data);
+    auto outcome = core::RunWithTimeout(args, ro);
+    JobRun r;
+    if (!outcome.ok()) {
+      ADD_FAILURE() << outcome.error().message;
+      return r;
+    }
+    r.status = outcome->exit_code.value_or(-1);
+    r.out = outcome->stdout_data;
+    r.err = outcome->stderr_tail;
+    r.bundle = NewestBundle(bundles_);
+    if (!r.bundle.empty()) {
+      r.process = Json::parse(ReadAll(r.bundle + "/process.json"), nullptr, false);
+      r.manifest = Json::parse(ReadAll(r.bundle + "/manifest.json"), nullptr, false);
+    }
+    return r;
+  }
+
+  // The job's markers passed through exactly, and the bundle kept them.
+  void ExpectPassThrough(const JobRun& r, const std::string& mode) {
+    std::string out_marker = "crasher " + mode + ": stdout\n";
+    std::string err_marker = "crasher " + mode + ": stderr\n";
+    EXPECT_EQ(r.out, out_marker);
+    EXPECT_EQ(r.err.rfind(err_marker, 0), 0u) << r.err;
+    if (!r.bundle.empty()) {
+      EXPECT_EQ(ReadAll(r.bundle + "/stdout.tail"), out_marker);
+      EXPECT_EQ(ReadAll(r.bundle + "/stderr.tail").rfind(err_marker, 0), 0u);
+    }
+  }
+
+  static std::string TopFunction(const Json& process) {
+    const Json& threads = process["threads"];
+    if (!threads.is_array() || threads.empty() || threads[0]["frames"].empty()) return "";
+    return threads[0]["frames"][0].value("function", "");
+  }
+
+  static bool AnyFrame(const Json& process, const std::string& function) {
+    for (const Json& f : process["threads"][0]["frames"]) {
+      if (f.value("function", "") == function) return true;
+    }
+    return false;
+  }
+
+  void ExpectCrash(const JobRun& r, const char* signal, const char* si_code, const char* function,
+                   const char* kind, int status) {
+    ASSERT_FALSE(r.bundle.empty()) << "no bundle; stderr:\n" << r.err;
+    EXPECT_EQ(r.status, status) << r.err;
+    EXPECT_EQ(r.process.value("signal", ""), signal);
+    EXPECT_EQ(r.process.value("si_code", ""), si_code);
+    EXPECT_EQ(TopFunction(r.process), function) << r.process["threads"][0]["frames"].dump(1);
+    EXPECT_EQ(r.process["classification"].value("kind", ""), kind)
+        << r.process["classification"].dump(1);
+    EXPECT_TRUE(r.process["disassembly"].is_object());
+    EXPECT_EQ(r.process.value("exit_status", -1), status);
+  }
+
+  void SetUp() override { bundles_ = tmp_ / "bundles"; }
+
+  testing::TempDir tmp_;
+  std::string bundles_;
+};
+
+bool CpuHasFlag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+  }
+  return false;
+}
+
+TEST_F(RunTest, NullDereference) {
+  JobRun r = Run({kCrasher, "null"});
+  ExpectCrash(r, "SIGSEGV", "SEGV_MAPERR", "null_deref", "null-dereference", 139);
+  EXPECT_EQ(r.process.value("fault_address", ""), "0x0");
+  EXPECT_EQ(r.process["crashed_thread"], r.process["pid"]);
+  const Json& top = r.process["threads"][0]["frames"][0];
+  EXPECT_EQ(top.value("line", 0), 25);
+  EXPECT_NE(top.value("file", "").find("crasher.c"), std::string::npos);
+  EXPECT_NE(top.value("module", "").find("crasher"), std::string::npos);
+  EXPECT_TRUE(top["offset"].is_string());
+  EXPECT_TRUE(AnyFrame(r.process, "main"));
+  // The faulting instruction is marked, and it is a store through a register.
+  bool marked = false;
+  for (const Json& i : r.process["disassembly"]["instructions"]) {
+    if (i.value("faulting", false)) {
+      marked = true;
+      EXPECT_NE(i.value("text", "").find("mov dword ptr [r"), std::string::npos) << i.dump();
+    }
+  }
+  EXPECT_TRUE(marked);
+  EXPECT_EQ(r.process["fault_location"].value("kind", ""), "null-page");
+  EXPECT_TRUE(r.process["threads"][0]["registers"].contains("rip"));
+  ExpectPassThrough(r, "null");
+  // Summary on stderr after the job's own output.
+  EXPECT_NE(r.err.find("died of SIGSEGV (SEGV_MAPERR"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bundle: " + r.bundle), std::string::npos) << r.err;
+  // Manifest accounts for every file of the layout.
+  for (const char* file : {"process.json", "stdout.tail", "stderr.tail", "kmsg.log", "snapshot.json",
+                           "findings.json", "telemetry.csv", "gpu_calls.json", "report.md", "core"}) {
+    EXPECT_TRUE(r.manifest["files"].contains(file)) << file;
+    if (!r.manifest["files"][file].value("present", false)) {
+      EXPECT_FALSE(r.manifest["files"][file].value("reason", "").empty()) << file;
+    } else {
+      EXPECT_TRUE(fs::exists(r.bundle + "/" + file)) << file;
+    }
+  }
+  EXPECT_EQ(r.manifest["files"]["snapshot.json"].value("reason", ""), "--no-snapshot");
+  EXPECT_GT(r.manifest["timings"].value("signal_to_bundle_ms", -1.0), 0.0);
+  // No temp directories left behind.
+  for (const auto& entry : fs::directory_iterator(bundles_)) {
+    EXPECT_EQ(entry.path().filename().string().find(".partial"), std::string::npos);
+  }
+}
+
+TEST_F(RunTest, WildPointer) {
+  JobRun r = Run({kCrasher, "wild"});
+  ExpectCrash(r, "SIGSEGV", "SEGV_MAPERR", "wild_write", "wild-pointer", 139);
+  EXPECT_EQ(r.process.value("fault_address", ""), "0x7f0000dead00");
+  EXPECT_EQ(r.process["fault_location"].value("kind", ""), "unmapped");
+  ExpectPassThrough(r, "wild");
+}
+
+TEST_F(RunTest, StackOverflow) {
+  JobRun r = Run({kCrasher, "stack"});
+  ExpectCrash(r, "SIGSEGV", "SEGV_MAPERR", "recurse", "stack-overflow", 139);
+  EXPECT_EQ(r.process["fault_location"].value("kind", ""), "stack-guard");
+  EXPECT_TRUE(r.process["threads"][0].value("frames_truncated", false));
+  ExpectPassThrough(r, "stack");
+}
+
+TEST_F(RunTest, SigbusOnTruncatedMappedFile) {
+  std::string file = tmp_ / "mapped.dat";
+  JobRun r = Run({kCrasher, "sigbus", file});
+  ExpectCrash(r, "SIGBUS", "BUS_ADRERR", "touch_truncated", "sigbus-truncated-file", 135);
+  EXPECT_EQ(r.process["fault_location"]["mapping"].value("path", ""), file);
+  EXPECT_NE(r.process["classification"].value("summary", "").find(file), std::string::npos);
+  ExpectPassThrough(r, "sigbus");
+}
+
+TEST_F(RunTest, IllegalInstructionFromAnIsaExtensionThisCpuLacks) {
+  if (CpuHasFlag("tbm")) GTEST_SKIP() << "this CPU has AMD TBM, so BLCFILL does not fault";
+  JobRun r = Run({kCrasher, "isa"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.process.value("signal", ""), "SIGILL");
+  // Linux reports #UD as ILL_ILLOPN on x86.
+  EXPECT_TRUE(r.process.value("si_code", "") == "ILL_ILLOPN" || r.process.value("si_code", "") == "ILL_ILLOPC");
+  EXPECT_EQ(TopFunction(r.process), "use_tbm");
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "illegal-instruction-isa");
+  EXPECT_EQ(r.process["classification"].value("category", ""), "arch-mismatch");
+  EXPECT_EQ(r.process["disassembly"]["missing_on_cpu"], Json::array({"tbm"}));
+  EXPECT_EQ(r.status, 132);
+  ExpectPassThrough(r, "isa");
+}
+
+TEST_F(RunTest, Ud2IsADeliberateTrap) {
+  JobRun r = Run({kCrasher, "ud2"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.process.value("signal", ""), "SIGILL");
+  EXPECT_TRUE(r.process.value("si_code", "") == "ILL_ILLOPN" || r.process.value("si_code", "") == "ILL_ILLOPC");
+  EXPECT_EQ(TopFunction(r.process), "trap_here");
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "deliberate-trap");
+  EXPECT_EQ(r.status, 132);
+  ExpectPassThrough(r, "ud2");
+}
+
+TEST_F(RunTest, IntegerDivideByZero) {
+  JobRun r = Run({kCrasher, "fpe"});
+  ExpectCrash(r, "SIGFPE", "FPE_INTDIV", "divide", "integer-divide-by-zero", 136);
+  ExpectPassThrough(r, "fpe");
+}
+
+TEST_F(RunTest, AbortFromAFailedAssert) {
+  JobRun r = Run({kCrasher, "assert"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 134);
+  EXPECT_EQ(r.process.value("signal", ""), "SIGABRT");
+  EXPECT_EQ(r.process.value("si_code", ""), "SI_TKILL");
+  EXPECT_TRUE(AnyFrame(r.process, "check_count"));
+  EXPECT_TRUE(AnyFrame(r.process, "abort"));
+  const Json& c = r.process["classification"];
+  EXPECT_EQ(c.value("kind", ""), "assertion-failed");
+  std::string evidence = c["evidence"].dump();
+  EXPECT_NE(evidence.find("Assertion `count == 3' failed."), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("aborting frame: check_count"), std::string::npos) << evidence;
+  ExpectPassThrough(r, "assert");
+}
+
+TEST_F(RunTest, CrashInASecondaryThread) {
+  JobRun r = Run({kCrasher, "thread"});
+  ExpectCrash(r, "SIGSEGV", "SEGV_MAPERR", "null_deref", "null-dereference", 139);
+  EXPECT_NE(r.process["crashed_thread"], r.process["pid"]);
+  EXPECT_EQ(r.process["threads"][0]["tid"], r.process["crashed_thread"]);
+  EXPECT_GE(r.process["threads"].size(), 2u);  // the main thread, waiting in pthread_join
+  EXPECT_TRUE(AnyFrame(r.process, "worker_crash"));
+  ExpectPassThrough(r, "thread");
+}
+
+TEST_F(RunTest, CrashInAForkedChild) {
+  JobRun r = Run({kCrasher, "fork"});
+  ExpectCrash(r, "SIGSEGV", "SEGV_MAPERR", "null_deref", "null-dereference", 139);
+  ExpectPassThrough(r, "fork");
+}
+
+TEST_F(RunTest, CrashInAnExecdGrandchild) {
+  JobRun r = Run({kCrasher, "exec"});
+  ExpectCrash(r, "SIGSEGV", "SEGV_MAPERR", "null_deref", "null-dereference", 139);
+  // The grandchild ran `crasher null` after exec.
+  EXPECT_NE(r.process.value("command", "").find("null"), std::string::npos);
+  EXPECT_EQ(r.out, "crasher exec: stdout\ncrasher null: stdout\n");
+}
+
+TEST_F(RunTest, CrashInsideALibraryWithoutDebugInfo) {
+  JobRun r = Run({kCrasher, "lib"});
+  ExpectCrash(r, "SIGSEGV", "SEGV_MAPERR", "crashlib_store", "null-dereference", 139);
+  const Json& top = r.process["threads"][0]["frames"][0];
+  EXPECT_NE(top.value("module", "").find("libcrashlib.so"), std::string::npos);
+  EXPECT_FALSE(top.contains("file"));  // no debug info: symbol from .dynsym only
+  EXPECT_TRUE(top["offset"].is_string());
+  ExpectPassThrough(r, "lib");
+}
+
+TEST_F(RunTest, PythonCrashingThroughCtypes) {
+  if (system("python3 -c 'import ctypes' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 with ctypes";
+  JobRun r = Run({"python3", "-c",
+                  "import ctypes, sys; print('py: stdout'); print('py: stderr', file=sys.stderr); "
+                  "sys.stdout.flush(); sys.stderr.flush(); ctypes.string_at(0)"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 139);
+  EXPECT_EQ(r.process.value("signal", ""), "SIGSEGV");
+  EXPECT_EQ(r.process.value("si_code", ""), "SEGV_MAPERR");
+  EXPECT_NE(TopFunction(r.process).find("strlen"), std::string::npos) << TopFunction(r.process);
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "null-dereference");
+  EXPECT_EQ(r.out, "py: stdout\n");
+  EXPECT_EQ(r.err.rfind("py: stderr\n", 0), 0u);
+}
+
+TEST_F(RunTest, SigkillFromOutside) {
+  // A sibling process kills the job's main process with SIGKILL: nothing to capture, but the
+  // failure is named.
+  JobRun r = Run({"sh", "-c", "(sleep 0.3; kill -KILL $$) & exec " + kCrasher + " hang"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 137);
+  EXPECT_EQ(r.process.value("signal", ""), "SIGKILL");
+  EXPECT_TRUE(r.process["si_code"].is_null());
+  EXPECT_EQ(r.process["threads"], Json::array());
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "killed");
+  EXPECT_EQ(r.out.rfind("crasher hang: stdout\npid ", 0), 0u);
+}
+
+TEST_F(RunTest, OomKillerNamedFromTheKernelLog) {
+  // A real OOM kill: the job runs in a memory cgroup limited to 32 MiB.
+  std::string cgroup;
+  for (const char* base : {"/sys/fs/cgroup/memory", "/sys/fs/cgroup"}) {
+    std::string dir = std::string(base) + "/gputriage-test-" + std::to_string(getpid());
+    if (mkdir(dir.c_str(), 0755) != 0) continue;
+    std::ofstream v1(dir + "/memory.limit_in_bytes");
+    std::ofstream v2(dir + "/memory.max");
+    if ((v1 << "33554432" << std::flush) || (v2 << "33554432" << std::flush)) {
+      cgroup = dir;
+      break;
+    }
+    rmdir(dir.c_str());
+  }
+  if (cgroup.empty()) GTEST_SKIP() << "cannot create a memory cgroup here (needs root and a writable cgroup fs)";
+  std::ifstream kmsg("/dev/kmsg");
+  if (!kmsg) {
+    rmdir(cgroup.c_str());
+    GTEST_SKIP() << "/dev/kmsg is not readable";
+  }
+  JobRun r = Run({"sh", "-c", "echo $$ > " + cgroup + "/cgroup.procs && exec " + kCrasher + " alloc"});
+  rmdir(cgroup.c_str());
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 137);
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "oom-killed") << r.process["classification"].dump();
+  EXPECT_EQ(r.process["classification"].value("category", ""), "oom");
+  EXPECT_NE(r.process["classification"]["evidence"].dump().find("Killed process"), std::string::npos);
+  EXPECT_NE(ReadAll(r.bundle + "/kmsg.log").find("Killed process"), std::string::npos);
+}
+
+TEST_F(RunTest, HangStoppedByTimeoutWithStacksFirst) {
+  JobRun r = Run({kCrasher, "hang"}, {"--timeout", "1s"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 128 + SIGTERM);
+  EXPECT_TRUE(r.process.value("timed_out", false));
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "hang");
+  EXPECT_EQ(r.process["classification"].value("category", ""), "hang-timeout");
+  EXPECT_TRUE(AnyFrame(r.process, "wait_forever")) << r.process["threads"].dump(1);
+  EXPECT_NE(r.err.find("timed out after"), std::string::npos);
+}
+
+TEST_F(RunTest, StdinStdoutStderrPassThroughByteExact) {
+  std::string input;
+  for (int i = 0; i < 3; ++i) {
+    for (int b = 0; b < 256; ++b) input.push_back(static_cast<char>(b));
+  }
+  JobRun r = Run({kCrasher, "echo"}, {}, input);
+  std::string expected_out;
+  for (int b = 0; b < 256; ++b) expected_out.push_back(static_cast<char>(b));
+  expected_out += input;
+  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(r.out, expected_out);
+  EXPECT_EQ(r.err.rfind("to stderr \x01\xff\n", 0), 0u);
+  EXPECT_TRUE(r.bundle.empty()) << "exit 3 without an error message is not a crash";
+}
+
+TEST_F(RunTest, KernelLogRecordsDuringTheRunAreSavedAndTiedToTheJob) {
+  if (geteuid() != 0 || access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  // Real records from captured logs, with the job's pid put in: an H200 Xid 43 and an amdgpu
+  // VM fault (tests/fixtures/kernel_log).
+  std::string xid = "NVRM: Xid (PCI:0000:00:06): 43, pid=$$, name=python3, channel 0x0000000a";
+  std::string vmfault = "amdgpu 0000:07:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 "
+                        "ring:173 vmid:8 pasid:32772, for process clinfo pid $$ thread clinfo pid $$)";
+  std::string script = "printf '%s\\n' \"" + xid + "\" > /dev/kmsg; printf '%s\\n' \"" + vmfault +
+                       "\" > /dev/kmsg; exec " + kCrasher + " null";
+  JobRun r = Run({"sh", "-c", script});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  int pid = r.process.value("pid", 0);
+  std::string kmsg = ReadAll(r.bundle + "/kmsg.log");
+  EXPECT_NE(kmsg.find("Xid (PCI:0000:00:06): 43, pid=" + std::to_string(pid)), std::string::npos) << kmsg;
+  EXPECT_NE(kmsg.find("for process clinfo pid " + std::to_string(pid)), std::string::npos) << kmsg;
+  int tied = 0;
+  bool xid43 = false;
+  for (const Json& rec : r.process["kernel_log"]) {
+    if (rec["job_pid"] == pid) ++tied;
+    if (rec.value("xid", 0) == 43) xid43 = true;
+  }
+  EXPECT_EQ(tied, 2) << r.process["kernel_log"].dump(1);
+  EXPECT_TRUE(xid43);
+  EXPECT_NE(r.process["classification"]["evidence"].dump().find("Xid 43"), std::string::npos);
+  EXPECT_NE(r.err.find("2 naming this job (Xid 43)"), std::string::npos) << r.err;
+}
+
+TEST_F(RunTest, PtraceRefusedStillRunsTheJob) {
+  JobRun r = Run({kCrasher, "null"}, {}, std::nullopt, {kNoPtrace});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 139);
+  EXPECT_EQ(r.process.value("signal", ""), "SIGSEGV");
+  EXPECT_EQ(r.process["threads"], Json::array());
+  EXPECT_FALSE(r.manifest.value("traced", true));
+  std::string missing = r.manifest["not_collected"].dump();
+  EXPECT_NE(missing.find("ptrace refused: PTRACE_SEIZE of pid"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("Operation not permitted"), std::string::npos) << missing;
+  EXPECT_NE(r.err.find("not collected: signal capture"), std::string::npos) << r.err;
+  ExpectPassThrough(r, "null");
+}
+
+TEST_F(RunTest, CommandThatDoesNotExistOrCannotRun) {
+  JobRun missing = Run({"gputriage-no-such-command"});
+  EXPECT_EQ(missing.status, 127);
+  EXPECT_NE(missing.err.find("gputriage-no-such-command: command not found"), std::string::npos) << missing.err;
+  std::string text = tmp_ / "not-executable.sh";
+  WriteText(text, "echo hi\n");
+  JobRun denied = Run({text});
+  EXPECT_EQ(denied.status, 126);
+  EXPECT_NE(denied.err.find(text + ": Permission denied"), std::string::npos) << denied.err;
+  EXPECT_TRUE(NewestBundle(bundles_).empty());
+}
+
+TEST_F(RunTest, GpuRuntimeErrorInStderrIsAFailure) {
+  // A real CUDA error output (ggml-org/llama.cpp#27430), printed by a job that then exits 1.
+  std::string fixture = std::string(GT_FIXTURES_DIR) + "/run/stderr-cuda-illegal-address.txt";
+  JobRun r = Run({"sh", "-c", "tail -n +2 " + fixture + " >&2; exit 1"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(r.process["signal"].is_null());
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "gpu-illegal-address");
+  EXPECT_EQ(r.process["classification"].value("category", ""), "illegal-address");
+  EXPECT_NE(r.process["classification"].value("summary", "").find("CUDA error: an illegal memory access was encountered"),
+            std::string::npos);
+}
+
+TEST_F(RunTest, PythonTracebackIsAFailure) {
+  JobRun r = Run({"python3", "-c", "raise ValueError('bad shape (3, 4)')"});
+  if (r.status == 127) GTEST_SKIP() << "no python3";
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "python-exception");
+  EXPECT_EQ(r.process["classification"].value("summary", ""), "ValueError: bad shape (3, 4)");
+}
+
+TEST_F(RunTest, RepeatReportsDeterministicFlakyAndNotReproduced) {
+  JobRun det = Run({kCrasher, "null"}, {"--repeat", "3", "--json", "--quiet"});
+  Json j = TrailingJson(det.out);
+  ASSERT_FALSE(j.is_discarded()) << det.out;
+  EXPECT_EQ(det.status, 139);
+  EXPECT_EQ(j["verdict"].value("verdict", ""), "deterministic");
+  EXPECT_EQ(j["verdict"].value("failures", 0), 3);
+  ASSERT_EQ(j["verdict"]["distinct_signatures"].size(), 1u);
+  EXPECT_EQ(j["verdict"]["distinct_signatures"][0].value("count", 0), 3);
+  EXPECT_NE(j["verdict"]["distinct_signatures"][0].value("signature", "").find("SIGSEGV/null-dereference null_deref main"),
+            std::string::npos);
+  // One bundle per distinct signature.
+  int bundles = 0;
+  for (const Json& run : j["runs"]) bundles += run["bundle"].is_string() ? 1 : 0;
+  EXPECT_EQ(bundles, 1);
+
+  // Fails every other run: flaky, 50% or 67% depending on the start.
+  std::string flag = tmp_ / "flip";
+  JobRun flaky = Run({"sh", "-c", "if [ -e " + flag + " ]; then rm " + flag + "; exec " + kCrasher +
+                                      " fpe; else touch " + flag + "; exit 0; fi"},
+                     {"--repeat", "4", "--json", "--quiet"});
+  Json f = TrailingJson(flaky.out);
+  ASSERT_FALSE(f.is_discarded()) << flaky.out;
+  EXPECT_EQ(f["verdict"].value("verdict", ""), "flaky");
+  EXPECT_EQ(f["verdict"].value("failures", 0), 2);
+  EXPECT_EQ(f["verdict"].value("passes", 0), 2);
+  EXPECT_DOUBLE_EQ(f["verdict"].value("failure_rate", 0.0), 0.5);
+  EXPECT_EQ(flaky.status, 136);
+
+  JobRun ok = Run({kCrasher, "exit", "0"}, {"--repeat", "2"});
+  EXPECT_EQ(ok.status, 0);
+  EXPECT_NE(ok.err.find("not reproduced: 2 of 2 runs passed"), std::string::npos) << ok.err;
+}
+
+TEST_F(RunTest, CoreFileWrittenIntoTheBundleAndAnalyzed) {
+  JobRun r = Run({kCrasher, "null"}, {"--core", "--core-limit", "256M"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  ASSERT_TRUE(r.manifest["files"]["core"].value("present", false)) << r.manifest["files"].dump(1);
+  std::string core = r.bundle + "/core";
+  core::RunOptions ro;
+  auto analyzed = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", core, "--json"}, ro);
+  ASSERT_TRUE(analyzed.ok());
+  EXPECT_EQ(analyzed->exit_code, 1) << analyzed->stderr_tail;
+  Json a = Json::parse(analyzed->stdout_data, nullptr, false);
+  ASSERT_FALSE(a.is_discarded()) << analyzed->stdout_data;
+  const Json& p = a["results"][0];
+  EXPECT_EQ(p.value("signal", ""), "SIGSEGV");
+  EXPECT_EQ(p.value("si_code", ""), "SEGV_MAPERR");
+  EXPECT_EQ(p.value("fault_address", ""), "0x0");
+  EXPECT_EQ(TopFunction(p), "null_deref");
+  EXPECT_EQ(p["classification"].value("kind", ""), "null-dereference");
+  EXPECT_EQ(p.value("crashed_thread", 0), r.process.value("crashed_thread", -1));
+}
+
+TEST_F(RunTest, AnalyzeAKernelCore) {
+  // The kernel writes `core` into the crashing process's directory when core_pattern is "core".
+  std::string pattern = ReadAll("/proc/sys/kernel/core_pattern");
+  if (pattern.empty() || pattern[0] == '|') GTEST_SKIP() << "core_pattern pipes cores to a handler: " << pattern;
+  std::string dir = tmp_ / "kcore";
+  fs::create_directories(dir);
+  core::RunOptions ro;
+  auto crashed = core::RunWithTimeout(
+      {"sh", "-c", "ulimit -c unlimited; cd " + dir + " && exec " + kCrasher + " stack"}, ro);
+  ASSERT_TRUE(crashed.ok());
+  std::string core;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("core", 0) == 0) core = entry.path().string();
+  }
+  if (core.empty()) GTEST_SKIP() << "the kernel wrote no core (core_pattern '" << pattern << "')";
+  auto analyzed = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", core, "--exe", kCrasher, "--json"}, ro);
+  ASSERT_TRUE(analyzed.ok());
+  Json a = Json::parse(analyzed->stdout_data, nullptr, false);
+  ASSERT_FALSE(a.is_discarded()) << analyzed->stdout_data << analyzed->stderr_tail;
+  const Json& p = a["results"][0];
+  EXPECT_EQ(p.value("signal", ""), "SIGSEGV");
+  EXPECT_EQ(TopFunction(p), "recurse");
+  EXPECT_EQ(p["classification"].value("kind", ""), "stack-overflow");
+
+  // The same core, truncated: a clear error naming it, exit 2, no crash.
+  std::string cut = tmp_ / "truncated.core";
+  {
+    std::string bytes = ReadAll(core);
+    WriteText(cut, bytes.substr(0, 300));
+  }
+  auto bad = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", cut}, ro);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->exit_code, 2);
+  EXPECT_EQ(bad->stderr_tail.rfind("gputriage: " + cut + ":", 0), 0u) << bad->stderr_tail;
+}
+
+TEST_F(RunTest, AnalyzeRejectsWhatItCannotRead) {
+  core::RunOptions ro;
+  std::string text = tmp_ / "job.log";
+  WriteText(text, "RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  auto log = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", text}, ro);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->exit_code, 2);
+  EXPECT_NE(log->stderr_tail.find("not an ELF core file or a crash bundle directory"), std::string::npos);
+  auto none = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", tmp_ / "absent"}, ro);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->exit_code, 2);
+  EXPECT_NE(none->stderr_tail.find("No such file or directory"), std::string::npos);
+}
+
+TEST_F(RunTest, BundlesAreIndexedInTheStore) {
+  JobRun r = Run({kCrasher, "fpe"});
+  ASSERT_FALSE(r.bundle.empty());
+  auto store = store::SnapshotStore::Open(tmp_ / "home/snapshots.db");
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  auto rows = store->ListBundles(0);
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ(rows->front().path, r.bundle);
+  EXPECT_EQ(rows->front().signal, "SIGFPE");
+  EXPECT_EQ(rows->front().kind, "integer-divide-by-zero");
+  EXPECT_EQ(rows->front().exit_status, 136);
+  EXPECT_EQ(rows->front().signature, r.process.value("signature", ""));
+}
+
+}  // namespace
+}  // namespace gputriage
