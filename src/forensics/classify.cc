@@ -55,7 +55,7 @@ constexpr std::array kAbortPatterns = {
     AbortPattern{"assertion-failed", R"(: Assertion [`'].*' failed\.)",
                  "an assert() in the program failed"},
     AbortPattern{"heap-corruption",
-                 R"(free\(\): invalid|double free or corruption|malloc\(\): |corrupted size vs\. prev_size|corrupted double-linked list|munmap_chunk\(\): invalid pointer|realloc\(\): invalid|malloc_consolidate\(\): )",
+                 R"(free\(\): invalid|free\(\): double free detected|double free or corruption|malloc\(\): |corrupted size vs\. prev_size|corrupted double-linked list|munmap_chunk\(\): invalid pointer|realloc\(\): invalid|malloc_consolidate\(\): )",
                  "glibc's allocator found its heap corrupted (double free, buffer overrun, use "
                  "after free) and aborted"},
     AbortPattern{"stack-smashing", R"(\*\*\* stack smashing detected \*\*\*)",
@@ -249,7 +249,7 @@ Classification ClassifyBus(const ProcessReport& p) {
 Classification ClassifyIll(const ProcessReport& p) {
   Classification c;
   std::string insn = FaultingInstruction(p);
-  if (insn == "ud2" || core::StartsWith(insn, "ud1") || core::StartsWith(insn, "udf") ||
+  if (insn == "ud2" || core::StartsWith(insn, "ud1") || core::StartsWith(insn, "ud0") || core::StartsWith(insn, "udf") ||
       core::StartsWith(insn, "brk")) {
     c.kind = "deliberate-trap";
     c.summary = fmt::format("deliberate trap instruction ({}): the compiler's __builtin_trap, "

@@ -1,0 +1,159 @@
+#include "forensics/classify.h"
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include "capture_tree.h"
+
+namespace gputriage::forensics {
+namespace {
+
+Frame F(std::string function, std::string module) {
+  Frame f;
+  f.function = std::move(function);
+  f.module = std::move(module);
+  return f;
+}
+
+TEST(Classify, FindsGpuErrorsInRealOutput) {
+  auto ima = FindOutputError(testing::ReadCapture("run/stderr-cuda-illegal-address.txt"));
+  ASSERT_TRUE(ima);
+  EXPECT_EQ(ima->kind, "gpu-illegal-address");
+  EXPECT_EQ(ima->category, "illegal-address");
+  EXPECT_EQ(ima->line, "[56285] 0.54.236.075 E CUDA error: an illegal memory access was encountered");
+  auto assert_ = FindOutputError(testing::ReadCapture("run/stderr-device-assert.txt"));
+  ASSERT_TRUE(assert_);
+  EXPECT_EQ(assert_->kind, "gpu-device-assert");
+  EXPECT_EQ(assert_->category, "device-assert");
+}
+
+TEST(Classify, PythonTracebackLastLine) {
+  auto e = FindOutputError(
+      "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    f()\n"
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, "gpu-out-of-memory");  // the GPU error outranks the exception type
+  auto plain = FindOutputError("Traceback (most recent call last):\n  File \"x\"\nKeyError: 'lr'\n");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->kind, "python-exception");
+  EXPECT_EQ(plain->line, "KeyError: 'lr'");
+  EXPECT_FALSE(FindOutputError("all good\nValueError: not in a traceback\n"));
+  EXPECT_FALSE(FindOutputError(""));
+}
+
+TEST(Classify, NonZeroExitWithoutAnExplanationIsNotAFailure) {
+  FailureContext ctx;
+  ctx.exit_code = 3;
+  ctx.stderr_tail = "usage: train.py [-h]\n";
+  EXPECT_FALSE(Classify(ctx));
+  ctx.exit_code = 0;
+  ctx.stderr_tail = "CUDA error: out of memory (recovered)\n";
+  EXPECT_FALSE(Classify(ctx));
+}
+
+TEST(Classify, AbortMessagesFromGlibcAndTheCxxRuntime) {
+  ProcessReport p;
+  p.signal = SIGABRT;
+  p.si_code = SI_TKILL;
+  ThreadState t;
+  t.frames = {F("__pthread_kill_implementation", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+              F("raise", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+              F("abort", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+              F("malloc_printerr", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+              F("release_buffers", "/opt/app/bin/server")};
+  p.threads.push_back(t);
+  FailureContext ctx;
+  ctx.process = &p;
+  ctx.stderr_tail = "free(): double free detected in tcache 2\n";
+  auto heap = Classify(ctx);
+  ASSERT_TRUE(heap);
+  EXPECT_EQ(heap->kind, "heap-corruption");
+  bool aborting = false;
+  for (const auto& e : heap->evidence) aborting |= e.text == "aborting frame: release_buffers (server)";
+  EXPECT_TRUE(aborting) << heap->evidence.size();
+
+  ctx.stderr_tail =
+      "terminate called after throwing an instance of 'c10::Error'\n"
+      "  what():  CUDA error: device-side assert triggered\n";
+  auto c10 = Classify(ctx);
+  ASSERT_TRUE(c10);
+  EXPECT_EQ(c10->kind, "c10-error");
+  EXPECT_NE(c10->summary.find("what():  CUDA error: device-side assert triggered"), std::string::npos);
+
+  ctx.stderr_tail = "nothing useful\n";
+  EXPECT_EQ(Classify(ctx)->kind, "abort");
+  ctx.stderr_tail = "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  auto gpu = Classify(ctx);
+  EXPECT_EQ(gpu->kind, "gpu-illegal-address");
+  EXPECT_EQ(gpu->category, "illegal-address");
+}
+
+TEST(Classify, SegvInsideAGpuRuntimeLibrary) {
+  ProcessReport p;
+  p.signal = SIGSEGV;
+  p.si_code = SEGV_MAPERR;
+  p.fault_address = 0x10;
+  p.fault_location = FaultLocation{"null-page", std::nullopt, "null page"};
+  ThreadState t;
+  t.frames = {F("", "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"),
+              F("cudaLaunchKernel", "/opt/app/lib/libcudart.so.13"),
+              F("launch_matmul", "/opt/app/bin/trainer")};
+  p.threads.push_back(t);
+  FailureContext ctx;
+  ctx.process = &p;
+  auto c = Classify(ctx);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, "fault-in-gpu-runtime");
+  EXPECT_NE(c->summary.find("libcuda.so.580.159.04"), std::string::npos);
+  EXPECT_EQ(FirstUserFrame(t.frames)->function, "launch_matmul");
+}
+
+TEST(Classify, SigkillWithAndWithoutTheOomKiller) {
+  std::vector<CorrelatedRecord> log(1);
+  log[0].record.message = "Memory cgroup out of memory: Killed process 42 (python3)";
+  log[0].job_pid = 42;
+  log[0].oom_kill = true;
+  FailureContext ctx;
+  ctx.term_signal = SIGKILL;
+  ctx.kernel_log = &log;
+  auto oom = Classify(ctx);
+  ASSERT_TRUE(oom);
+  EXPECT_EQ(oom->kind, "oom-killed");
+  EXPECT_EQ(oom->category, "oom");
+  log.clear();
+  EXPECT_EQ(Classify(ctx)->kind, "killed");
+  ctx.term_signal = SIGTERM;
+  EXPECT_EQ(Classify(ctx)->kind, "terminated-by-signal");
+}
+
+TEST(Classify, ModulesAndUserFrames) {
+  EXPECT_TRUE(IsGpuRuntimeModule("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+  EXPECT_TRUE(IsGpuRuntimeModule("/opt/rocm/lib/libamdhip64.so.6"));
+  EXPECT_TRUE(IsGpuRuntimeModule("/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"));
+  EXPECT_FALSE(IsGpuRuntimeModule("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+  EXPECT_FALSE(IsGpuRuntimeModule("/home/me/libcudaish_helper.so"));
+  std::vector<Frame> system_only = {F("abort", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+                                    F("_PyEval_EvalFrameDefault", "/usr/bin/python3.11")};
+  EXPECT_EQ(FirstUserFrame(system_only), nullptr);
+}
+
+TEST(Classify, SignaturesIgnoreAddressesAndArguments) {
+  ProcessReport p;
+  p.signal = SIGSEGV;
+  ThreadState t;
+  t.frames = {F("ns::Kernel<float>::run(int, float*)", "/a"), F("", "/b"), F("main", "/a"),
+              F("__libc_start_call_main", "/usr/lib/libc.so.6"), F("_start", "/a")};
+  p.threads.push_back(t);
+  Classification c;
+  c.kind = "null-dereference";
+  EXPECT_EQ(CrashSignature(&p, c), "SIGSEGV/null-dereference ns::Kernel<float>::run main __libc_start_call_main");
+  Classification e;
+  e.kind = "gpu-out-of-memory";
+  e.summary = "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.19 GiB total; pid 1234)";
+  EXPECT_EQ(CrashSignature(nullptr, e),
+            "gpu-out-of-memory CUDA out of memory. Tried to allocate N.N MiB (GPU N; N.N GiB total; pid N)");
+}
+
+}  // namespace
+}  // namespace gputriage::forensics

@@ -1,0 +1,96 @@
+#include "forensics/crash_bundle.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "capture_tree.h"
+
+namespace gputriage::forensics {
+namespace {
+
+SuperviseOutcome Segv() {
+  SuperviseOutcome o;
+  o.root_pid = 77;
+  o.term_signal = SIGSEGV;
+  o.started_at_epoch_s = 1796227200;  // 2026-12-02T16:00:00Z
+  ProcessReport p;
+  p.pid = 77;
+  p.signal = SIGSEGV;
+  p.si_code = SEGV_MAPERR;
+  p.fault_address = 0;
+  p.fault_location = FaultLocation{"null-page", std::nullopt, "address 0x0: a null pointer was dereferenced"};
+  ThreadState t;
+  t.tid = 77;
+  Frame f;
+  f.function = "null_deref";
+  f.module = "/opt/job/bin/crasher";
+  t.frames = {f};
+  p.threads = {t};
+  o.crashes.push_back(p);
+  o.stdout_tail = "out\n";
+  o.stderr_tail = "err\n";
+  o.job_pids = {77};
+  return o;
+}
+
+TEST(CrashBundle, AssessesAndWritesAtomically) {
+  testing::TempDir tmp;
+  RunAssessment run = Assess(Segv());
+  ASSERT_TRUE(run.failed());
+  EXPECT_EQ(run.classification->kind, "null-dereference");
+  EXPECT_EQ(run.signature, "SIGSEGV/null-dereference null_deref");
+  ASSERT_EQ(run.findings.size(), 1u);
+  EXPECT_EQ(run.findings[0].id, "run.null-dereference");
+  EXPECT_EQ(run.findings[0].layer, 4);
+  BundleInput input;
+  input.parent_dir = tmp / "b";
+  input.argv = {"/opt/job/bin/crasher", "null"};
+  input.tool_version = "test";
+  input.snapshot_missing_reason = "not taken in this test";
+  auto written = WriteBundle(run, input);
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  EXPECT_EQ(written->path, tmp / "b/20261202T160000Z-crasher-77");
+  auto second = WriteBundle(run, input);  // same second, same pid: a new name, not a clash
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->path, tmp / "b/20261202T160000Z-crasher-77-2");
+  std::ifstream in(written->path + "/manifest.json");
+  core::Json m = core::Json::parse(in);
+  EXPECT_EQ(m["kind"], "gputriage.crash-bundle");
+  EXPECT_EQ(m["exit_status"], 139);
+  EXPECT_EQ(m["files"]["snapshot.json"]["reason"], "not taken in this test");
+  EXPECT_TRUE(m["files"]["stdout.tail"]["present"]);
+  size_t entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(tmp / "b")) {
+    EXPECT_EQ(e.path().filename().string().find(".partial"), std::string::npos);
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2u);
+}
+
+TEST(CrashBundle, UnwritableDirectoryIsAnErrorNamingIt) {
+  testing::TempDir tmp;
+  std::ofstream(tmp / "file") << "x";
+  RunAssessment run = Assess(Segv());
+  BundleInput input;
+  input.parent_dir = tmp / "file/bundles";
+  auto written = WriteBundle(run, input);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.error().message.rfind(tmp / "file/bundles: cannot create the bundle directory:", 0), 0u)
+      << written.error().message;
+}
+
+TEST(CrashBundle, ACleanExitIsNotAFailure) {
+  SuperviseOutcome o;
+  o.exit_code = 0;
+  RunAssessment run = Assess(o);
+  EXPECT_FALSE(run.failed());
+  EXPECT_TRUE(run.findings.empty());
+  EXPECT_EQ(ProcessJson(run)["exit_status"], 0);
+}
+
+}  // namespace
+}  // namespace gputriage::forensics
