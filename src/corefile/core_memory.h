@@ -19,8 +19,8 @@ struct CoreImage;
 }
 
 /// Reads addresses of the process a core was taken from. Copyable and cheap to copy (the
-/// core's bytes or descriptor are shared); Read is const and safe to call from one thread at a
-/// time per instance.
+/// core's bytes or descriptor are shared); Read is const and uses only pread/memcpy, so copies
+/// and one instance may be read from several threads.
 class CoreMemory {
  public:
   /// From the core's bytes (copied; `bytes` need not outlive the result) and its parsed notes

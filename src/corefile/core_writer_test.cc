@@ -53,9 +53,13 @@ class StoppedCrash {
   ~StoppedCrash() {
     if (pid_ <= 0) return;
     kill(pid_, SIGKILL);
-    int status;
-    while (waitpid(pid_, &status, __WALL) != pid_ || !(WIFEXITED(status) || WIFSIGNALED(status))) {
-      if (errno == ECHILD) break;
+    // The leader's death is reported only after every traced thread's: reap them all.
+    for (;;) {
+      int status = 0;
+      int waited = waitpid(-1, &status, __WALL);
+      if (waited < 0 && errno == EINTR) continue;
+      if (waited < 0) break;
+      if (waited == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) break;
     }
   }
 
@@ -135,7 +139,7 @@ uint64_t ReadU64(const CoreMemory& memory, uint64_t address) {
   return value;
 }
 
-TEST(CoreWriterTest, WritesACoreThatWeAndLibdwflRead) {
+TEST(CorefileWriterTest, WritesACoreThatWeAndLibdwflRead) {
   StoppedCrash crash(2);
   ASSERT_EQ(crash.error(), "");
   ASSERT_EQ(crash.tids().size(), 3u);
@@ -200,7 +204,7 @@ TEST(CoreWriterTest, WritesACoreThatWeAndLibdwflRead) {
   EXPECT_GE(crashed->functions.size(), 2u);
 }
 
-TEST(CoreWriterTest, ASmallCapTruncatesSegmentsButKeepsAValidCore) {
+TEST(CorefileWriterTest, ASmallCapTruncatesSegmentsButKeepsAValidCore) {
   StoppedCrash crash(0);
   ASSERT_EQ(crash.error(), "");
   std::string path = crash.dir() + "/capped.core";
@@ -236,7 +240,7 @@ TEST(CoreWriterTest, ASmallCapTruncatesSegmentsButKeepsAValidCore) {
   EXPECT_EQ(notes->fault_address, 0u);
 }
 
-TEST(CoreWriterTest, AThreadNotStoppedByUsIsAnError) {
+TEST(CorefileWriterTest, AThreadNotStoppedByUsIsAnError) {
   TempDir dir;
   pid_t child = fork();
   if (child == 0) {
@@ -259,10 +263,10 @@ TEST(CoreWriterTest, AThreadNotStoppedByUsIsAnError) {
   EXPECT_EQ(none.error().message, fmt::format("{}: no thread of pid {} to write", path, child));
 }
 
-// Writes the fuzz seed corpus (notes-only cores and truncated variants). Run by hand:
-//   GT_CORE_CORPUS_DIR=fuzz/corpus/core_notes gt_corefile_test \
+// Writes the fuzz seed corpus (notes-only cores). Run by hand, from the source root:
+//   GT_CORE_CORPUS_DIR=fuzz/corpus/core_notes build/gt_corefile_test
 //     --gtest_also_run_disabled_tests --gtest_filter='*WriteFuzzSeedCorpus'
-TEST(CoreWriterTest, DISABLED_WriteFuzzSeedCorpus) {
+TEST(CorefileWriterTest, DISABLED_WriteFuzzSeedCorpus) {
   const char* out = std::getenv("GT_CORE_CORPUS_DIR");
   ASSERT_NE(out, nullptr) << "set GT_CORE_CORPUS_DIR";
   for (int threads : {0, 2}) {

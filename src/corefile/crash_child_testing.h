@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -24,8 +25,10 @@
 
 // Where the children crash: not static and extern "C" so that unwinders name it plainly.
 // The pointer comes from a volatile global so the compiler cannot see the null and turn the
-// store into a trap (SIGILL) or clone the function.
-extern "C" [[gnu::noinline]] inline void gt_corefile_test_crash(volatile int* target) {
+// store into a trap (SIGILL) or clone the function. Not sanitized: UBSan would report the
+// null store and exit instead of letting the fault happen.
+extern "C" [[gnu::noinline]] __attribute__((no_sanitize("undefined", "address"))) inline void
+gt_corefile_test_crash(volatile int* target) {
   *target = 42;
   asm volatile("" ::: "memory");
 }
@@ -90,9 +93,16 @@ constexpr uint64_t kMarkerValue = 0x5ca1ab1e0ddba115ull;
   _exit(94);
 }
 
-inline std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+/// The first `max_bytes` of a file (all of it by default); "" when it cannot be read.
+inline std::string ReadWholeFile(const std::string& path, size_t max_bytes = SIZE_MAX) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  auto size = static_cast<size_t>(in.tellg());
+  std::string bytes(std::min(size, max_bytes), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  return bytes;
 }
 
 inline std::string SelfExe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }

@@ -41,13 +41,17 @@ core::Result<CoreImage> CheckCore(ElfPtr elf, uint64_t file_size, std::string_vi
   const char* ident = elf_getident(elf.get(), &ident_size);
   if (ident == nullptr || ident_size < EI_NIDENT) return NotElfError(source_name, file_size, head);
   if (ident[EI_CLASS] != ELFCLASS64) {
-    return core::MakeError("{}: ELF class {} (ELFCLASS32 is 1): only 64-bit cores are supported",
-                           source_name, static_cast<int>(ident[EI_CLASS]));
+    return core::MakeError("{}: {}: only 64-bit (ELFCLASS64) cores are supported", source_name,
+                           ident[EI_CLASS] == ELFCLASS32
+                               ? std::string("32-bit ELF (ELFCLASS32)")
+                               : fmt::format("ELF class {}", static_cast<int>(ident[EI_CLASS])));
   }
   if (ident[EI_DATA] != ELFDATA2LSB) {
-    return core::MakeError(
-        "{}: ELF data encoding {} (big-endian is 2): only little-endian cores are supported",
-        source_name, static_cast<int>(ident[EI_DATA]));
+    return core::MakeError("{}: {}: only little-endian (ELFDATA2LSB) cores are supported",
+                           source_name,
+                           ident[EI_DATA] == ELFDATA2MSB
+                               ? std::string("big-endian ELF (ELFDATA2MSB)")
+                               : fmt::format("ELF data encoding {}", static_cast<int>(ident[EI_DATA])));
   }
   GElf_Ehdr ehdr;
   if (gelf_getehdr(elf.get(), &ehdr) == nullptr) {

@@ -27,7 +27,7 @@ constexpr std::array kOutputPatterns = {
     OutputPattern{"gpu-device-assert", "device-assert",
                   R"(device-side assert triggered|cudaErrorAssert|hipErrorAssert|CUDA_ERROR_ASSERT|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion)"},
     OutputPattern{"gpu-illegal-address", "illegal-address",
-                  R"(illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|hipErrorIllegalAddress|HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|misaligned address|cudaErrorMisalignedAddress|unspecified launch failure|cudaErrorLaunchFailure|hipErrorLaunchFailure)"},
+                  R"(illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|hipErrorIllegalAddress|HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|misaligned address|cudaErrorMisalignedAddress|cudaErrorInvalidAddressSpace|CUDA_ERROR_INVALID_ADDRESS_SPACE|operation not supported on global/shared address space|unspecified launch failure|cudaErrorLaunchFailure|hipErrorLaunchFailure)"},
     OutputPattern{"gpu-page-fault", "page-fault",
                   R"(Memory access fault by GPU node|HSA_STATUS_ERROR_MEMORY_FAULT)"},
     OutputPattern{"gpu-out-of-memory", "oom",

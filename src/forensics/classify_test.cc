@@ -28,6 +28,23 @@ TEST(Classify, FindsGpuErrorsInRealOutput) {
   EXPECT_EQ(assert_->category, "device-assert");
 }
 
+TEST(Classify, FindsGpuErrorsInOutputCapturedOnTheH200) {
+  // cuda_oob's far out-of-bounds write comes back as cudaErrorInvalidAddressSpace (CUDA 13,
+  // driver 580, H200) with Xid 13 and Xid 31 in the kernel log: an illegal address.
+  auto oob = FindOutputError(testing::ReadCapture("run/h200-cuda-oob.stderr.txt"));
+  ASSERT_TRUE(oob);
+  EXPECT_EQ(oob->kind, "gpu-illegal-address");
+  EXPECT_EQ(oob->category, "illegal-address");
+  EXPECT_EQ(oob->line, "cuda_oob: cudaDeviceSynchronize: cudaErrorInvalidAddressSpace (operation not "
+                       "supported on global/shared address space)");
+  auto assert_ = FindOutputError(testing::ReadCapture("run/h200-torch-index-add-assert.stderr.txt"));
+  ASSERT_TRUE(assert_);
+  EXPECT_EQ(assert_->kind, "gpu-device-assert");
+  EXPECT_EQ(assert_->line.rfind("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1021: indexFuncSmallIndex: "
+                                "block: [0,0,0], thread: [0,0,0] Assertion `dstIndex < dstAddDimSize` failed.", 0),
+            0u);
+}
+
 TEST(Classify, PythonTracebackLastLine) {
   auto e = FindOutputError(
       "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    f()\n"

@@ -49,6 +49,24 @@ TEST(KmsgWatch, CorrelatesARealOomKill) {
   EXPECT_EQ(other[2].job_pid, 785);
 }
 
+TEST(KmsgWatch, CorrelatesRecordsSavedByARunOnTheH200) {
+  std::vector<kernel_log::Record> records;
+  kernel_log::ParseKmsgBuffer(
+      testing::ReadCapture("kernel_log/h200-run-kmsg-cuda-oob-xid13-xid31-torch-xid43.txt"),
+      [&](kernel_log::Record&& r) { records.push_back(std::move(r)); });
+  ASSERT_EQ(records.size(), 5u);
+  auto oob = Correlate(records, {452});
+  EXPECT_FALSE(oob[0].job_pid);  // "NVRM: GPU at PCI:..." names no process
+  EXPECT_EQ(oob[2].job_pid, 452);
+  EXPECT_EQ(oob[2].xid, 13u);
+  EXPECT_EQ(oob[3].job_pid, 452);
+  EXPECT_EQ(oob[3].xid, 31u);
+  EXPECT_FALSE(oob[4].job_pid);  // torch's Xid 43 belongs to pid 474
+  auto torch = Correlate(records, {474, 475});
+  EXPECT_EQ(torch[4].job_pid, 474);
+  EXPECT_EQ(torch[4].xid, 43u);
+}
+
 TEST(KmsgWatch, OpenFailsWithTheReason) {
   KmsgWatch watch;
   auto opened = watch.Open("/nonexistent/kmsg");

@@ -458,6 +458,21 @@ TEST_F(RunTest, GpuRuntimeErrorInStderrIsAFailure) {
             std::string::npos);
 }
 
+TEST_F(RunTest, RealCudaProgramWithoutAGpuGetsTheRuntimesAnswer) {
+#ifndef GT_CUDA_OOB
+  GTEST_SKIP() << "nvcc was not found at configure time, so tests/gpu/cuda_oob was not built";
+#else
+  if (access("/dev/nvidia0", F_OK) == 0) GTEST_SKIP() << "this machine has an NVIDIA GPU: covered by scripts/device/verify-run.sh";
+  JobRun r = Run({GT_CUDA_OOB});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 1);
+  // The CUDA 13 runtime, with no NVIDIA driver here, answers cudaErrorInsufficientDriver.
+  EXPECT_NE(r.err.rfind("cuda_oob: cudaMalloc: cudaError", 0), std::string::npos) << r.err;
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "gpu-runtime-init") << r.process["classification"].dump();
+  EXPECT_EQ(r.process["classification"].value("category", ""), "driver-runtime");
+#endif
+}
+
 TEST_F(RunTest, PythonTracebackIsAFailure) {
   JobRun r = Run({"python3", "-c", "raise ValueError('bad shape (3, 4)')"});
   if (r.status == 127) GTEST_SKIP() << "no python3";
