@@ -17,6 +17,7 @@ void PrintJson(const core::Json& json) {
   std::string text = json.dump(2, ' ', false, core::Json::error_handler_t::replace);
   text += '\n';
   std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
 }
 
 bool UseColor() {

@@ -168,6 +168,11 @@ ProcessReport CaptureLive(const LiveCaptureRequest& request) {
   if (!report.threads.empty() && request.info) {
     const ThreadState& first = report.threads.front();
     std::optional<uint64_t> pc = ProgramCounter(first.registers);
+    // x86 reports an int3 trap with the PC after the one-byte instruction: show the int3.
+    if (pc && *pc > 0 && HostArch() == "x86_64" && request.info->si_signo == SIGTRAP &&
+        (request.info->si_code == SI_KERNEL || request.info->si_code == TRAP_BRKPT)) {
+      --*pc;
+    }
     if (pc) {
       std::optional<uint64_t> start = session.ok() ? (*session)->FunctionStart(*pc) : std::nullopt;
       report.disassembly = DisassembleAround(LiveMemoryReader(request.tgid), HostArch(), *pc,

@@ -64,6 +64,8 @@ NOINLINE void trap_here(void) { __builtin_trap(); }
 
 NOINLINE int divide(int a, int b) { return a / b; }
 
+NOINLINE void breakpoint_here(void) { __asm__ volatile("int3"); }
+
 NOINLINE void check_count(int count) { assert(count == 3); }
 
 NOINLINE void* worker_crash(void* arg) {
@@ -135,6 +137,18 @@ int main(int argc, char** argv) {
       int status = 0;
       waitpid(grandchild, &status, 0);
       _exit(wait_status_to_exit(status));
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return wait_status_to_exit(status);
+  }
+  if (!strcmp(mode, "int3")) breakpoint_here();
+  if (!strcmp(mode, "vfork")) {
+    // vfork + exec, as posix_spawn and Python's subprocess do.
+    pid_t child = vfork();
+    if (child == 0) {
+      execl("/proc/self/exe", argv[0], "null", (char*)NULL);
+      _exit(126);
     }
     int status = 0;
     waitpid(child, &status, 0);
