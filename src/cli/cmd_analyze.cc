@@ -11,6 +11,9 @@
 #include "core/version.h"
 #include "forensics/core_analysis.h"
 #include "forensics/siginfo.h"
+#include "kb/analysis.h"
+#include "kb/knowledge_base.h"
+#include "core/text.h"
 
 namespace gputriage::cli {
 namespace {
@@ -82,43 +85,135 @@ core::Result<forensics::ProcessReport> LoadBundle(const std::string& dir) {
   return forensics::ProcessReportFromJson(j);
 }
 
-int Analyze(const std::vector<std::string>& paths, const std::string& exe, bool json) {
-  Json results = Json::array();
+std::string RenderAnalysis(const kb::Analysis& a) {
+  std::string out = fmt::format("category: {} (confidence {:.2f})\nverdict: {}\n", a.category, a.confidence, a.verdict);
+  for (const std::string& r : a.verdict_reasons) out += fmt::format("  {}\n", r);
+  if (a.matches.empty()) {
+    out += "known issues: none matched\n";
+  } else {
+    out += "known issues:\n";
+    size_t shown = 0;
+    for (const kb::IssueMatch& m : a.matches) {
+      if (shown++ == 3) {
+        out += fmt::format("  ... {} more (--json)\n", a.matches.size() - 3);
+        break;
+      }
+      const kb::KnownIssue& i = *m.issue;
+      out += fmt::format("  {}. {} [{}] ({}, {})\n", shown, i.title, i.id, i.category, i.verdict);
+      for (const kb::Hit& h : m.hits) {
+        out += fmt::format("     evidence {}:{}: {}\n", h.input, h.line_number, h.line);
+      }
+      for (const std::string& c : m.condition_notes) out += fmt::format("     condition {}\n", c);
+      out += fmt::format("     why: {}\n", core::Trim(i.explanation));
+      for (const kb::Fix& f : i.fixes) out += fmt::format("     fix ({}): {} — cost: {}\n", f.kind, f.action, f.cost);
+      for (const kb::Reference& r : i.references) out += fmt::format("     see {}\n", r.url);
+    }
+  }
+  if (a.matches.empty() && !a.evidence.empty()) {
+    out += "evidence:\n";
+    for (size_t i = 0; i < a.evidence.size() && i < 5; ++i) {
+      out += fmt::format("  {}: {}\n", a.evidence[i].source, a.evidence[i].text);
+    }
+  }
+  if (!a.signature.empty()) out += fmt::format("signature: {}\n", a.signature);
+  out += "next steps:\n";
+  for (const std::string& s : a.next_steps) out += fmt::format("  - {}\n", s);
+  for (const std::string& l : a.search_links) out += fmt::format("  search: {}\n", l);
+  return out;
+}
+
+core::Result<Json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return core::MakeError("{}: {}", path, std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  Json j = Json::parse(text.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return core::MakeError("{}: not a JSON snapshot", path);
+  return j;
+}
+
+int Analyze(const std::vector<std::string>& paths, const std::string& exe, const std::string& snapshot_path,
+            bool json) {
+  auto kb = kb::LoadEmbeddedKnowledgeBase();
+  if (!kb.ok()) {
+    PrintError("refusing to analyze: " + kb.error().message);
+    return kExitInternal;
+  }
+  auto analyzer = kb::Analyzer::Create(*kb);
+  if (!analyzer.ok()) {
+    PrintError("refusing to analyze: " + analyzer.error().message);
+    return kExitInternal;
+  }
+  std::optional<Json> snapshot;
+  if (!snapshot_path.empty()) {
+    auto loaded = ReadJsonFile(snapshot_path);
+    if (!loaded.ok()) {
+      PrintError(loaded.error().message);
+      return kExitUsage;
+    }
+    snapshot = std::move(*loaded);
+  }
+  std::string label;
+  for (const std::string& p : paths) label += (label.empty() ? "" : " ") + p;
+  (*analyzer)->Begin(label);
+  Json processes = Json::array();
   std::string text;
-  int rc = kExitOk;
+  int added = 0;
   for (const std::string& path : paths) {
     struct stat st {};
-    if (stat(path.c_str(), &st) != 0) {
+    if (path != "-" && stat(path.c_str(), &st) != 0) {
       PrintError(fmt::format("{}: {}", path, std::strerror(errno)));
-      rc = kExitUsage;
-      continue;
+      return kExitUsage;
     }
-    core::Result<forensics::ProcessReport> report = core::MakeError("");
-    if (S_ISDIR(st.st_mode)) {
-      report = LoadBundle(path);
-    } else if (IsElfCore(path)) {
-      report = forensics::AnalyzeCore(path, exe);
+    if (path != "-" && S_ISDIR(st.st_mode)) {
+      if (auto added_bundle = (*analyzer)->AddBundle(path); !added_bundle.ok()) {
+        PrintError(added_bundle.error().message);
+        return kExitUsage;
+      }
+      if (auto report = LoadBundle(path); report.ok()) {
+        text += RenderReport(path, *report);
+        Json pj = forensics::ToJson(*report);
+        pj["source"] = path;
+        processes.push_back(std::move(pj));
+      }
+      if (!snapshot) {
+        if (auto bundled = ReadJsonFile(path + "/snapshot.json"); bundled.ok()) snapshot = std::move(*bundled);
+      }
+    } else if (path != "-" && IsElfCore(path)) {
+      auto report = forensics::AnalyzeCore(path, exe);
+      if (!report.ok()) {
+        PrintError(report.error().message);
+        return kExitUsage;
+      }
+      (*analyzer)->AddProcess(*report, path);
+      text += RenderReport(path, *report);
+      Json pj = forensics::ToJson(*report);
+      pj["source"] = path;
+      processes.push_back(std::move(pj));
     } else {
-      PrintError(fmt::format("{}: not an ELF core file or a crash bundle directory; matching logs "
-                             "against the knowledge base is not implemented in this version", path));
-      rc = kExitUsage;
-      continue;
+      if (auto read = (*analyzer)->AddLog(path); !read.ok()) {
+        PrintError(read.error().message);
+        return kExitUsage;
+      }
     }
-    if (!report.ok()) {
-      PrintError(report.error().message);
-      rc = std::max(rc, kExitFindings + 1);  // 2: the input could not be read
-      continue;
-    }
-    if (report->classification && rc == kExitOk) rc = kExitFindings;
-    Json j = forensics::ToJson(*report);
-    j["source"] = path;
-    results.push_back(std::move(j));
-    text += RenderReport(path, *report);
+    ++added;
   }
+  kb::Facts facts;
+  if (snapshot) facts = kb::FactsFromSnapshot(*snapshot);
+  kb::Analysis analysis = (*analyzer)->Finish(snapshot ? &facts : nullptr);
+  bool found = !analysis.matches.empty() || analysis.category != "other" || !processes.empty();
+  int rc = found ? kExitFindings : kExitOk;
   if (json) {
-    PrintJson(Json{{"schema_version", 1}, {"tool_version", core::kToolVersion}, {"results", results}});
+    Json out = kb::ToJson(analysis);
+    out["schema_version"] = 1;
+    out["tool_version"] = core::kToolVersion;
+    out["processes"] = processes;
+    out["snapshot_used"] = snapshot.has_value();
+    PrintJson(out);
   } else {
-    std::fputs(text.c_str(), stdout);
+    if (!text.empty()) text += "\n";
+    std::fputs((text + RenderAnalysis(analysis)).c_str(), stdout);
+    std::fflush(stdout);
   }
   return rc;
 }
@@ -128,25 +223,39 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, bool 
 Command AnalyzeCommand() {
   return Command{
       "analyze",
-      "Explain a failure from what it left: ELF core files and crash bundles.",
+      "Explain a failure from what it left: logs, crash bundles, core files -> category, known issues, fix.",
       [](CLI::App& app) -> std::function<int()> {
         auto paths = std::make_shared<std::vector<std::string>>();
         auto exe = std::make_shared<std::string>();
+        auto snapshot = std::make_shared<std::string>();
         auto json = std::make_shared<bool>(false);
         app.description(
-            "Reads each PATH and prints the process report: signal and si_code, fault address "
-            "and what it falls in, every thread's registers and symbolised stack (elfutils), the "
-            "disassembly at the faulting instruction, and the classification (null dereference, "
-            "stack overflow, ISA mismatch, abort...). PATH is an ELF core file (the kernel's, "
-            "or one written by `gputriage run --core`) or a crash bundle directory. Exit status "
-            "1 when a failure was classified, 2 when an input could not be read.");
-        app.add_option("paths", *paths, "Core files or bundle directories")->required();
+            "Reads every PATH as evidence of one failure and matches it against the known issues "
+            "of the built-in knowledge base (kb/issues): prints the category with a confidence, "
+            "the verdict (hardware, driver-firmware, library, application, unknown) and why, the "
+            "matching known issues best first with the lines that matched, explanation, fixes "
+            "and references, and the next diagnostic step; when nothing matches, search links "
+            "for the normalised error signature. PATH is a log (stderr, dmesg or both mixed; "
+            "gzip and zstd are read; - is stdin), a crash bundle directory (gputriage run), or "
+            "an ELF core file (the kernel's, or `run --core`'s: its process report -- signal, "
+            "stacks, disassembly, classification -- is printed too). Exit status 1 when a "
+            "failure was recognised, 0 when nothing was, 2 when an input could not be read, "
+            "3 when the knowledge base is broken.");
+        app.add_option("paths", *paths, "Logs, bundle directories, core files; - for stdin")->required();
         app.add_option("--exe", *exe,
                        "The executable the core came from, when the path recorded in the core "
                        "is wrong (moved, or a different mount in a container)")
             ->type_name("PATH");
-        app.add_flag("--json", *json, "Print {results:[process report]} as JSON");
-        return [paths, exe, json]() { return Analyze(*paths, *exe, *json); };
+        app.add_option("--snapshot", *snapshot,
+                       "A snapshot (gputriage snapshot --json) of the machine the failure happened "
+                       "on, to check known issues' conditions (versions, GPU architecture, env); a "
+                       "bundle's own snapshot.json is used when this is not given")
+            ->type_name("FILE");
+        app.add_flag("--json", *json,
+                     "Print {category, confidence, verdict, verdict_reasons, matches: [{id, title, "
+                     "category, fix, fixes, references, evidence, ...}], next_steps, signature, "
+                     "search_links, processes} as JSON");
+        return [paths, exe, snapshot, json]() { return Analyze(*paths, *exe, *snapshot, *json); };
       }};
 }
 

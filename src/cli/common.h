@@ -40,6 +40,7 @@ Command DoctorCommand();
 Command ProbeCommand();
 Command RunCommand();
 Command AnalyzeCommand();
+Command KbCommand();
 
 /// Prints "gputriage: <message>" to stderr.
 void PrintError(std::string_view message);

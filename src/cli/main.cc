@@ -8,7 +8,8 @@ namespace gputriage::cli {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {DoctorCommand(), SnapshotCommand(),
-                                                 RunCommand(), AnalyzeCommand(), ProbeCommand()};
+                                                 RunCommand(), AnalyzeCommand(), KbCommand(),
+                                                 ProbeCommand()};
   return kCommands;
 }
 

@@ -1,0 +1,406 @@
+#include "kb/analysis.h"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+#include <re2/set.h>
+
+#include "collect/kernel_log/kmsg.h"
+#include "core/json_read.h"
+#include "core/text.h"
+#include "forensics/report.h"
+#include "forensics/siginfo.h"
+
+namespace gputriage::kb {
+namespace {
+
+using core::Json;
+
+// The general classifier: what a line says about the category when no known issue decides it.
+// Weights: 3 = the runtime's own name for the failure, 2 = a strong phrase, 1 = a hint.
+struct GeneralSignal {
+  const char* category;
+  int weight;
+  const char* pattern;
+};
+
+constexpr std::array kGeneral = {
+    GeneralSignal{"device-assert", 3, R"(device-side assert triggered|cudaErrorAssert|hipErrorAssert|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion)"},
+    GeneralSignal{"illegal-address", 3, R"(illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|hipErrorIllegalAddress|HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|cudaErrorInvalidAddressSpace|misaligned address)"},
+    GeneralSignal{"illegal-address", 2, R"(unspecified launch failure|cudaErrorLaunchFailure|Xid \(PCI:[^)]*\): 31\b|MMU Fault)"},
+    GeneralSignal{"page-fault", 3, R"(Memory access fault by GPU node|\[(?:gfxhub|mmhub)\d*\] (?:no-retry |retry )?page fault|VM_L2_PROTECTION_FAULT_STATUS|HSA_STATUS_ERROR_MEMORY_FAULT)"},
+    GeneralSignal{"oom", 3, R"((?i)out of memory|cudaErrorMemoryAllocation|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate|cudaMalloc failed)"},
+    GeneralSignal{"arch-mismatch", 3, R"(no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|invalid device function|hipErrorNoBinaryForGpu|hipErrorInvalidDeviceFunction|No compatible code objects found|is not compatible with the current PyTorch installation|TensileLibrary.*(?:not found|Cannot|cannot)|HSA_OVERRIDE_GFX_VERSION)"},
+    GeneralSignal{"arch-mismatch", 1, R"(\bsm_\d+a?\b|\bgfx\d{3,4}\b|CUDA capability)"},
+    GeneralSignal{"abi-mismatch", 3, R"(undefined symbol|cannot open shared object file|version `(?:GLIBC|GLIBCXX|CXXABI)_[\d.]+' not found|symbol lookup error|ImportError: .*\.so)"},
+    GeneralSignal{"compiler-jit", 3, R"(ptxas (?:fatal|error)|nvrtc: error|NVRTC_ERROR_\w+|HIPRTC_ERROR_\w+|hiprtc.*[Ee]rror|CompilationError|triton\.compiler|LLVM ERROR|clang(?:\+\+)?: error|error: unknown target|nvcc fatal|offload-arch)"},
+    GeneralSignal{"compiler-jit", 1, R"(\berror: |compil(?:e|ation) (?:failed|error))"},
+    GeneralSignal{"hang-timeout", 3, R"(Watchdog caught collective operation timeout|ring \w+[\d.]* timeout|MES failed to respond|failed to remove hardware queue|GPU hang|[Hh]ung task|NCCL.*[Tt]imeout|timed out after|Xid \(PCI:[^)]*\): (?:8|109)\b)"},
+    GeneralSignal{"hang-timeout", 1, R"((?i)\bhang|\bhung\b|deadlock|stuck|timeout)"},
+    GeneralSignal{"hardware", 3, R"((?i)uncorrectable ECC|ECC error|fallen off the bus|Xid \(PCI:[^)]*\): (?:48|63|64|74|79|92|94|95|119|120)\b|PCIe Bus Error|Hardware Error|Machine check|RAS (?:error|event)|row remap)"},
+    GeneralSignal{"hardware", 1, R"((?i)AER|PCIe|power|thermal|overheat)"},
+    GeneralSignal{"driver-runtime", 3, R"(Failed to initialize NVML|Driver/library version mismatch|CUDA driver version is insufficient|no CUDA-capable device is detected|cudaErrorNoDevice|hipErrorNoDevice|HSA_STATUS_ERROR_OUT_OF_RESOURCES|hsa_init|Unable to open /dev/kfd|/dev/kfd|NCCL WARN .*(?:socket|Bootstrap)|no socket interface found|NVIDIA-SMI has failed|cudaErrorInitializationError|Found no NVIDIA driver)"},
+    GeneralSignal{"driver-runtime", 1, R"((?i)permission denied|driver|not supported by the|KFD)"},
+    GeneralSignal{"numerical", 3, R"((?i)\bnan\b|\binf\b|Mismatched elements|not close|mismatch|wrong results?|incorrect results?|verification failed|garbage)"},
+};
+
+const RE2::Set& GeneralSet() {
+  static const RE2::Set* set = [] {
+    RE2::Options options;
+    options.set_encoding(RE2::Options::EncodingLatin1);
+    options.set_log_errors(false);
+    auto* s = new RE2::Set(options, RE2::UNANCHORED);
+    for (const GeneralSignal& g : kGeneral) s->Add(g.pattern, nullptr);
+    s->Compile();
+    return s;
+  }();
+  return *set;
+}
+
+std::string Clip(std::string_view line) {
+  std::string s = core::SanitizeUtf8(core::Trim(line));
+  if (s.size() > 400) s = s.substr(0, 400) + "...";
+  return s;
+}
+
+std::string UrlEncode(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.') {
+      out.push_back(static_cast<char>(c));
+    } else if (c == ' ') {
+      out.push_back('+');
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> NextSteps(const std::string& category, bool matched) {
+  std::vector<std::string> steps;
+  if (category == "illegal-address" || category == "page-fault" || category == "device-assert") {
+    steps.push_back("Rerun under `gputriage run --repeat 5 -- CMD` to tell a deterministic fault from a random one.");
+    steps.push_back("Rerun with synchronous launches (CUDA_LAUNCH_BLOCKING=1 on NVIDIA, AMD_SERIALIZE_KERNEL=3 on AMD) so the error is reported by the kernel that faulted, not a later call.");
+    steps.push_back("NVIDIA: run under `compute-sanitizer --tool memcheck`; AMD: load rocm-debug-agent (HSA_TOOLS_LIB=librocm-debug-agent.so.2) to get the faulting wave's kernel and PC.");
+  } else if (category == "hang-timeout") {
+    steps.push_back("Rerun under `gputriage run --timeout DURATION -- CMD` to get every thread's stack when it hangs.");
+    steps.push_back("Check the kernel log around the hang (`gputriage doctor`): ring timeouts, GPU resets, Xid 8/109.");
+  } else if (category == "hardware") {
+    steps.push_back("Run `gputriage doctor` on the node: Xid/RAS records, ECC and row-remap counters, PCIe link state.");
+    steps.push_back("Check whether the failure follows the GPU (other GPUs, other jobs) before suspecting software.");
+  } else if (category == "driver-runtime") {
+    steps.push_back("Run `gputriage doctor`: driver loaded, user-space and kernel driver versions, device permissions.");
+  } else if (category == "arch-mismatch" || category == "abi-mismatch" || category == "compiler-jit") {
+    steps.push_back("Run `gputriage snapshot` and compare the GPU architecture and the ROCm/CUDA/PyTorch versions with what the failing binaries were built for.");
+  } else if (category == "oom") {
+    steps.push_back("Check the device memory in use by other processes and the job's peak (`nvidia-smi` / `rocm-smi`), and the allocator's own report in the error.");
+  } else {
+    steps.push_back("Rerun under `gputriage run -- CMD` to capture the failure at machine level (signal, stacks, kernel log).");
+  }
+  if (!matched) {
+    steps.push_back("No known issue matched: search the projects' issue trackers with the signature (links below) and include the crash bundle in a new report.");
+  }
+  return steps;
+}
+
+std::string DefaultVerdict(const std::string& category) {
+  if (category == "hardware") return "hardware";
+  if (category == "driver-runtime") return "driver-firmware";
+  if (category == "arch-mismatch" || category == "abi-mismatch" || category == "compiler-jit") return "library";
+  if (category == "illegal-address" || category == "device-assert" || category == "oom" ||
+      category == "page-fault" || category == "numerical") {
+    return "application";
+  }
+  return "unknown";
+}
+
+std::string CategoryOfKind(const std::string& kind, const std::string& category) {
+  if (!category.empty() && category != "other") return category;
+  if (kind == "stack-overflow" || kind == "null-dereference" || kind == "wild-pointer") return "other";
+  return category.empty() ? "other" : category;
+}
+
+}  // namespace
+
+// One scan over the inputs of one analysis.
+class Analyzer::Scan {
+ public:
+  explicit Scan(Matcher& matcher) : matcher_(matcher) { matcher_.Reset(); }
+
+  void Line(LineSource source, std::string_view raw, uint64_t number, std::string_view input) {
+    std::string stripped;
+    std::string_view line = raw;
+    if (line.find('\x1b') != std::string_view::npos) {
+      stripped = StripAnsi(line);
+      line = stripped;
+    }
+    matcher_.Feed(source, line, number, input);
+    if (source == LineSource::kFrames || source == LineSource::kSignal) return;
+    hits_.clear();
+    if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) return;
+    for (int index : hits_) {
+      const GeneralSignal& g = kGeneral[static_cast<size_t>(index)];
+      scores_[g.category] += g.weight;
+      if (g.weight >= 2) {
+        if (evidence_.size() < 12) evidence_.push_back({std::string(input) + ":" + std::to_string(number), Clip(line)});
+        if (key_line_.empty() || g.weight > key_weight_) {
+          key_line_ = std::string(line.substr(0, 400));
+          key_weight_ = g.weight;
+        }
+      }
+    }
+  }
+
+  void Prior(const std::string& category, int weight, core::Evidence evidence) {
+    scores_[category] += weight;
+    evidence_.insert(evidence_.begin(), std::move(evidence));
+  }
+
+  Matcher& matcher_;
+  std::map<std::string, int> scores_;
+  std::vector<core::Evidence> evidence_;
+  std::string key_line_;
+  int key_weight_ = 0;
+  std::vector<int> hits_;
+  void Count(const ReadStats& s) {
+    stats_.bytes += s.bytes;
+    stats_.lines += s.lines;
+    stats_.cut_lines += s.cut_lines;
+    if (stats_.compression.empty() || stats_.compression == "none") stats_.compression = s.compression;
+  }
+
+  ReadStats stats_;
+  std::string source_;
+};
+
+std::string NormalizeLine(std::string_view line) {
+  static const RE2 kTimestamp(R"(^\s*(?:\[\s*\d+\.\d+\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+\S+\s+))");
+  static const RE2 kHex(R"(0x[0-9a-fA-F_]+|\b[0-9a-fA-F]{8,}\b)");
+  static const RE2 kPid(R"(\bpid[=: ]\s*\d+)");
+  static const RE2 kSize(R"(\d+(?:\.\d+)?\s*(?:[KMGT]i?B|bytes)\b)");
+  static const RE2 kShape(R"(\[\d+(?:\s*,\s*\d+)+\]|\(\d+(?:\s*,\s*\d+)+\))");
+  static const RE2 kNumber(R"(\d+)");
+  static const RE2 kSpaces(R"(\s+)");
+  std::string s = StripAnsi(line);
+  RE2::Replace(&s, kTimestamp, "");
+  RE2::GlobalReplace(&s, kHex, "X");
+  RE2::GlobalReplace(&s, kPid, "pid=N");
+  RE2::GlobalReplace(&s, kSize, "SIZE");
+  RE2::GlobalReplace(&s, kShape, "SHAPE");
+  RE2::GlobalReplace(&s, kNumber, "N");
+  RE2::GlobalReplace(&s, kSpaces, " ");
+  return std::string(core::Trim(s));
+}
+
+core::Result<std::unique_ptr<Analyzer>> Analyzer::Create(const KnowledgeBase& kb) {
+  std::unique_ptr<Analyzer> a(new Analyzer());
+  a->kb_ = &kb;
+  GT_ASSIGN_OR_RETURN(a->matcher_, Matcher::Build(kb.issues));
+  a->Begin("");
+  return a;
+}
+
+Analyzer::~Analyzer() = default;
+
+void Analyzer::Begin(std::string label) {
+  scan_ = std::make_unique<Scan>(*matcher_);
+  scan_->source_ = std::move(label);
+}
+
+void Analyzer::AddText(std::string_view text, std::string_view name) {
+  auto stats = ReadLinesFromMemory(text, name, [&](std::string_view line, uint64_t n) {
+    scan_->Line(LineSource::kUnknown, line, n, name);
+  });
+  if (stats.ok()) scan_->Count(*stats);
+}
+
+core::Result<void> Analyzer::AddLog(const std::string& path) {
+  std::string name = path == "-" ? "stdin" : path;
+  auto stats = ReadLines(path, [&](std::string_view line, uint64_t n) {
+    scan_->Line(LineSource::kUnknown, line, n, name);
+  });
+  if (!stats.ok()) return stats.error();
+  scan_->Count(*stats);
+  return {};
+}
+
+core::Result<void> Analyzer::AddBundle(const std::string& dir) {
+  auto read = [&](const std::string& file) -> std::optional<std::string> {
+    std::ifstream in(dir + "/" + file, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  auto process_text = read("process.json");
+  if (!process_text) return core::MakeError("{}: not a crash bundle (no process.json)", dir);
+  Json process = Json::parse(*process_text, nullptr, false);
+  if (process.is_discarded()) return core::MakeError("{}/process.json: not valid JSON", dir);
+  if (auto err = read("stderr.tail")) {
+    auto stats = ReadLinesFromMemory(*err, "stderr.tail", [&](std::string_view line, uint64_t n) {
+      scan_->Line(LineSource::kStderr, line, n, "stderr.tail");
+    });
+    if (stats.ok()) scan_->Count(*stats);
+  }
+  if (auto kmsg = read("kmsg.log")) {
+    uint64_t n = 0;
+    kernel_log::ParseKmsgBuffer(*kmsg, [&](kernel_log::Record&& r) {
+      scan_->Line(LineSource::kKmsg, r.message, ++n, "kmsg.log");
+    });
+  }
+  AddProcess(forensics::ProcessReportFromJson(process), dir + "/process.json");
+  return {};
+}
+
+void Analyzer::AddProcess(const forensics::ProcessReport& report, const std::string& name) {
+  if (report.signal) scan_->Line(LineSource::kSignal, forensics::SignalName(*report.signal), 1, "signal");
+  uint64_t n = 0;
+  for (const forensics::ThreadState& t : report.threads) {
+    for (const forensics::Frame& f : t.frames) {
+      if (!f.function.empty()) scan_->Line(LineSource::kFrames, f.function, ++n, "frames");
+    }
+  }
+  if (report.classification) {
+    std::string category = CategoryOfKind(report.classification->kind, report.classification->category);
+    if (category != "other") scan_->Prior(category, 4, {name, report.classification->summary});
+    if (scan_->key_line_.empty()) scan_->key_line_ = report.classification->summary;
+  }
+}
+
+Analysis Analyzer::Finish(const Facts* facts) {
+  Scan& scan = *scan_;
+  Analysis a;
+  a.source = scan.source_;
+  a.stats = scan.stats_;
+  a.matches = matcher_->Results(facts);
+  a.evidence = scan.evidence_;
+  // Category: the best known issue decides; else the general classifier's strongest category.
+  std::string general;
+  int best = 0, total = 0;
+  for (const auto& [category, score] : scan.scores_) {
+    total += score;
+    if (score > best) {
+      best = score;
+      general = category;
+    }
+  }
+  if (!a.matches.empty()) {
+    const IssueMatch& top = a.matches.front();
+    a.category = top.issue->category;
+    a.confidence = std::min(0.95, 0.6 + top.score / 100.0);
+    a.verdict = top.issue->verdict;
+    a.verdict_reasons.push_back(fmt::format("known issue {}: {}", top.issue->id, top.issue->title));
+  } else if (!general.empty()) {
+    a.category = general;
+    double share = total > 0 ? static_cast<double>(best) / total : 0;
+    a.confidence = std::min(0.7, 0.15 + 0.05 * best) * (0.5 + 0.5 * share);
+    a.verdict = DefaultVerdict(general);
+    a.verdict_reasons.push_back(fmt::format("no known issue matched; the error lines point to {} "
+                                            "(general signals, score {} of {})", general, best, total));
+  } else {
+    a.category = "other";
+    a.confidence = 0.05;
+    a.verdict_reasons.push_back("no known issue matched and no GPU error signal was found");
+  }
+  a.signature = NormalizeLine(scan.key_line_);
+  a.next_steps = NextSteps(a.category, !a.matches.empty());
+  if (a.matches.empty() && !a.signature.empty()) {
+    // Search on the stable words of the signature (placeholders dropped).
+    std::string query;
+    for (std::string_view word : core::SplitWhitespace(a.signature)) {
+      if (word == "N" || word == "X" || word == "SIZE" || word == "SHAPE" || word == "pid=N") continue;
+      if (query.size() + word.size() > 120) break;
+      query += (query.empty() ? "" : " ") + std::string(word);
+    }
+    std::string q = UrlEncode(query);
+    a.search_links.push_back("https://github.com/search?type=issues&q=" + q);
+    for (const char* repo : {"pytorch/pytorch", "ROCm/ROCm", "NVIDIA/nccl"}) {
+      a.search_links.push_back(fmt::format("https://github.com/{}/issues?q={}", repo, q));
+    }
+  }
+  return a;
+}
+
+Analysis Analyzer::AnalyzeText(std::string_view text, std::string_view name, const Facts* facts) {
+  Begin(std::string(name));
+  AddText(text, name);
+  return Finish(facts);
+}
+
+Facts FactsFromSnapshot(const Json& snapshot) {
+  Facts facts;
+  const Json& gpus = core::NodeAt(snapshot, {"gpus"});
+  if (gpus.is_array()) {
+    for (const Json& g : gpus) {
+      std::string arch = core::StringAt(g, "gfx_arch");
+      if (!arch.empty()) facts.gpu_archs.push_back(arch);
+      const Json& cc = core::NodeAt(g, {"nvidia", "compute_capability"});
+      if (cc.is_string()) {
+        std::string v = cc.get<std::string>();
+        v.erase(std::remove(v.begin(), v.end(), '.'), v.end());
+        facts.gpu_archs.push_back("sm_" + v);
+      }
+    }
+  }
+  const Json& torch = core::NodeAt(snapshot, {"software", "python", "torch"});
+  if (torch.is_object()) {
+    if (auto v = core::StringAt(torch, "version"); !v.empty()) facts.versions.push_back({"torch", v});
+    if (auto v = core::StringAt(torch, "cuda"); !v.empty()) facts.versions.push_back({"cuda", v});
+    if (auto v = core::StringAt(torch, "hip"); !v.empty()) facts.versions.push_back({"rocm", v});
+  }
+  if (auto v = core::StringAt(core::NodeAt(snapshot, {"software", "nvidia"}), "driver_version"); !v.empty()) {
+    facts.versions.push_back({"nvidia-driver", v});
+  }
+  if (auto v = core::StringAt(core::NodeAt(snapshot, {"host", "kernel"}), "release"); !v.empty()) {
+    facts.versions.push_back({"kernel", v});
+  }
+  const Json& vars = core::NodeAt(snapshot, {"env", "variables"});
+  if (vars.is_object()) {
+    for (auto it = vars.begin(); it != vars.end(); ++it) {
+      if (it.value().is_string()) facts.env.push_back({it.key(), it.value().get<std::string>()});
+    }
+  }
+  return facts;
+}
+
+Json ToJson(const Analysis& a) {
+  Json matches = Json::array();
+  for (const IssueMatch& m : a.matches) {
+    const KnownIssue& i = *m.issue;
+    Json refs = Json::array();
+    for (const Reference& r : i.references) refs.push_back(r.url);
+    Json fixes = Json::array();
+    for (const Fix& f : i.fixes) fixes.push_back({{"kind", f.kind}, {"action", f.action}, {"cost", f.cost}});
+    Json evidence = Json::array();
+    for (const Hit& h : m.hits) {
+      const Signal& s = i.signals[h.signal];
+      evidence.push_back({{"input", h.input}, {"line_number", h.line_number}, {"line", h.line},
+                          {"source", SourceName(s.source)}, {"pattern", s.pattern}, {"required", s.required}});
+    }
+    matches.push_back({{"id", i.id}, {"title", i.title}, {"category", i.category}, {"verdict", i.verdict},
+                       {"score", m.score}, {"fix", i.fixes.empty() ? "" : i.fixes.front().action},
+                       {"fixes", fixes}, {"explanation", i.explanation}, {"references", refs},
+                       {"evidence", evidence}, {"conditions", m.condition_notes}});
+  }
+  return Json{{"source", a.source},
+              {"category", a.category},
+              {"confidence", a.confidence},
+              {"verdict", a.verdict},
+              {"verdict_reasons", a.verdict_reasons},
+              {"known_issue_matched", !a.matches.empty()},
+              {"matches", matches},
+              {"evidence", a.evidence},
+              {"next_steps", a.next_steps},
+              {"signature", a.signature},
+              {"search_links", a.search_links},
+              {"input", {{"bytes", a.stats.bytes}, {"lines", a.stats.lines}, {"cut_lines", a.stats.cut_lines},
+                         {"compression", a.stats.compression}}}};
+}
+
+}  // namespace gputriage::kb

@@ -1,0 +1,90 @@
+// `gputriage analyze`: from what a failure left behind (a log, a crash bundle, a core's process
+// report) to a category with a confidence, the known issues it matches with their evidence, a
+// verdict (hardware, driver-firmware, library, application, unknown) and what to do next.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+#include "kb/knowledge_base.h"
+#include "kb/log_reader.h"
+#include "kb/matcher.h"
+
+namespace gputriage::forensics {
+struct ProcessReport;
+}
+
+namespace gputriage::kb {
+
+struct Analysis {
+  std::string source;         ///< what was analysed
+  std::string category = "other";
+  double confidence = 0;      ///< 0..1
+  std::string verdict = "unknown";
+  std::vector<std::string> verdict_reasons;
+  std::vector<IssueMatch> matches;  ///< best first
+  /// Lines the general classifier keyed on when no known issue decided the category.
+  std::vector<core::Evidence> evidence;
+  std::vector<std::string> next_steps;
+  std::string signature;      ///< the normalised key error line
+  std::vector<std::string> search_links;  ///< when nothing matched
+  ReadStats stats;
+};
+
+/// Normalises a log line into a signature: ANSI codes, timestamps, pids, addresses, hex
+/// numbers, sizes, shapes and other numbers blanked, so recurring failures compare equal.
+std::string NormalizeLine(std::string_view line);
+
+/// One analysis may combine several inputs of the same failure (stderr and dmesg files, a
+/// bundle, a core): Begin, Add..., Finish. Not thread-safe.
+class Analyzer {
+ public:
+  /// Compiles the knowledge base's patterns; fails naming the entry whose pattern is bad.
+  static core::Result<std::unique_ptr<Analyzer>> Create(const KnowledgeBase& kb);
+  ~Analyzer();
+
+  /// Starts a new analysis (forgets the previous one's inputs).
+  void Begin(std::string label);
+
+  /// A plain log file ("-" for stdin, gzip/zstd detected), stderr and kernel log possibly mixed.
+  /// Fails naming the file when it cannot be read or its compression is damaged (the lines
+  /// before the damage are kept in the analysis).
+  core::Result<void> AddLog(const std::string& path);
+
+  /// Text in memory (tests, the evaluation), as a plain log.
+  void AddText(std::string_view text, std::string_view name);
+
+  /// A crash bundle directory: stderr.tail, kmsg.log, and process.json's signal, frames and
+  /// classification. Fails naming the directory when it has no readable process.json.
+  core::Result<void> AddBundle(const std::string& dir);
+
+  /// A process report (from a core file): its signal, frames and classification.
+  void AddProcess(const forensics::ProcessReport& report, const std::string& name);
+
+  /// The verdict over everything added since Begin. `facts` may be null (no snapshot).
+  Analysis Finish(const Facts* facts);
+
+  /// Begin + AddText + Finish.
+  Analysis AnalyzeText(std::string_view text, std::string_view name, const Facts* facts);
+
+ private:
+  Analyzer() = default;
+  class Scan;
+  const KnowledgeBase* kb_ = nullptr;
+  std::unique_ptr<Matcher> matcher_;
+  std::unique_ptr<Scan> scan_;
+};
+
+/// The facts conditions are checked against, from a snapshot JSON (docs/snapshot-schema.md).
+Facts FactsFromSnapshot(const core::Json& snapshot);
+
+/// analyze --json: {source, category, confidence, verdict, verdict_reasons, matches: [{id,
+/// title, category, verdict, score, fix, fixes, explanation, references, evidence,
+/// conditions}], evidence, next_steps, signature, search_links, known_issue_matched}.
+core::Json ToJson(const Analysis& analysis);
+
+}  // namespace gputriage::kb

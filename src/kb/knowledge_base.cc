@@ -1,0 +1,184 @@
+#include "kb/knowledge_base.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include "core/text.h"
+#include "knowledge_data/embedded.h"
+
+namespace gputriage::kb {
+namespace {
+
+constexpr std::string_view kIssuesDir = "kb/issues/";
+
+// "x.match.log" / "x.match-2.log" -> ("x", true); "x.nomatch.log" -> ("x", false).
+std::optional<std::pair<std::string, bool>> ExampleOf(std::string_view name) {
+  if (!core::EndsWith(name, ".log")) return std::nullopt;
+  name.remove_suffix(4);
+  size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  std::string_view kind = name.substr(dot + 1);
+  std::string id(name.substr(0, dot));
+  if (kind == "match" || core::StartsWith(kind, "match-")) return std::make_pair(id, true);
+  if (kind == "nomatch" || core::StartsWith(kind, "nomatch-")) return std::make_pair(id, false);
+  return std::nullopt;
+}
+
+std::string RequiredKey(const KnownIssue& issue) {
+  std::vector<std::string> parts;
+  for (const Signal& s : issue.signals) {
+    if (s.required) parts.push_back(std::string(SourceName(s.source)) + ":" + s.pattern);
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string key;
+  for (const std::string& p : parts) key += p + "\n";
+  return key;
+}
+
+// Matches one entry alone against one example log.
+bool ExampleMatches(const KnownIssue& issue, const std::string& text) {
+  std::vector<KnownIssue> one = {issue};
+  auto matcher = Matcher::Build(one);
+  if (!matcher.ok()) return false;
+  FeedText(**matcher, text, LineSource::kUnknown, "example");
+  return !(*matcher)->Results(nullptr).empty();
+}
+
+}  // namespace
+
+void FeedText(Matcher& matcher, std::string_view text, LineSource source, std::string_view input) {
+  size_t number = 0;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    ++number;
+    matcher.Feed(source, line, number, input);
+  }
+}
+
+core::Result<KnowledgeBase> LoadKnowledgeBase(const std::vector<KbFile>& files) {
+  KnowledgeBase kb;
+  std::vector<std::string> problems;
+  for (const KbFile& file : files) {
+    if (!core::StartsWith(file.path, kIssuesDir)) continue;
+    std::string name = file.path.substr(kIssuesDir.size());
+    if (core::EndsWith(name, ".yaml")) {
+      auto issue = ParseKnownIssue(file.text, file.path);
+      if (issue.ok()) {
+        kb.issues.push_back(std::move(*issue));
+      } else {
+        problems.push_back(issue.error().message);
+      }
+    } else if (auto example = ExampleOf(name)) {
+      auto& target = example->second ? kb.match_examples : kb.nomatch_examples;
+      target[example->first].push_back(file);
+    }
+  }
+  if (!problems.empty()) {
+    std::string message = fmt::format("the knowledge base has {} broken entr{}:", problems.size(),
+                                      problems.size() == 1 ? "y" : "ies");
+    for (const std::string& p : problems) message += "\n  " + p;
+    return core::Error{message};
+  }
+  std::sort(kb.issues.begin(), kb.issues.end(), [](const KnownIssue& a, const KnownIssue& b) { return a.id < b.id; });
+  return kb;
+}
+
+core::Result<KnowledgeBase> LoadEmbeddedKnowledgeBase() {
+  std::vector<KbFile> files;
+  for (const kb_data::EmbeddedFile& f : kb_data::EmbeddedFiles()) {
+    files.push_back({std::string(f.path), std::string(f.content)});
+  }
+  return LoadKnowledgeBase(files);
+}
+
+core::Result<std::vector<KbFile>> ReadKbDirectory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path issues = std::filesystem::path(dir) / "issues";
+  if (!std::filesystem::is_directory(issues, ec)) {
+    return core::MakeError("{}: no issues/ directory (give the kb/ directory of a source tree)", dir);
+  }
+  std::vector<KbFile> files;
+  for (const auto& entry : std::filesystem::directory_iterator(issues, ec)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    files.push_back({std::string(kIssuesDir) + entry.path().filename().string(), text.str()});
+  }
+  if (ec) return core::MakeError("{}: {}", issues.string(), ec.message());
+  std::sort(files.begin(), files.end(), [](const KbFile& a, const KbFile& b) { return a.path < b.path; });
+  return files;
+}
+
+std::vector<Problem> Lint(const KnowledgeBase& kb) {
+  std::vector<Problem> problems;
+  RE2::Options options;
+  options.set_encoding(RE2::Options::EncodingLatin1);
+  options.set_log_errors(false);
+  std::map<std::string, std::string> required_keys;
+  std::set<std::string> ids;
+  for (const KnownIssue& issue : kb.issues) {
+    if (!ids.insert(issue.id).second) problems.push_back({issue.file, 0, "duplicate id " + issue.id});
+    bool compiles = true;
+    for (const Signal& s : issue.signals) {
+      RE2 re(s.pattern, options);
+      if (!re.ok()) {
+        problems.push_back({issue.file, s.line, fmt::format("pattern does not compile: {}", re.error())});
+        compiles = false;
+      }
+      if (re.ok() && RE2::PartialMatch("", re)) {
+        problems.push_back({issue.file, s.line, "pattern matches the empty line (it would match everything)"});
+      }
+    }
+    for (const Condition& c : issue.conditions) {
+      if (!c.env_value.empty() && !RE2(c.env_value, options).ok()) {
+        problems.push_back({issue.file, c.line, "env_value does not compile"});
+      }
+    }
+    for (const Reference& r : issue.references) {
+      if (!core::StartsWith(r.url, "https://") && !core::StartsWith(r.url, "http://")) {
+        problems.push_back({issue.file, 0, fmt::format("reference '{}' is not a URL", r.url)});
+      }
+    }
+    std::string key = RequiredKey(issue);
+    if (auto [it, inserted] = required_keys.emplace(key, issue.id); !inserted) {
+      problems.push_back({issue.file, 0, fmt::format("same required signals as {}: one shadows the other", it->second)});
+    }
+    auto matches = kb.match_examples.find(issue.id);
+    auto nomatches = kb.nomatch_examples.find(issue.id);
+    if (matches == kb.match_examples.end()) {
+      problems.push_back({issue.file, 0, fmt::format("no example log kb/issues/{}.match.log", issue.id)});
+    }
+    if (nomatches == kb.nomatch_examples.end()) {
+      problems.push_back({issue.file, 0, fmt::format("no counter-example kb/issues/{}.nomatch.log", issue.id)});
+    }
+    if (!compiles) continue;
+    for (auto* examples : {matches == kb.match_examples.end() ? nullptr : &matches->second,
+                           nomatches == kb.nomatch_examples.end() ? nullptr : &nomatches->second}) {
+      if (!examples) continue;
+      bool should_match = examples == (matches == kb.match_examples.end() ? nullptr : &matches->second);
+      for (const KbFile& f : *examples) {
+        if (!core::StartsWith(f.text, "# source:")) {
+          problems.push_back({f.path, 1, "an example log must start with '# source: <where it was copied from>'"});
+        }
+        bool matched = ExampleMatches(issue, f.text);
+        if (matched != should_match) {
+          problems.push_back({f.path, 0, should_match ? fmt::format("{} does not match its example", issue.id)
+                                                       : fmt::format("{} matches its counter-example", issue.id)});
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+}  // namespace gputriage::kb

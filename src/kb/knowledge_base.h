@@ -1,0 +1,52 @@
+// The known-issue knowledge base: every kb/issues/*.yaml entry with its example logs, loaded
+// from the copy embedded in the binary (or from a directory, for `kb lint --dir`), and the lint
+// that keeps it honest.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "kb/known_issue.h"
+#include "kb/matcher.h"
+
+namespace gputriage::kb {
+
+/// One file of the knowledge base: its path ("kb/issues/x.yaml") and text.
+struct KbFile {
+  std::string path;
+  std::string text;
+};
+
+struct KnowledgeBase {
+  std::vector<KnownIssue> issues;
+  /// Example logs by entry id: file name -> text, "match" files and "nomatch" files.
+  std::map<std::string, std::vector<KbFile>> match_examples;
+  std::map<std::string, std::vector<KbFile>> nomatch_examples;
+};
+
+/// Builds the knowledge base from files (kb/issues/<id>.yaml, <id>.match*.log,
+/// <id>.nomatch*.log; other files are ignored). Every entry that does not parse is a problem;
+/// Load fails when there is any, listing them all ("kb/issues/x.yaml:12: ...").
+core::Result<KnowledgeBase> LoadKnowledgeBase(const std::vector<KbFile>& files);
+
+/// The knowledge base embedded at build time.
+core::Result<KnowledgeBase> LoadEmbeddedKnowledgeBase();
+
+/// The files of kb/ under `dir` (a source tree's kb directory), for linting a working copy.
+core::Result<std::vector<KbFile>> ReadKbDirectory(const std::string& dir);
+
+/// Everything lint checks beyond parsing: each pattern compiles (RE2, Latin-1, as the matcher
+/// uses them); each entry has a reference, at least one match example and one nomatch example;
+/// each example log starts with "# source:"; each match example makes the entry match and no
+/// nomatch example does; no two entries have the same required signals (one would shadow the
+/// other). Empty when all is well.
+std::vector<Problem> Lint(const KnowledgeBase& kb);
+
+/// Feeds a whole text (a log) into `matcher`, line by line, as source `source`.
+void FeedText(Matcher& matcher, std::string_view text, LineSource source, std::string_view input);
+
+}  // namespace gputriage::kb
