@@ -132,9 +132,15 @@ core::Result<Json> ReadJsonFile(const std::string& path) {
   return j;
 }
 
+core::Result<kb::KnowledgeBase> LoadKb(const std::string& dir) {
+  if (dir.empty()) return kb::LoadEmbeddedKnowledgeBase();
+  GT_ASSIGN_OR_RETURN(std::vector<kb::KbFile> files, kb::ReadKbDirectory(dir));
+  return kb::LoadKnowledgeBase(files);
+}
+
 int Analyze(const std::vector<std::string>& paths, const std::string& exe, const std::string& snapshot_path,
-            bool json) {
-  auto kb = kb::LoadEmbeddedKnowledgeBase();
+            const std::string& kb_dir, bool json) {
+  auto kb = LoadKb(kb_dir);
   if (!kb.ok()) {
     PrintError("refusing to analyze: " + kb.error().message);
     return kExitInternal;
@@ -228,6 +234,7 @@ Command AnalyzeCommand() {
         auto paths = std::make_shared<std::vector<std::string>>();
         auto exe = std::make_shared<std::string>();
         auto snapshot = std::make_shared<std::string>();
+        auto kb_dir = std::make_shared<std::string>();
         auto json = std::make_shared<bool>(false);
         app.description(
             "Reads every PATH as evidence of one failure and matches it against the known issues "
@@ -255,7 +262,11 @@ Command AnalyzeCommand() {
                      "Print {category, confidence, verdict, verdict_reasons, matches: [{id, title, "
                      "category, fix, fixes, references, evidence, ...}], next_steps, signature, "
                      "search_links, processes} as JSON");
-        return [paths, exe, snapshot, json]() { return Analyze(*paths, *exe, *snapshot, *json); };
+        app.add_option("--kb-dir", *kb_dir,
+                       "Use the knowledge base in this kb/ directory instead of the built-in one "
+                       "(for knowledge-base authors)")
+            ->type_name("DIR");
+        return [paths, exe, snapshot, kb_dir, json]() { return Analyze(*paths, *exe, *snapshot, *kb_dir, *json); };
       }};
 }
 

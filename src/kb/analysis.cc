@@ -143,7 +143,14 @@ class Analyzer::Scan {
     matcher_.Feed(source, line, number, input);
     if (source == LineSource::kFrames || source == LineSource::kSignal) return;
     hits_.clear();
-    if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) return;
+    if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) {
+      // No GPU signal: remember the last line that reads like an error, for the signature.
+      static const RE2 kErrorish(R"((?i)error|fault|fail|abort|exception|panic|killed|terminate)");
+      if (line.size() < 2000 && RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), kErrorish)) {
+        fallback_line_ = std::string(line.substr(0, 400));
+      }
+      return;
+    }
     for (int index : hits_) {
       const GeneralSignal& g = kGeneral[static_cast<size_t>(index)];
       scores_[g.category] += g.weight;
@@ -166,6 +173,7 @@ class Analyzer::Scan {
   std::map<std::string, int> scores_;
   std::vector<core::Evidence> evidence_;
   std::string key_line_;
+  std::string fallback_line_;
   int key_weight_ = 0;
   std::vector<int> hits_;
   void Count(const ReadStats& s) {
@@ -180,7 +188,7 @@ class Analyzer::Scan {
 };
 
 std::string NormalizeLine(std::string_view line) {
-  static const RE2 kTimestamp(R"(^\s*(?:\[\s*\d+\.\d+\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+\S+\s+))");
+  static const RE2 kTimestamp(R"(^\s*(?:\[\s*\d+\.\d+\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+\S+\s+)(?:kernel:\s*)?)");
   static const RE2 kHex(R"(0x[0-9a-fA-F_]+|\b[0-9a-fA-F]{8,}\b)");
   static const RE2 kPid(R"(\bpid[=: ]\s*\d+)");
   static const RE2 kSize(R"(\d+(?:\.\d+)?\s*(?:[KMGT]i?B|bytes)\b)");
@@ -308,13 +316,15 @@ Analysis Analyzer::Finish(const Facts* facts) {
     a.confidence = 0.05;
     a.verdict_reasons.push_back("no known issue matched and no GPU error signal was found");
   }
-  a.signature = NormalizeLine(scan.key_line_);
+  a.signature = NormalizeLine(scan.key_line_.empty() ? scan.fallback_line_ : scan.key_line_);
   a.next_steps = NextSteps(a.category, !a.matches.empty());
   if (a.matches.empty() && !a.signature.empty()) {
     // Search on the stable words of the signature (placeholders dropped).
     std::string query;
     for (std::string_view word : core::SplitWhitespace(a.signature)) {
-      if (word == "N" || word == "X" || word == "SIZE" || word == "SHAPE" || word == "pid=N") continue;
+      while (!word.empty() && std::string_view("()[]{},:;.'\"`").find(word.front()) != std::string_view::npos) word.remove_prefix(1);
+      while (!word.empty() && std::string_view("()[]{},:;.'\"`").find(word.back()) != std::string_view::npos) word.remove_suffix(1);
+      if (word.empty() || word == "N" || word == "X" || word == "SIZE" || word == "SHAPE" || word == "pid=N") continue;
       if (query.size() + word.size() > 120) break;
       query += (query.empty() ? "" : " ") + std::string(word);
     }

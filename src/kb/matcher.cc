@@ -63,7 +63,11 @@ std::optional<bool> VersionInRange(std::string_view version, std::string_view ra
         break;
       }
     }
-    std::vector<int> bound = ParseVersion(part.substr(op.size()));
+    std::string_view bound_text = core::Trim(part.substr(op.size()));
+    if (bound_text.empty() || !(bound_text[0] == 'v' || (bound_text[0] >= '0' && bound_text[0] <= '9'))) {
+      return std::nullopt;
+    }
+    std::vector<int> bound = ParseVersion(bound_text);
     if (bound.empty()) return std::nullopt;
     int c = Compare(v, bound);
     bool ok = op == ">=" ? c >= 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : op == "<" ? c < 0

@@ -550,7 +550,7 @@ TEST_F(RunTest, CoreFileWrittenIntoTheBundleAndAnalyzed) {
   EXPECT_EQ(analyzed->exit_code, 1) << analyzed->stderr_tail;
   Json a = Json::parse(analyzed->stdout_data, nullptr, false);
   ASSERT_FALSE(a.is_discarded()) << analyzed->stdout_data;
-  const Json& p = a["results"][0];
+  const Json& p = a["processes"][0];
   EXPECT_EQ(p.value("signal", ""), "SIGSEGV");
   EXPECT_EQ(p.value("si_code", ""), "SEGV_MAPERR");
   EXPECT_EQ(p.value("fault_address", ""), "0x0");
@@ -579,7 +579,7 @@ TEST_F(RunTest, AnalyzeAKernelCore) {
   ASSERT_TRUE(analyzed.ok());
   Json a = Json::parse(analyzed->stdout_data, nullptr, false);
   ASSERT_FALSE(a.is_discarded()) << analyzed->stdout_data << analyzed->stderr_tail;
-  const Json& p = a["results"][0];
+  const Json& p = a["processes"][0];
   EXPECT_EQ(p.value("signal", ""), "SIGSEGV");
   EXPECT_EQ(TopFunction(p), "recurse");
   EXPECT_EQ(p["classification"].value("kind", ""), "stack-overflow");
@@ -596,15 +596,17 @@ TEST_F(RunTest, AnalyzeAKernelCore) {
   EXPECT_EQ(bad->stderr_tail.rfind("gputriage: " + cut + ":", 0), 0u) << bad->stderr_tail;
 }
 
-TEST_F(RunTest, AnalyzeRejectsWhatItCannotRead) {
+TEST_F(RunTest, AnalyzeReadsBundlesAndRejectsMissingPaths) {
+  JobRun r = Run({kCrasher, "fpe"});
+  ASSERT_FALSE(r.bundle.empty());
   core::RunOptions ro;
   ro.timeout = std::chrono::milliseconds(60000);
-  std::string text = tmp_ / "job.log";
-  WriteText(text, "RuntimeError: CUDA error: an illegal memory access was encountered\n");
-  auto log = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", text}, ro);
-  ASSERT_TRUE(log.ok());
-  EXPECT_EQ(log->exit_code, 2);
-  EXPECT_NE(log->stderr_tail.find("not an ELF core file or a crash bundle directory"), std::string::npos);
+  auto bundle = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", "--json", r.bundle}, ro);
+  ASSERT_TRUE(bundle.ok());
+  Json a = Json::parse(bundle->stdout_data, nullptr, false);
+  ASSERT_FALSE(a.is_discarded()) << bundle->stdout_data << bundle->stderr_tail;
+  EXPECT_EQ(a["processes"][0].value("signal", ""), "SIGFPE");
+  EXPECT_EQ(bundle->exit_code, 1);
   auto none = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", tmp_ / "absent"}, ro);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->exit_code, 2);

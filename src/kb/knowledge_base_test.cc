@@ -1,0 +1,112 @@
+#include "kb/knowledge_base.h"
+
+#include <gtest/gtest.h>
+
+#include "kb/analysis.h"
+
+namespace gputriage::kb {
+namespace {
+
+// The knowledge base as built into the binary lints clean: every entry parses, its patterns
+// compile, its example logs match and its counter-examples do not, no entry shadows another.
+TEST(KnowledgeBase, TheEmbeddedKnowledgeBaseLintsClean) {
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok()) << kb.error().message;
+  EXPECT_GE(kb->issues.size(), 60u);
+  std::vector<Problem> problems = Lint(*kb);
+  for (const Problem& p : problems) ADD_FAILURE() << p.Text();
+  std::set<std::string> categories, vendors;
+  for (const KnownIssue& i : kb->issues) {
+    categories.insert(i.category);
+    vendors.insert(i.vendor);
+  }
+  EXPECT_EQ(categories.size(), Categories().size()) << "every category has at least one entry";
+  EXPECT_TRUE(vendors.count("amd") && vendors.count("nvidia"));
+}
+
+std::string Entry(const std::string& id, const std::string& pattern) {
+  return "schema: gputriage.issue/1\nid: " + id + "\ntitle: t\nvendor: any\ncategory: oom\nverdict: unknown\n"
+         "signals:\n  - source: any\n    pattern: '" + pattern + "'\nexplanation: e\nfixes:\n"
+         "  - {kind: code, action: a, cost: c}\nreferences:\n  - https://example.org/x\n";
+}
+
+TEST(KnowledgeBase, LintFindsBrokenPatternsShadowsAndExampleMismatches) {
+  std::vector<KbFile> files = {
+      {"kb/issues/a.yaml", Entry("a", "out of memory")},
+      {"kb/issues/a.match.log", "# source: test\nCUDA out of memory\n"},
+      {"kb/issues/a.nomatch.log", "# source: test\nout of memory, as it happens\n"},
+      {"kb/issues/b.yaml", Entry("b", "out of memory")},
+      {"kb/issues/c.yaml", Entry("c", "(broken")},
+      {"kb/issues/c.match.log", "no source line\n"},
+      {"kb/issues/c.nomatch.log", "# source: test\nx\n"},
+  };
+  auto kb = LoadKnowledgeBase(files);
+  ASSERT_TRUE(kb.ok()) << kb.error().message;
+  std::vector<std::string> texts;
+  for (const Problem& p : Lint(*kb)) texts.push_back(p.Text());
+  EXPECT_EQ(texts, (std::vector<std::string>{
+                       "kb/issues/a.nomatch.log: a matches its counter-example",
+                       "kb/issues/b.yaml: same required signals as a: one shadows the other",
+                       "kb/issues/b.yaml: no example log kb/issues/b.match.log",
+                       "kb/issues/b.yaml: no counter-example kb/issues/b.nomatch.log",
+                       "kb/issues/c.yaml:9: pattern does not compile: missing ): (broken",
+                   }));
+}
+
+TEST(KnowledgeBase, ABrokenEntryStopsLoadingAndIsNamed) {
+  std::vector<KbFile> files = {{"kb/issues/a.yaml", Entry("a", "x")},
+                               {"kb/issues/b.yaml", "schema: gputriage.issue/1\nid: b\n"}};
+  auto kb = LoadKnowledgeBase(files);
+  ASSERT_FALSE(kb.ok());
+  EXPECT_EQ(kb.error().message, "the knowledge base has 1 broken entry:\n  kb/issues/b.yaml:1: missing 'title'");
+}
+
+TEST(Analysis, RealH200OutputMatchesKnownIssues) {
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok());
+  auto analyzer = Analyzer::Create(*kb);
+  ASSERT_TRUE(analyzer.ok()) << analyzer.error().message;
+  // stderr of tests/gpu/torch_index_add_assert.py on the H200 (tests/fixtures/run/).
+  std::string text =
+      "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1021: indexFuncSmallIndex: block: [0,0,0], thread: [0,0,0] Assertion `dstIndex < dstAddDimSize` failed.\n"
+      "torch.AcceleratorError: CUDA error: device-side assert triggered\n";
+  Analysis a = (*analyzer)->AnalyzeText(text, "stderr", nullptr);
+  EXPECT_EQ(a.category, "device-assert");
+  ASSERT_FALSE(a.matches.empty());
+  EXPECT_EQ(a.matches[0].issue->id, "gpu-device-side-assert-triggered");
+  EXPECT_GT(a.confidence, 0.5);
+  EXPECT_TRUE(a.search_links.empty());
+  core::Json j = ToJson(a);
+  for (const char* key : {"category", "confidence", "verdict", "matches", "next_steps"}) EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["matches"][0]["evidence"][0]["line_number"], 2);
+}
+
+TEST(Analysis, UnmatchedInputIsClassifiedGenerallyWithSearchLinks) {
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok());
+  auto analyzer = Analyzer::Create(*kb);
+  ASSERT_TRUE(analyzer.ok());
+  Analysis a = (*analyzer)->AnalyzeText(
+      "2026-12-02T10:00:00Z worker 3: loss became nan at step 1200 (scale 65536)\n", "log", nullptr);
+  EXPECT_TRUE(a.matches.empty());
+  EXPECT_EQ(a.category, "numerical");
+  EXPECT_LT(a.confidence, 0.6);
+  EXPECT_EQ(a.signature, "worker N: loss became nan at step N (scale N)");
+  ASSERT_FALSE(a.search_links.empty());
+  EXPECT_EQ(a.search_links[0], "https://github.com/search?type=issues&q=worker+loss+became+nan+at+step+scale");
+  Analysis nothing = (*analyzer)->AnalyzeText("all done\n", "log", nullptr);
+  EXPECT_EQ(nothing.category, "other");
+  EXPECT_LT(nothing.confidence, 0.1);
+}
+
+TEST(Analysis, NormalizesLinesIntoSignatures) {
+  EXPECT_EQ(NormalizeLine("[  199.015019] amdgpu 0000:07:00.0: amdgpu: [gfxhub0] page fault (src_id:0 ring:173 vmid:8 pasid:32772)"),
+            "amdgpu N:N:N.N: amdgpu: [gfxhubN] page fault (src_id:N ring:N vmid:N pasid:N)");
+  EXPECT_EQ(NormalizeLine("\x1b[31mRuntimeError\x1b[0m: shape (3, 4) vs (4, 3) at 0x7f12abcd0000, 2.00 GiB"),
+            "RuntimeError: shape SHAPE vs SHAPE at X, SIZE");
+  EXPECT_EQ(NormalizeLine("Dec  2 10:00:01 host kernel: NVRM: Xid (PCI:0000:00:06): 43, pid=719, name=python3"),
+            "NVRM: Xid (PCI:N:N:N): N, pid=N, name=pythonN");
+}
+
+}  // namespace
+}  // namespace gputriage::kb

@@ -1,0 +1,124 @@
+#include "kb/log_reader.h"
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include <gtest/gtest.h>
+
+namespace gputriage::kb {
+namespace {
+
+struct Collected {
+  std::vector<std::string> lines;
+  core::Result<ReadStats> stats = core::MakeError("not run");
+};
+
+Collected Read(std::string_view bytes, ReadOptions options = {}) {
+  Collected c;
+  c.stats = ReadLinesFromMemory(bytes, "test.log", [&](std::string_view line, uint64_t n) {
+    EXPECT_EQ(n, c.lines.size() + 1);
+    c.lines.emplace_back(line);
+  }, options);
+  return c;
+}
+
+std::string Gzip(std::string_view text) {
+  z_stream z{};
+  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(compressBound(text.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string Zstd(std::string_view text) {
+  std::string out(ZSTD_compressBound(text.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 3));
+  return out;
+}
+
+TEST(LogReader, CrlfNulInvalidUtf8AndNoFinalNewline) {
+  std::string text = std::string("first\r\nsec\0nd\n\xff\xfe bad utf8\nlast", 30);
+  auto c = Read(text);
+  ASSERT_TRUE(c.stats.ok());
+  ASSERT_EQ(c.lines.size(), 4u);
+  EXPECT_EQ(c.lines[0], "first");
+  EXPECT_EQ(c.lines[1], std::string("sec\0nd", 6));
+  EXPECT_EQ(c.lines[2], "\xff\xfe bad utf8");
+  EXPECT_EQ(c.lines[3], "last");
+  EXPECT_EQ(c.stats->compression, "none");
+  EXPECT_EQ(c.stats->bytes, text.size());
+}
+
+TEST(LogReader, LongLinesAreCutWithBoundedMemory) {
+  std::string text = std::string(5000, 'x') + "\nshort\n" + std::string(100, 'y');
+  ReadOptions options;
+  options.max_line_bytes = 64;
+  options.chunk_bytes = 100;
+  auto c = Read(text, options);
+  ASSERT_TRUE(c.stats.ok());
+  ASSERT_EQ(c.lines.size(), 3u);
+  EXPECT_EQ(c.lines[0], std::string(64, 'x'));
+  EXPECT_EQ(c.lines[1], "short");
+  EXPECT_EQ(c.lines[2], std::string(64, 'y'));
+  EXPECT_EQ(c.stats->cut_lines, 2u);
+}
+
+TEST(LogReader, GzipAndZstdAreDetected) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "line " + std::to_string(i) + "\n";
+  auto gz = Read(Gzip(text));
+  ASSERT_TRUE(gz.stats.ok()) << gz.stats.error().message;
+  EXPECT_EQ(gz.stats->compression, "gzip");
+  ASSERT_EQ(gz.lines.size(), 20000u);
+  EXPECT_EQ(gz.lines[19999], "line 19999");
+  auto zs = Read(Zstd(text));
+  ASSERT_TRUE(zs.stats.ok()) << zs.stats.error().message;
+  EXPECT_EQ(zs.stats->compression, "zstd");
+  EXPECT_EQ(zs.lines.size(), 20000u);
+  // Two gzip members back to back, as `cat a.gz b.gz` makes.
+  auto two = Read(Gzip("a\n") + Gzip("b\n"));
+  ASSERT_TRUE(two.stats.ok());
+  EXPECT_EQ(two.lines, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(LogReader, TruncatedCompressedInputIsAnErrorAfterTheGoodLines) {
+  std::string text;
+  for (int i = 0; i < 50000; ++i) text += "line " + std::to_string(i) + " of a long log\n";
+  std::string gz = Gzip(text);
+  auto cut = Read(std::string_view(gz).substr(0, gz.size() / 2));
+  ASSERT_FALSE(cut.stats.ok());
+  EXPECT_EQ(cut.stats.error().message.rfind("test.log: truncated gzip stream after ", 0), 0u) << cut.stats.error().message;
+  EXPECT_GT(cut.lines.size(), 1000u);
+  EXPECT_EQ(cut.lines[1000], "line 1000 of a long log");
+  std::string zs = Zstd(text);
+  auto zcut = Read(std::string_view(zs).substr(0, zs.size() / 2));
+  ASSERT_FALSE(zcut.stats.ok());
+  EXPECT_EQ(zcut.stats.error().message.rfind("test.log: truncated zstd stream after ", 0), 0u) << zcut.stats.error().message;
+  std::string garbage = gz;
+  for (size_t i = 20; i < 200; ++i) garbage[i] = static_cast<char>(i * 7);
+  auto bad = Read(garbage);
+  ASSERT_FALSE(bad.stats.ok());
+  EXPECT_EQ(bad.stats.error().message.rfind("test.log: corrupt gzip stream after ", 0), 0u) << bad.stats.error().message;
+}
+
+TEST(LogReader, MissingFileNamesIt) {
+  auto r = ReadLines("/nonexistent/job.log", [](std::string_view, uint64_t) {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "/nonexistent/job.log: No such file or directory");
+}
+
+TEST(LogReader, StripsAnsiEscapes) {
+  EXPECT_EQ(StripAnsi("\x1b[31mERROR\x1b[0m: CUDA error"), "ERROR: CUDA error");
+  EXPECT_EQ(StripAnsi("\x1b]0;title\x07text"), "text");
+  EXPECT_EQ(StripAnsi("plain"), "plain");
+  EXPECT_EQ(StripAnsi("\x1b[1"), "");
+}
+
+}  // namespace
+}  // namespace gputriage::kb

@@ -1,0 +1,129 @@
+// `gputriage analyze` on logs and bundles, and `gputriage kb`, run as a user would.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "capture_tree.h"
+#include "core/model.h"
+#include "core/subprocess.h"
+
+namespace gputriage {
+namespace {
+
+namespace fs = std::filesystem;
+using core::Json;
+
+struct Out {
+  int status = -1;
+  std::string out, err;
+};
+
+Out Gt(std::vector<std::string> args, std::optional<std::string> stdin_data = std::nullopt) {
+  args.insert(args.begin(), GT_GPUTRIAGE_BIN);
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  ro.stdin_data = std::move(stdin_data);
+  auto r = core::RunWithTimeout(args, ro);
+  Out o;
+  if (!r.ok()) return o;
+  o.status = r->exit_code.value_or(-1);
+  o.out = r->stdout_data;
+  o.err = r->stderr_tail;
+  return o;
+}
+
+std::string Kb(const std::string& rel) { return std::string(GT_SOURCE_DIR) + "/kb/" + rel; }
+
+TEST(KbCommand, LintListSearch) {
+  Out lint = Gt({"kb", "lint"});
+  EXPECT_EQ(lint.status, 0) << lint.out << lint.err;
+  EXPECT_NE(lint.out.find(", 0 problems"), std::string::npos) << lint.out;
+  Out dir_lint = Gt({"kb", "lint", "--dir", std::string(GT_SOURCE_DIR) + "/kb"});
+  EXPECT_EQ(dir_lint.status, 0) << dir_lint.out;
+  Out list = Gt({"kb", "list", "--json"});
+  Json j = Json::parse(list.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << list.out;
+  EXPECT_GE(j.value("count", 0), 60);
+  Out search = Gt({"kb", "search", "UTCL2"});
+  EXPECT_EQ(search.status, 0);
+  EXPECT_NE(search.out.find("amdgpu-sdma-page-fault-kernel-6-18"), std::string::npos) << search.out;
+}
+
+TEST(KbCommand, LintNamesABrokenEntryAndAnalyzeRefusesIt) {
+  testing::TempDir tmp;
+  fs::create_directories(tmp / "kb/issues");
+  fs::copy(Kb("issues/cuda-illegal-memory-access.yaml"), tmp / "kb/issues/cuda-illegal-memory-access.yaml");
+  std::ofstream(tmp / "kb/issues/bad-pattern.yaml")
+      << "schema: gputriage.issue/1\nid: bad-pattern\ntitle: t\nvendor: any\ncategory: oom\n"
+         "verdict: unknown\nsignals:\n  - source: any\n    pattern: 'out of (memory'\nexplanation: e\n"
+         "fixes:\n  - {kind: code, action: a, cost: c}\nreferences:\n  - https://example.org/x\n";
+  Out lint = Gt({"kb", "lint", "--dir", tmp / "kb"});
+  EXPECT_EQ(lint.status, 1);
+  EXPECT_NE(lint.out.find("kb/issues/bad-pattern.yaml:9: pattern does not compile: missing ): out of (memory"),
+            std::string::npos) << lint.out;
+  Out analyze = Gt({"analyze", "--kb-dir", tmp / "kb", "-"}, "CUDA error: out of memory\n");
+  EXPECT_EQ(analyze.status, 3);
+  EXPECT_NE(analyze.err.find("refusing to analyze: kb/issues/bad-pattern.yaml:9: pattern does not compile"),
+            std::string::npos) << analyze.err;
+}
+
+TEST(AnalyzeCommand, JsonContractOnARealLog) {
+  Out o = Gt({"analyze", "--json", Kb("issues/hsa-memory-access-fault-gpu-node.match.log")});
+  EXPECT_EQ(o.status, 1) << o.err;
+  Json j = Json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out;
+  EXPECT_EQ(j.value("category", ""), "page-fault");
+  EXPECT_GT(j.value("confidence", 0.0), 0.5);
+  EXPECT_LE(j.value("confidence", 2.0), 1.0);
+  EXPECT_TRUE(j["verdict"].is_string());
+  ASSERT_TRUE(j["matches"].is_array() && !j["matches"].empty());
+  const Json& m = j["matches"][0];
+  EXPECT_EQ(m.value("id", ""), "hsa-memory-access-fault-gpu-node");
+  for (const char* key : {"id", "title", "category", "fix", "references", "evidence"}) EXPECT_TRUE(m.contains(key)) << key;
+  EXPECT_NE(m["evidence"][0].value("line", "").find("Memory access fault by GPU node-"), std::string::npos);
+  EXPECT_TRUE(j["next_steps"].is_array() && !j["next_steps"].empty());
+}
+
+TEST(AnalyzeCommand, StdinGzipAndHumanOutput) {
+  Out o = Gt({"analyze", "-"}, "noise\nRuntimeError: CUDA error: an illegal memory access was encountered\n");
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.out.find("category: illegal-address"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("[cuda-illegal-memory-access]"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("evidence stdin:2: RuntimeError: CUDA error"), std::string::npos) << o.out;
+  testing::TempDir tmp;
+  std::string gz = tmp / "job.log.gz";
+  ASSERT_EQ(system(("printf 'x\\nhipErrorNoBinaryForGpu: Unable to find code object for all current devices!\\n' | gzip > " + gz).c_str()), 0);
+  Out g = Gt({"analyze", "--json", gz});
+  Json j = Json::parse(g.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << g.out << g.err;
+  EXPECT_EQ(j.value("category", ""), "arch-mismatch");
+  EXPECT_EQ(j["input"].value("compression", ""), "gzip");
+  // Truncated gzip: a clear error naming the file, exit 2.
+  ASSERT_EQ(system(("head -c 30 " + gz + " > " + gz + ".cut").c_str()), 0);
+  Out cut = Gt({"analyze", gz + ".cut"});
+  EXPECT_EQ(cut.status, 2);
+  EXPECT_NE(cut.err.find(gz + ".cut: truncated gzip stream"), std::string::npos) << cut.err;
+}
+
+TEST(AnalyzeCommand, BinaryGarbageAndUnmatchedInput) {
+  testing::TempDir tmp;
+  std::string junk = tmp / "junk.bin";
+  {
+    std::ofstream out(junk, std::ios::binary);
+    for (int i = 0; i < 200000; ++i) out.put(static_cast<char>((i * 2654435761u) >> 13));
+  }
+  Out o = Gt({"analyze", "--json", junk});
+  EXPECT_TRUE(o.status == 0 || o.status == 1) << o.err;
+  EXPECT_FALSE(Json::parse(o.out, nullptr, false).is_discarded());
+  Out none = Gt({"analyze", "--json", "-"}, "Segmentation fault (core dumped) in my_solver::step at iteration 42\n");
+  Json j = Json::parse(none.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_FALSE(j.value("known_issue_matched", true));
+  EXPECT_FALSE(j["search_links"].empty());
+}
+
+}  // namespace
+}  // namespace gputriage
