@@ -41,6 +41,7 @@ Command ProbeCommand();
 Command RunCommand();
 Command AnalyzeCommand();
 Command KbCommand();
+Command ReportCommand();
 
 /// Prints "gputriage: <message>" to stderr.
 void PrintError(std::string_view message);

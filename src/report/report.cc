@@ -1,0 +1,350 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+#include "collect/env/redact.h"
+#include "core/json_read.h"
+#include "core/text.h"
+
+namespace gputriage::report {
+namespace {
+
+using core::Json;
+
+std::string Safe(std::string_view text) { return env::RedactText(core::SanitizeUtf8(text)); }
+
+std::string LastLines(std::string_view text, size_t n) {
+  std::vector<std::string_view> lines = core::SplitLines(text);
+  size_t from = lines.size() > n ? lines.size() - n : 0;
+  std::string out;
+  for (size_t i = from; i < lines.size(); ++i) {
+    out += std::string(lines[i]);
+    out += '\n';
+  }
+  return out;
+}
+
+Json Environment(const std::optional<Json>& snapshot) {
+  Json env = Json::object();
+  if (!snapshot) {
+    env["not_collected"] = "no snapshot: pass --snapshot FILE (gputriage snapshot --json) or report a bundle";
+    return env;
+  }
+  const Json& s = *snapshot;
+  env["os"] = core::StringAt(core::NodeAt(s, {"host", "os"}), "pretty_name");
+  env["kernel"] = core::StringAt(core::NodeAt(s, {"host", "kernel"}), "release");
+  env["hostname"] = core::StringAt(core::NodeAt(s, {"host"}), "hostname");
+  Json gpus = Json::array();
+  if (const Json& list = core::NodeAt(s, {"gpus"}); list.is_array()) {
+    for (const Json& g : list) {
+      std::string line = core::StringAt(g, "name", core::StringAt(g, "pci_name"));
+      if (auto arch = core::StringAt(g, "gfx_arch"); !arch.empty()) line += " (" + arch + ")";
+      if (auto pci = core::StringAt(g, "pci_address"); !pci.empty()) line += " at " + pci;
+      if (auto drv = core::StringAt(g, "driver"); !drv.empty()) line += ", driver " + drv;
+      gpus.push_back(line);
+    }
+  }
+  env["gpus"] = gpus;
+  env["nvidia_driver"] = core::StringAt(core::NodeAt(s, {"software", "nvidia"}), "driver_version");
+  env["cuda_driver"] = core::StringAt(core::NodeAt(s, {"software", "nvidia"}), "cuda_driver_version");
+  Json rocm = Json::array();
+  if (const Json& inst = core::NodeAt(s, {"software", "amd", "rocm", "installations"}); inst.is_array()) {
+    for (const Json& i : inst) rocm.push_back(core::StringAt(i, "version") + " at " + core::StringAt(i, "path"));
+  }
+  env["rocm"] = rocm;
+  Json cuda = Json::array();
+  if (const Json& inst = core::NodeAt(s, {"software", "cuda", "installations"}); inst.is_array()) {
+    for (const Json& i : inst) {
+      std::string version = core::StringAt(i, "version");
+      cuda.push_back((version.empty() ? "version unknown" : version) + " at " + core::StringAt(i, "path"));
+    }
+  }
+  env["cuda_toolkits"] = cuda;
+  const Json& torch = core::NodeAt(s, {"software", "python", "torch"});
+  if (torch.is_object()) {
+    env["torch"] = fmt::format("{} (CUDA {}, HIP {})", core::StringAt(torch, "version", "?"),
+                               core::StringAt(torch, "cuda", "-"), core::StringAt(torch, "hip", "-"));
+  }
+  Json vars = Json::object();
+  if (const Json& v = core::NodeAt(s, {"env", "variables"}); v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!it.value().is_string()) continue;
+      std::string value = env::RedactValue(it.key(), it.value().get<std::string>());
+      if (value.size() > 120) value = value.substr(0, 117) + "...";
+      vars[it.key()] = value;
+    }
+  }
+  env["gpu_environment_variables"] = vars;
+  return env;
+}
+
+std::string FrameText(const Json& f) {
+  std::string fn = core::StringAt(f, "function");
+  if (fn.empty()) fn = core::StringAt(f, "pc");
+  std::string where;
+  if (auto file = core::StringAt(f, "file"); !file.empty()) {
+    where = file + (f.contains("line") && f["line"].is_number() ? fmt::format(":{}", f["line"].get<int>()) : "");
+  } else if (auto module = core::StringAt(f, "module"); !module.empty()) {
+    where = module.substr(module.rfind('/') + 1) + "+" + core::StringAt(f, "offset");
+  }
+  return where.empty() ? fn : fn + " (" + where + ")";
+}
+
+}  // namespace
+
+Json BuildReport(const ReportInput& in) {
+  Json r;
+  const kb::Analysis& a = in.analysis;
+  std::string title;
+  if (in.process) title = core::StringAt(core::NodeAt(*in.process, {"classification"}), "summary");
+  if (title.empty() && !a.matches.empty()) title = a.matches.front().issue->title;
+  if (title.empty()) title = a.signature.empty() ? "GPU job failure" : a.signature;
+  r["title"] = Safe(title.substr(0, 200));
+  r["source"] = in.source;
+  r["environment"] = Environment(in.snapshot);
+
+  Json repro = Json::object();
+  if (in.manifest) {
+    Json cmd = Json::array();
+    if (const Json& c = core::NodeAt(*in.manifest, {"command"}); c.is_array()) {
+      for (const Json& part : c) {
+        if (part.is_string()) cmd.push_back(Safe(part.get<std::string>()));
+      }
+    }
+    repro["command"] = cmd;
+    repro["exit_status"] = core::NodeAt(*in.manifest, {"exit_status"});
+    repro["started_at"] = core::StringAt(core::NodeAt(*in.manifest, {"timings"}), "started_at");
+    repro["signature"] = core::StringAt(*in.manifest, "signature");
+  } else {
+    repro["not_collected"] = "a log only: the command and its exit status are not known (`gputriage run` records them)";
+  }
+  if (in.same_signature_count) repro["same_signature_bundles"] = *in.same_signature_count;
+  r["reproduction"] = repro;
+
+  Json failure = Json::object();
+  failure["category"] = a.category;
+  failure["confidence"] = a.confidence;
+  failure["verdict"] = a.verdict;
+  failure["verdict_reasons"] = a.verdict_reasons;
+  if (in.process) {
+    const Json& p = *in.process;
+    failure["signal"] = core::NodeAt(p, {"signal"});
+    failure["si_code"] = core::NodeAt(p, {"si_code"});
+    failure["fault_address"] = core::NodeAt(p, {"fault_address"});
+    failure["classification"] = core::NodeAt(p, {"classification"});
+    Json frames = Json::array();
+    const Json& threads = core::NodeAt(p, {"threads"});
+    if (threads.is_array() && !threads.empty() && threads[0].contains("frames") && threads[0]["frames"].is_array()) {
+      for (const Json& f : threads[0]["frames"]) {
+        if (frames.size() == 16) break;
+        frames.push_back(Safe(FrameText(f)));
+      }
+    }
+    failure["crashed_thread_frames"] = frames;
+    Json dis = Json::array();
+    if (const Json& ins = core::NodeAt(p, {"disassembly", "instructions"}); ins.is_array()) {
+      for (const Json& i : ins) {
+        dis.push_back(fmt::format("{} {}: {}", core::TrueAt(i, "faulting") ? "=>" : "  ",
+                                  core::StringAt(i, "address"), core::StringAt(i, "text")));
+      }
+    }
+    failure["disassembly"] = dis;
+    Json klog = Json::array();
+    if (const Json& k = core::NodeAt(p, {"kernel_log"}); k.is_array()) {
+      for (const Json& rec : k) {
+        if (!rec.contains("job_pid") || rec["job_pid"].is_null()) continue;
+        klog.push_back(Safe(core::StringAt(rec, "message")));
+      }
+    }
+    failure["kernel_log_for_job"] = klog;
+  }
+  failure["stderr_excerpt"] = Safe(LastLines(in.stderr_tail, 30));
+  Json evidence = Json::array();
+  for (const core::Evidence& e : a.evidence) evidence.push_back(e.source + ": " + Safe(e.text));
+  failure["evidence"] = evidence;
+  r["failure"] = failure;
+
+  Json diag = Json::array();
+  auto item = [&](const std::string& what, bool present, const std::string& why = "") {
+    diag.push_back({{"item", what}, {"attached", present}, {"note", why}});
+  };
+  item("node snapshot (GPUs, drivers, versions, environment)", in.snapshot.has_value(),
+       in.snapshot ? "" : "not collected");
+  item("process report (signal, registers, stacks, disassembly)", in.process.has_value(),
+       in.process ? "" : "no crash bundle");
+  item("kernel log during the run", !in.kmsg.empty() || (in.manifest && core::NodeAt(*in.manifest, {"files", "kmsg.log", "present"}).is_boolean()),
+       "");
+  item("stderr of the job", !in.stderr_tail.empty(), "");
+  r["diagnostics"] = diag;
+
+  Json tried = Json::array();
+  if (in.snapshot) {
+    if (const Json& v = core::NodeAt(*in.snapshot, {"env", "variables"}); v.is_object()) {
+      for (const char* name : {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING",
+                               "HSA_OVERRIDE_GFX_VERSION", "PYTORCH_CUDA_ALLOC_CONF", "NCCL_P2P_DISABLE",
+                               "TORCH_USE_CUDA_DSA", "HSA_ENABLE_SDMA"}) {
+        if (v.contains(name)) tried.push_back(fmt::format("{}={} was set", name, Safe(v[name].get<std::string>())));
+      }
+    }
+  }
+  if (in.manifest) {
+    if (const Json& s = core::NodeAt(*in.manifest, {"signature"}); s.is_string() && in.same_signature_count) {
+      tried.push_back(fmt::format("the same failure signature was recorded {} time(s) by gputriage run", *in.same_signature_count));
+    }
+  }
+  r["troubleshooting"] = tried;
+
+  Json known = Json::array();
+  for (size_t i = 0; i < a.matches.size() && i < 5; ++i) {
+    const kb::IssueMatch& m = a.matches[i];
+    Json refs = Json::array();
+    for (const kb::Reference& ref : m.issue->references) refs.push_back(ref.url);
+    Json lines = Json::array();
+    for (const kb::Hit& h : m.hits) lines.push_back(fmt::format("{}:{}: {}", h.input, h.line_number, Safe(h.line)));
+    known.push_back({{"id", m.issue->id}, {"title", m.issue->title}, {"category", m.issue->category},
+                     {"fix", m.issue->fixes.empty() ? "" : m.issue->fixes.front().action},
+                     {"references", refs}, {"evidence", lines}});
+  }
+  r["known_issues"] = known;
+  r["next_steps"] = a.next_steps;
+  r["search_links"] = a.search_links;
+  return r;
+}
+
+namespace {
+
+std::string MdList(const Json& list) {
+  std::string out;
+  if (!list.is_array()) return out;
+  for (const Json& item : list) {
+    if (item.is_string()) out += "- " + item.get<std::string>() + "\n";
+  }
+  return out;
+}
+
+std::string Code(const std::string& text) {
+  // A fence longer than any run of backticks inside.
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  std::string fence(std::max<size_t>(3, longest + 1), '`');
+  return fence + "\n" + text + (text.empty() || text.back() == '\n' ? "" : "\n") + fence + "\n";
+}
+
+std::string Val(const Json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_null()) return "-";
+  return j.dump();
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const Json& r) {
+  std::string md = fmt::format("## {}\n\n", Val(r["title"]));
+  const Json& f = r["failure"];
+  md += fmt::format("**Category:** {} (confidence {:.2f}) · **Verdict:** {}\n\n", Val(f["category"]),
+                    f["confidence"].is_number() ? f["confidence"].get<double>() : 0.0, Val(f["verdict"]));
+  md += "### Environment\n\n";
+  const Json& e = r["environment"];
+  if (e.contains("not_collected")) {
+    md += "_" + Val(e["not_collected"]) + "_\n\n";
+  } else {
+    md += fmt::format("- OS: {}\n- Kernel: {}\n", Val(e["os"]), Val(e["kernel"]));
+    for (const Json& g : e["gpus"]) md += "- GPU: " + Val(g) + "\n";
+    if (!Val(e["nvidia_driver"]).empty()) md += fmt::format("- NVIDIA driver: {} (CUDA {})\n", Val(e["nvidia_driver"]), Val(e["cuda_driver"]));
+    for (const Json& v : e["rocm"]) md += "- ROCm: " + Val(v) + "\n";
+    for (const Json& v : e["cuda_toolkits"]) md += "- CUDA toolkit: " + Val(v) + "\n";
+    if (e.contains("torch")) md += "- PyTorch: " + Val(e["torch"]) + "\n";
+    if (e["gpu_environment_variables"].is_object() && !e["gpu_environment_variables"].empty()) {
+      md += "- GPU-stack environment:";
+      for (auto it = e["gpu_environment_variables"].begin(); it != e["gpu_environment_variables"].end(); ++it) {
+        md += fmt::format(" `{}={}`", it.key(), Val(it.value()));
+      }
+      md += "\n";
+    }
+    md += "\n";
+  }
+  md += "### Reproduction\n\n";
+  const Json& rep = r["reproduction"];
+  if (rep.contains("not_collected")) {
+    md += "_" + Val(rep["not_collected"]) + "_\n\n";
+  } else {
+    std::string cmd;
+    for (const Json& c : rep["command"]) cmd += (cmd.empty() ? "" : " ") + Val(c);
+    md += Code(cmd);
+    md += fmt::format("\nExit status {}; started {}.", Val(rep["exit_status"]), Val(rep["started_at"]));
+    if (rep.contains("same_signature_bundles") && rep["same_signature_bundles"].is_number() &&
+        rep["same_signature_bundles"].get<int>() > 0) md += fmt::format(" Same signature seen in {} bundle(s).", Val(rep["same_signature_bundles"]));
+    md += "\n\n";
+  }
+  md += "### What happened\n\n";
+  if (f.contains("signal") && !f["signal"].is_null()) {
+    md += fmt::format("`{}` ({}) at `{}`\n\n", Val(f["signal"]), Val(f["si_code"]), Val(f["fault_address"]));
+  }
+  md += MdList(f["verdict_reasons"]);
+  if (f.contains("crashed_thread_frames") && !f["crashed_thread_frames"].empty()) {
+    std::string frames;
+    int i = 0;
+    for (const Json& fr : f["crashed_thread_frames"]) frames += fmt::format("#{:<2} {}\n", i++, Val(fr));
+    md += "\nCrashed thread:\n\n" + Code(frames);
+  }
+  if (f.contains("disassembly") && !f["disassembly"].empty()) {
+    std::string dis;
+    for (const Json& d : f["disassembly"]) dis += Val(d) + "\n";
+    md += "\nFaulting instruction:\n\n" + Code(dis);
+  }
+  if (f.contains("kernel_log_for_job") && !f["kernel_log_for_job"].empty()) {
+    std::string k;
+    for (const Json& d : f["kernel_log_for_job"]) k += Val(d) + "\n";
+    md += "\nKernel log (records naming the job):\n\n" + Code(k);
+  }
+  if (!Val(f["stderr_excerpt"]).empty()) md += "\nEnd of stderr:\n\n" + Code(Val(f["stderr_excerpt"]));
+  md += "\n### Diagnostics\n\n";
+  for (const Json& d : r["diagnostics"]) {
+    md += fmt::format("- [{}] {}{}\n", d["attached"].get<bool>() ? "x" : " ", Val(d["item"]),
+                      Val(d["note"]).empty() ? "" : " — " + Val(d["note"]));
+  }
+  md += "\n### Troubleshooting attempted\n\n";
+  md += r["troubleshooting"].empty() ? "_nothing recorded_\n" : MdList(r["troubleshooting"]);
+  md += "\n### Known issues\n\n";
+  if (r["known_issues"].empty()) md += "_none matched in gputriage's knowledge base_\n";
+  for (const Json& k : r["known_issues"]) {
+    md += fmt::format("- **{}** (`{}`, {})\n  - fix: {}\n", Val(k["title"]), Val(k["id"]), Val(k["category"]), Val(k["fix"]));
+    for (const Json& ref : k["references"]) md += "  - " + Val(ref) + "\n";
+  }
+  md += "\n### Next steps\n\n" + MdList(r["next_steps"]) + MdList(r["search_links"]);
+  md += "\n<sub>Generated by gputriage report from " + Val(r["source"]) + ".</sub>\n";
+  return md;
+}
+
+namespace {
+
+std::string Escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderHtml(const Json& r) {
+  // The Markdown, escaped, inside a <pre>: one self-contained file that shows exactly what the
+  // Markdown report says (no scripts, no external resources).
+  std::string md = RenderMarkdown(r);
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + Escape(Val(r["title"])) +
+         "</title>\n<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
+         "pre{white-space:pre-wrap;background:#f6f8fa;padding:1rem;border-radius:6px;font-size:.9rem}</style>\n"
+         "</head><body>\n<h1>" + Escape(Val(r["title"])) + "</h1>\n<pre>" + Escape(md) + "</pre>\n</body></html>\n";
+}
+
+}  // namespace gputriage::report

@@ -1,0 +1,70 @@
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+
+namespace gputriage::report {
+namespace {
+
+using core::Json;
+
+ReportInput Sample() {
+  ReportInput in;
+  in.source = "/bundles/20261202T171000Z-python3-474";
+  in.manifest = Json{{"command", {"python3", "train.py", "--token=ghp_0123456789abcdefghijABCDEFGHIJ012345"}},
+                     {"exit_status", 1},
+                     {"signature", "gpu-device-assert x"},
+                     {"timings", {{"started_at", "2026-12-02T17:10:00Z"}}}};
+  in.process = Json{{"signal", nullptr},
+                    {"classification", {{"kind", "gpu-device-assert"}, {"summary", "Assertion `dstIndex < dstAddDimSize` failed."}}},
+                    {"threads", Json::array()},
+                    {"kernel_log", {{{"message", "NVRM: Xid (PCI:0000:00:06): 43, pid=474, name=python3"}, {"job_pid", 474}},
+                                    {{"message", "unrelated"}, {"job_pid", nullptr}}}}};
+  in.snapshot = Json{{"host", {{"os", {{"pretty_name", "Ubuntu 24.04"}}}, {"kernel", {{"release", "6.8.0"}}}}},
+                     {"gpus", {{{"name", "NVIDIA H200"}, {"pci_address", "0000:00:06.0"}, {"driver", "nvidia"}}}},
+                     {"software", {{"nvidia", {{"driver_version", "580.159.04"}, {"cuda_driver_version", "13.0"}}}}},
+                     {"env", {{"variables", {{"CUDA_LAUNCH_BLOCKING", "1"}}}}}};
+  in.stderr_tail = "loading\nexport HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH\n<script>alert(1)</script>\n";
+  in.analysis.category = "device-assert";
+  in.analysis.confidence = 0.8;
+  in.analysis.verdict = "application";
+  in.analysis.next_steps = {"Rerun under `gputriage run --repeat 5 -- CMD`."};
+  in.same_signature_count = 3;
+  return in;
+}
+
+TEST(Report, FillsEverySectionAndRedactsSecrets) {
+  Json r = BuildReport(Sample());
+  std::string md = RenderMarkdown(r);
+  for (const char* section : {"### Environment", "### Reproduction", "### What happened", "### Diagnostics",
+                              "### Troubleshooting attempted", "### Known issues", "### Next steps"}) {
+    EXPECT_NE(md.find(section), std::string::npos) << section;
+  }
+  EXPECT_NE(md.find("- GPU: NVIDIA H200 at 0000:00:06.0, driver nvidia"), std::string::npos) << md;
+  EXPECT_NE(md.find("- NVIDIA driver: 580.159.04 (CUDA 13.0)"), std::string::npos);
+  EXPECT_NE(md.find("NVRM: Xid (PCI:0000:00:06): 43, pid=474"), std::string::npos);
+  EXPECT_EQ(md.find("unrelated"), std::string::npos);  // kernel-log records not tied to the job stay out
+  EXPECT_NE(md.find("CUDA_LAUNCH_BLOCKING=1 was set"), std::string::npos);
+  EXPECT_NE(md.find("Same signature seen in 3 bundle(s)."), std::string::npos);
+  EXPECT_NE(md.find("- [x] node snapshot"), std::string::npos);
+  EXPECT_EQ(md.find("hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"), std::string::npos) << md;
+  EXPECT_EQ(md.find("ghp_0123456789abcdefghijABCDEFGHIJ012345"), std::string::npos) << md;
+  std::string html = RenderHtml(r);
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+}
+
+TEST(Report, SaysWhatWasNotCollected) {
+  ReportInput in;
+  in.source = "job.log";
+  in.analysis.category = "other";
+  Json r = BuildReport(in);
+  std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("_no snapshot: pass --snapshot FILE"), std::string::npos) << md;
+  EXPECT_NE(md.find("_a log only: the command and its exit status are not known"), std::string::npos);
+  EXPECT_NE(md.find("_none matched in gputriage's knowledge base_"), std::string::npos);
+  EXPECT_NE(md.find("- [ ] process report"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gputriage::report
