@@ -15,7 +15,8 @@ trap 'rm -rf "$work"' EXIT
 cat kb/issues/*.log tests/fixtures/kernel_log/*.txt tests/fixtures/run/*.txt | grep -v '^# source:' > "$work/seed.txt"
 seed_bytes=$(stat -c %s "$work/seed.txt")
 reps=$(( size_mb * 1024 * 1024 / seed_bytes + 1 ))
-for ((i = 0; i < reps; i++)); do cat "$work/seed.txt"; done | head -c $(( size_mb * 1024 * 1024 )) > "$work/big.log"
+for ((i = 0; i < reps; i++)); do cat "$work/seed.txt"; done > "$work/big.log"
+truncate -s $(( size_mb * 1024 * 1024 )) "$work/big.log"
 bytes=$(stat -c %s "$work/big.log")
 python3 - "$work/patterns.txt" <<'PY'
 import glob, re, sys
@@ -31,12 +32,14 @@ PY
 npat=$(wc -l < "$work/patterns.txt")
 measure() {  # label, command...
   local label=$1; shift
-  /usr/bin/time -f "%e %M" -o "$work/time" "$@" > /dev/null 2>&1 || true
-  read -r secs kb < "$work/time"
+  # Output to a file, not /dev/null: GNU grep stops at the first match when it sees /dev/null.
+  /usr/bin/time -f "%e %M" -o "$work/time" "$@" > "$work/out" 2> "$work/stderr" || true
+  grep -v "^Command exited" "$work/stderr" | head -3 >&2 || true
+  read -r secs kb < <(tail -n 1 "$work/time")
   awk -v l="$label" -v s="$secs" -v k="$kb" -v b="$bytes" \
     'BEGIN { printf "| %s | %.2f s | %.0f MB/s | %.1f MiB |\n", l, s, (s > 0 ? b / 1e6 / s : 0), k / 1024 }'
 }
 echo "| command ($((bytes / 1024 / 1024)) MiB of real log lines, $npat patterns) | wall | throughput | peak RSS |"
 echo "|---|---|---|---|"
 measure "gputriage analyze (full knowledge base + general classifier)" "$gt" analyze --json "$work/big.log"
-measure "LC_ALL=C grep -E -c -f patterns" env LC_ALL=C grep -E -c -f "$work/patterns.txt" "$work/big.log"
+measure "LC_ALL=C grep -a -E -c -f patterns" env LC_ALL=C grep -a -E -c -f "$work/patterns.txt" "$work/big.log"

@@ -47,6 +47,8 @@ constexpr std::array kGeneral = {
     GeneralSignal{"driver-runtime", 3, R"(Failed to initialize NVML|Driver/library version mismatch|CUDA driver version is insufficient|no CUDA-capable device is detected|cudaErrorNoDevice|hipErrorNoDevice|HSA_STATUS_ERROR_OUT_OF_RESOURCES|hsa_init|Unable to open /dev/kfd|/dev/kfd|NCCL WARN .*(?:socket|Bootstrap)|no socket interface found|NVIDIA-SMI has failed|cudaErrorInitializationError|Found no NVIDIA driver)"},
     GeneralSignal{"driver-runtime", 1, R"((?i)permission denied|driver|not supported by the|KFD)"},
     GeneralSignal{"numerical", 3, R"((?i)\bnan\b|\binf\b|Mismatched elements|not close|mismatch|wrong results?|incorrect results?|verification failed|garbage)"},
+    // Weight 0: no category, only a candidate line for the signature when nothing else is.
+    GeneralSignal{"", 0, R"((?i)error|fault|fail|abort|exception|panic|killed|terminate)"},
 };
 
 const RE2::Set& GeneralSet() {
@@ -143,16 +145,14 @@ class Analyzer::Scan {
     matcher_.Feed(source, line, number, input);
     if (source == LineSource::kFrames || source == LineSource::kSignal) return;
     hits_.clear();
-    if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) {
-      // No GPU signal: remember the last line that reads like an error, for the signature.
-      static const RE2 kErrorish(R"((?i)error|fault|fail|abort|exception|panic|killed|terminate)");
-      if (line.size() < 2000 && RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), kErrorish)) {
-        fallback_line_ = std::string(line.substr(0, 400));
-      }
-      return;
-    }
+    if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) return;
     for (int index : hits_) {
       const GeneralSignal& g = kGeneral[static_cast<size_t>(index)];
+      if (g.weight == 0) {
+        // No category: remember the last line that reads like an error, for the signature.
+        if (hits_.size() == 1) fallback_line_ = std::string(line.substr(0, 400));
+        continue;
+      }
       scores_[g.category] += g.weight;
       if (g.weight >= 2) {
         if (evidence_.size() < 12) evidence_.push_back({std::string(input) + ":" + std::to_string(number), Clip(line)});

@@ -25,6 +25,12 @@ class LineSplitter {
     while (!bytes.empty()) {
       size_t nl = bytes.find('\n');
       std::string_view piece = bytes.substr(0, nl);
+      if (nl != std::string_view::npos && line_.empty() && !cutting_ && piece.size() <= options_.max_line_bytes) {
+        // The whole line is in this chunk: hand it over without copying.
+        EmitView(piece, false);
+        bytes.remove_prefix(nl + 1);
+        continue;
+      }
       Append(piece);
       if (nl == std::string_view::npos) return;
       Emit();
@@ -49,13 +55,16 @@ class LineSplitter {
   }
 
   void Emit() {
-    std::string_view line = line_;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    ++stats_.lines;
-    if (cutting_) ++stats_.cut_lines;
-    sink_(line, stats_.lines);
+    EmitView(line_, cutting_);
     line_.clear();
     cutting_ = false;
+  }
+
+  void EmitView(std::string_view line, bool cut) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    ++stats_.lines;
+    if (cut) ++stats_.cut_lines;
+    sink_(line, stats_.lines);
   }
 
   const LineSink& sink_;
