@@ -56,6 +56,9 @@ const RE2::Set& GeneralSet() {
     RE2::Options options;
     options.set_encoding(RE2::Options::EncodingLatin1);
     options.set_log_errors(false);
+    // RE2's default 8 MiB leaves the DFA of these case-insensitive alternations rebuilding its
+    // state cache over and over (or giving up) on long inputs.
+    options.set_max_mem(64 << 20);
     auto* s = new RE2::Set(options, RE2::UNANCHORED);
     for (const GeneralSignal& g : kGeneral) s->Add(g.pattern, nullptr);
     s->Compile();
