@@ -67,6 +67,23 @@ const RE2::Set& GeneralSet() {
   return *set;
 }
 
+// The Categories() index of general signal `signal` (computed once; a per-line string key
+// would allocate on every hit).
+int CategoryIndex(int signal) {
+  static const std::vector<int> kIndex = [] {
+    std::vector<int> out;
+    for (const GeneralSignal& g : kGeneral) {
+      int found = 0;
+      for (size_t i = 0; i < Categories().size(); ++i) {
+        if (Categories()[i] == g.category) found = static_cast<int>(i);
+      }
+      out.push_back(found);
+    }
+    return out;
+  }();
+  return kIndex[static_cast<size_t>(signal)];
+}
+
 std::string Clip(std::string_view line) {
   std::string s = core::SanitizeUtf8(core::Trim(line));
   if (s.size() > 400) s = s.substr(0, 400) + "...";
@@ -156,7 +173,7 @@ class Analyzer::Scan {
         if (hits_.size() == 1) fallback_line_ = std::string(line.substr(0, 400));
         continue;
       }
-      scores_[g.category] += g.weight;
+      scores_[static_cast<size_t>(CategoryIndex(index))] += g.weight;
       if (g.weight >= 2) {
         if (evidence_.size() < 12) evidence_.push_back({std::string(input) + ":" + std::to_string(number), Clip(line)});
         if (key_line_.empty() || g.weight > key_weight_) {
@@ -168,12 +185,14 @@ class Analyzer::Scan {
   }
 
   void Prior(const std::string& category, int weight, core::Evidence evidence) {
-    scores_[category] += weight;
+    for (size_t i = 0; i < Categories().size(); ++i) {
+      if (Categories()[i] == category) scores_[i] += weight;
+    }
     evidence_.insert(evidence_.begin(), std::move(evidence));
   }
 
   Matcher& matcher_;
-  std::map<std::string, int> scores_;
+  std::vector<int> scores_ = std::vector<int>(Categories().size(), 0);  // by Categories() index
   std::vector<core::Evidence> evidence_;
   std::string key_line_;
   std::string fallback_line_;
@@ -294,7 +313,9 @@ Analysis Analyzer::Finish(const Facts* facts) {
   // Category: the best known issue decides; else the general classifier's strongest category.
   std::string general;
   int best = 0, total = 0;
-  for (const auto& [category, score] : scan.scores_) {
+  for (size_t ci = 0; ci < scan.scores_.size(); ++ci) {
+    const std::string& category = Categories()[ci];
+    int score = scan.scores_[ci];
     total += score;
     if (score > best) {
       best = score;
