@@ -164,6 +164,9 @@ class Analyzer::Scan {
     }
     matcher_.Feed(source, line, number, input);
     if (source == LineSource::kFrames || source == LineSource::kSignal) return;
+    // PyTorch/CUDA: "CUDA kernel errors might be asynchronously reported at some other API
+    // call, so the stacktrace below might be incorrect."
+    if (!asynchronous_ && line.find("asynchronously reported") != std::string_view::npos) asynchronous_ = true;
     hits_.clear();
     if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) return;
     for (int index : hits_) {
@@ -196,6 +199,7 @@ class Analyzer::Scan {
   std::vector<core::Evidence> evidence_;
   std::string key_line_;
   std::string fallback_line_;
+  bool asynchronous_ = false;
   int key_weight_ = 0;
   std::vector<int> hits_;
   void Count(const ReadStats& s) {
@@ -342,6 +346,14 @@ Analysis Analyzer::Finish(const Facts* facts) {
   }
   a.signature = NormalizeLine(scan.key_line_.empty() ? scan.fallback_line_ : scan.key_line_);
   a.next_steps = NextSteps(a.category, !a.matches.empty());
+  if (scan.asynchronous_) {
+    a.verdict_reasons.push_back(
+        "the runtime says the error was reported asynchronously: the traceback shows the API call "
+        "that noticed it, not the kernel that failed");
+    a.next_steps.insert(a.next_steps.begin(),
+                        "Rerun with CUDA_LAUNCH_BLOCKING=1 (AMD: AMD_SERIALIZE_KERNEL=3) so the error "
+                        "is raised at the launch of the kernel that failed; the traceback then points at it.");
+  }
   if (a.matches.empty() && !a.signature.empty()) {
     // Search on the stable words of the signature (placeholders dropped).
     std::string query;

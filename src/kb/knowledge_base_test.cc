@@ -81,6 +81,23 @@ TEST(Analysis, RealH200OutputMatchesKnownIssues) {
   EXPECT_EQ(j["matches"][0]["evidence"][0]["line_number"], 2);
 }
 
+TEST(Analysis, AsynchronouslyReportedErrorsPointAwayFromTheTraceback) {
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok());
+  auto analyzer = Analyzer::Create(*kb);
+  ASSERT_TRUE(analyzer.ok());
+  // The end of tests/fixtures/run/h200-torch-index-add-assert.stderr.txt (PyTorch 2.11, H200).
+  Analysis a = (*analyzer)->AnalyzeText(
+      "torch.AcceleratorError: CUDA error: device-side assert triggered\n"
+      "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n",
+      "stderr", nullptr);
+  ASSERT_FALSE(a.next_steps.empty());
+  EXPECT_EQ(a.next_steps[0].rfind("Rerun with CUDA_LAUNCH_BLOCKING=1", 0), 0u);
+  EXPECT_NE(a.verdict_reasons.back().find("reported asynchronously"), std::string::npos);
+  Analysis plain = (*analyzer)->AnalyzeText("torch.AcceleratorError: CUDA error: device-side assert triggered\n", "stderr", nullptr);
+  EXPECT_EQ(plain.next_steps[0].rfind("Rerun under `gputriage run --repeat 5", 0), 0u);
+}
+
 TEST(Analysis, UnmatchedInputIsClassifiedGenerallyWithSearchLinks) {
   auto kb = LoadEmbeddedKnowledgeBase();
   ASSERT_TRUE(kb.ok());
