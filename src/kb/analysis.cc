@@ -173,7 +173,7 @@ class Analyzer::Scan {
       const GeneralSignal& g = kGeneral[static_cast<size_t>(index)];
       if (g.weight == 0) {
         // No category: remember the last line that reads like an error, for the signature.
-        if (hits_.size() == 1) fallback_line_ = std::string(line.substr(0, 400));
+        if (hits_.size() == 1) fallback_line_.assign(line.substr(0, 400));
         continue;
       }
       scores_[static_cast<size_t>(CategoryIndex(index))] += g.weight;
