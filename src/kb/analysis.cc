@@ -151,40 +151,66 @@ std::string CategoryOfKind(const std::string& kind, const std::string& category)
 }  // namespace
 
 // One scan over the inputs of one analysis.
+//
+// Plain-log lines are not matched one by one as they arrive: they are gathered into chunks of
+// about 1 MiB, and one RE2::Set pass over the whole chunk first asks whether any line in it can
+// still change the result: a knowledge-base signal that has not matched yet, a general signal
+// that has not reached its cap, the "asynchronously reported" note. Only then are the chunk's
+// lines matched one by one. The prefilter set is rebuilt from what is still wanted whenever that
+// shrinks, so on a long log full of the same errors the steady state is one cheap DFA pass per
+// chunk. The result is the same as matching every line (tests compare both).
 class Analyzer::Scan {
  public:
-  explicit Scan(Matcher& matcher) : matcher_(matcher) { matcher_.Reset(); }
+  // A general signal stops counting after this many lines: a log repeating one warning a
+  // million times does not outweigh everything else, and a long log stops costing per line.
+  static constexpr int kGeneralCap = 32;
+  static constexpr size_t kChunkBytes = 1 << 20;
+
+  Scan(Matcher& matcher, bool prefilter) : matcher_(matcher), prefilter_(prefilter) { matcher_.Reset(); }
 
   void Line(LineSource source, std::string_view raw, uint64_t number, std::string_view input) {
-    std::string stripped;
     std::string_view line = raw;
+    std::string stripped;
     if (line.find('\x1b') != std::string_view::npos) {
       stripped = StripAnsi(line);
       line = stripped;
     }
-    matcher_.Feed(source, line, number, input);
-    if (source == LineSource::kFrames || source == LineSource::kSignal) return;
-    // PyTorch/CUDA: "CUDA kernel errors might be asynchronously reported at some other API
-    // call, so the stacktrace below might be incorrect."
-    if (!asynchronous_ && line.find("asynchronously reported") != std::string_view::npos) asynchronous_ = true;
-    hits_.clear();
-    if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) return;
-    for (int index : hits_) {
-      const GeneralSignal& g = kGeneral[static_cast<size_t>(index)];
-      if (g.weight == 0) {
-        // No category: remember the last line that reads like an error, for the signature.
-        if (hits_.size() == 1) fallback_line_.assign(line.substr(0, 400));
-        continue;
-      }
-      scores_[static_cast<size_t>(CategoryIndex(index))] += g.weight;
-      if (g.weight >= 2) {
-        if (evidence_.size() < 12) evidence_.push_back({std::string(input) + ":" + std::to_string(number), Clip(line)});
-        if (key_line_.empty() || g.weight > key_weight_) {
-          key_line_ = std::string(line.substr(0, 400));
-          key_weight_ = g.weight;
-        }
+    if (source != LineSource::kUnknown || !prefilter_) {
+      Flush();  // keep the order of lines from different inputs
+      Process(source, line, number, input);
+      return;
+    }
+    if (input != chunk_input_) {
+      Flush();
+      chunk_input_.assign(input);
+    }
+    chunk_lines_.push_back({chunk_.size(), line.size(), number});
+    chunk_.append(line);
+    chunk_.push_back('\n');
+    if (chunk_.size() >= kChunkBytes) Flush();
+  }
+
+  // Matches the buffered lines (when the prefilter says any of them can matter).
+  void Flush() {
+    if (chunk_lines_.empty()) return;
+    bool per_line = true;
+    if (filter_stale_) RebuildFilter();
+    if (!filter_broken_) {
+      if (!filter_) {
+        per_line = false;  // nothing left that a line could change
+      } else {
+        RE2::Set::ErrorInfo error;
+        per_line = filter_->Match(re2::StringPiece(chunk_.data(), chunk_.size()), nullptr, &error) ||
+                   error.kind != RE2::Set::kNoError;
       }
     }
+    if (per_line) {
+      for (const ChunkLine& l : chunk_lines_) {
+        Process(LineSource::kUnknown, std::string_view(chunk_).substr(l.offset, l.size), l.number, chunk_input_);
+      }
+    }
+    chunk_.clear();
+    chunk_lines_.clear();
   }
 
   void Prior(const std::string& category, int weight, core::Evidence evidence) {
@@ -194,14 +220,6 @@ class Analyzer::Scan {
     evidence_.insert(evidence_.begin(), std::move(evidence));
   }
 
-  Matcher& matcher_;
-  std::vector<int> scores_ = std::vector<int>(Categories().size(), 0);  // by Categories() index
-  std::vector<core::Evidence> evidence_;
-  std::string key_line_;
-  std::string fallback_line_;
-  bool asynchronous_ = false;
-  int key_weight_ = 0;
-  std::vector<int> hits_;
   void Count(const ReadStats& s) {
     stats_.bytes += s.bytes;
     stats_.lines += s.lines;
@@ -209,8 +227,101 @@ class Analyzer::Scan {
     if (stats_.compression.empty() || stats_.compression == "none") stats_.compression = s.compression;
   }
 
+  Matcher& matcher_;
+  std::vector<int> scores_ = std::vector<int>(Categories().size(), 0);  // by Categories() index
+  std::vector<core::Evidence> evidence_;
+  std::string key_line_;
+  std::string fallback_line_;
+  bool asynchronous_ = false;
+  int key_weight_ = 0;
   ReadStats stats_;
   std::string source_;
+
+ private:
+  static constexpr std::string_view kAsynchronous = "asynchronously reported";
+
+  void Process(LineSource source, std::string_view line, uint64_t number, std::string_view input) {
+    if (matcher_.Feed(source, line, number, input) > 0) filter_stale_ = true;
+    if (source == LineSource::kFrames || source == LineSource::kSignal) return;
+    // PyTorch/CUDA: "CUDA kernel errors might be asynchronously reported at some other API
+    // call, so the stacktrace below might be incorrect."
+    if (!asynchronous_ && line.find(kAsynchronous) != std::string_view::npos) {
+      asynchronous_ = true;
+      filter_stale_ = true;
+    }
+    hits_.clear();
+    if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) return;
+    for (int index : hits_) {
+      const GeneralSignal& g = kGeneral[static_cast<size_t>(index)];
+      if (g.weight == 0) {
+        // No category: remember the last line that reads like an error, for the signature.
+        if (hits_.size() == 1) fallback_line_.assign(line.substr(0, 400));
+        continue;
+      }
+      int& count = general_counts_[static_cast<size_t>(index)];
+      if (count >= kGeneralCap) continue;
+      if (++count == kGeneralCap) filter_stale_ = true;
+      scores_[static_cast<size_t>(CategoryIndex(index))] += g.weight;
+      if (g.weight >= 2) {
+        if (evidence_.size() < 12) evidence_.push_back({std::string(input) + ":" + std::to_string(number), Clip(line)});
+        if (key_line_.empty() || g.weight > key_weight_) {
+          if (key_line_.empty()) filter_stale_ = true;  // the fallback line is no longer wanted
+          key_line_ = std::string(line.substr(0, 400));
+          key_weight_ = g.weight;
+        }
+      }
+    }
+  }
+
+  // The prefilter: every pattern a line could still change the result with.
+  void RebuildFilter() {
+    filter_stale_ = false;
+    filter_.reset();
+    std::vector<std::string> wanted = matcher_.PendingPatterns(LineSource::kUnknown);
+    for (size_t i = 0; i < kGeneral.size(); ++i) {
+      const GeneralSignal& g = kGeneral[i];
+      bool want = g.weight == 0 ? key_line_.empty() : general_counts_[i] < kGeneralCap;
+      if (want) wanted.emplace_back(g.pattern);
+    }
+    if (!asynchronous_) wanted.emplace_back(kAsynchronous);
+    if (wanted.empty()) return;
+    RE2::Options options;
+    options.set_encoding(RE2::Options::EncodingLatin1);
+    options.set_log_errors(false);
+    // A pattern matches within one line: never across the chunk's newlines, and with ^ and $
+    // at each line's start and end.
+    options.set_never_nl(true);
+    options.set_max_mem(64 << 20);
+    auto set = std::make_unique<RE2::Set>(options, RE2::UNANCHORED);
+    for (const std::string& pattern : wanted) {
+      bool anchored = pattern.find_first_of("^$") != std::string::npos;
+      if (set->Add(anchored ? "(?m)" + pattern : pattern, nullptr) < 0) {
+        filter_broken_ = true;  // match every line: slower, never wrong
+        return;
+      }
+    }
+    if (!set->Compile()) {
+      filter_broken_ = true;
+      return;
+    }
+    filter_ = std::move(set);
+  }
+
+  struct ChunkLine {
+    size_t offset;
+    size_t size;
+    uint64_t number;
+  };
+
+  const bool prefilter_;
+  std::vector<int> hits_;
+  std::array<int, kGeneral.size()> general_counts_{};
+  std::string chunk_;
+  std::vector<ChunkLine> chunk_lines_;
+  std::string chunk_input_;
+  std::unique_ptr<RE2::Set> filter_;
+  bool filter_stale_ = true;
+  bool filter_broken_ = false;
 };
 
 std::string NormalizeLine(std::string_view line) {
@@ -243,7 +354,7 @@ core::Result<std::unique_ptr<Analyzer>> Analyzer::Create(const KnowledgeBase& kb
 Analyzer::~Analyzer() = default;
 
 void Analyzer::Begin(std::string label) {
-  scan_ = std::make_unique<Scan>(*matcher_);
+  scan_ = std::make_unique<Scan>(*matcher_, prefilter_);
   scan_->source_ = std::move(label);
 }
 
@@ -293,6 +404,7 @@ core::Result<void> Analyzer::AddBundle(const std::string& dir) {
 }
 
 void Analyzer::AddProcess(const forensics::ProcessReport& report, const std::string& name) {
+  scan_->Flush();
   if (report.signal) scan_->Line(LineSource::kSignal, forensics::SignalName(*report.signal), 1, "signal");
   uint64_t n = 0;
   for (const forensics::ThreadState& t : report.threads) {
@@ -309,6 +421,7 @@ void Analyzer::AddProcess(const forensics::ProcessReport& report, const std::str
 
 Analysis Analyzer::Finish(const Facts* facts) {
   Scan& scan = *scan_;
+  scan.Flush();
   Analysis a;
   a.source = scan.source_;
   a.stats = scan.stats_;

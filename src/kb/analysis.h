@@ -68,6 +68,11 @@ class Analyzer {
   /// The verdict over everything added since Begin. `facts` may be null (no snapshot).
   Analysis Finish(const Facts* facts);
 
+  /// Plain-log lines are prefiltered a chunk at a time (the default); off, every line is
+  /// matched on its own. The result is the same; tests and the benchmark compare the two.
+  /// Takes effect at the next Begin.
+  void set_prefilter(bool on) { prefilter_ = on; }
+
   /// Begin + AddText + Finish.
   Analysis AnalyzeText(std::string_view text, std::string_view name, const Facts* facts);
 
@@ -77,6 +82,7 @@ class Analyzer {
   const KnowledgeBase* kb_ = nullptr;
   std::unique_ptr<Matcher> matcher_;
   std::unique_ptr<Scan> scan_;
+  bool prefilter_ = true;
 };
 
 /// The facts conditions are checked against, from a snapshot JSON (docs/snapshot-schema.md).

@@ -116,6 +116,37 @@ TEST(Analysis, UnmatchedInputIsClassifiedGenerallyWithSearchLinks) {
   EXPECT_LT(nothing.confidence, 0.1);
 }
 
+// Plain logs are prefiltered a chunk (1 MiB) at a time; the result must be exactly what matching
+// every line gives: on each example log alone, and on all of them with filler between, several
+// chunks long, so entries first match in later chunks and anchored patterns sit mid-chunk.
+TEST(Analysis, ThePrefilterGivesTheSameResultAsMatchingEveryLine) {
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok());
+  auto filtered = Analyzer::Create(*kb);
+  auto every_line = Analyzer::Create(*kb);
+  ASSERT_TRUE(filtered.ok() && every_line.ok());
+  (*every_line)->set_prefilter(false);
+  std::string all;
+  size_t examples = 0;
+  for (const auto* examples_by_id : {&kb->match_examples, &kb->nomatch_examples}) {
+    for (const auto& [id, files] : *examples_by_id) {
+      for (const KbFile& f : files) {
+        Analysis a = (*filtered)->AnalyzeText(f.text, f.path, nullptr);
+        Analysis b = (*every_line)->AnalyzeText(f.text, f.path, nullptr);
+        EXPECT_EQ(ToJson(a).dump(), ToJson(b).dump()) << f.path;
+        ++examples;
+        all += f.text;
+        for (int i = 0; i < 300; ++i) all += "step " + std::to_string(examples * 1000 + i) + " loss 0.25 lr 3e-4 tokens/s 81234\n";
+      }
+    }
+  }
+  ASSERT_GT(all.size(), 2u << 20) << "several chunks";
+  Analysis a = (*filtered)->AnalyzeText(all, "all", nullptr);
+  Analysis b = (*every_line)->AnalyzeText(all, "all", nullptr);
+  EXPECT_EQ(ToJson(a).dump(), ToJson(b).dump());
+  EXPECT_GT(a.matches.size(), 50u);
+}
+
 TEST(Analysis, NormalizesLinesIntoSignatures) {
   EXPECT_EQ(NormalizeLine("[  199.015019] amdgpu 0000:07:00.0: amdgpu: [gfxhub0] page fault (src_id:0 ring:173 vmid:8 pasid:32772)"),
             "amdgpu N:N:N.N: amdgpu: [gfxhubN] page fault (src_id:N ring:N vmid:N pasid:N)");

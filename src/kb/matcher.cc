@@ -47,6 +47,16 @@ int Compare(const std::vector<int>& a, const std::vector<int>& b) {
   return 0;
 }
 
+// \A and \z: they would mean the start and end of a whole chunk of lines in the prefilter.
+bool UsesTextAnchor(std::string_view pattern) {
+  for (size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '\\') continue;
+    if (pattern[i + 1] == 'A' || pattern[i + 1] == 'z') return true;
+    ++i;  // skip the escaped character
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<bool> VersionInRange(std::string_view version, std::string_view range) {
@@ -141,6 +151,10 @@ core::Result<std::unique_ptr<Matcher>> Matcher::Build(const std::vector<KnownIss
         case Source::kFrames: targets = {&m->frames_}; break;
         case Source::kSignal: targets = {&m->signal_}; break;
       }
+      if (UsesTextAnchor(signal.pattern)) {
+        return core::MakeError("{}:{}: pattern uses \\A or \\z; lines are matched one at a time, use ^ and $",
+                               issues[i].file, signal.line);
+      }
       for (SourceSet* target : targets) {
         std::string error;
         if (target->set->Add(signal.pattern, &error) < 0) {
@@ -162,7 +176,7 @@ void Matcher::Reset() {
   for (size_t i = 0; i < issues_->size(); ++i) hits_[i].assign((*issues_)[i].signals.size(), std::nullopt);
 }
 
-Matcher::SourceSet& Matcher::SetFor(LineSource source) {
+const Matcher::SourceSet& Matcher::SetFor(LineSource source) const {
   switch (source) {
     case LineSource::kStderr: return stderr_;
     case LineSource::kKmsg: return kmsg_;
@@ -173,10 +187,11 @@ Matcher::SourceSet& Matcher::SetFor(LineSource source) {
   return unknown_;
 }
 
-void Matcher::Feed(LineSource source, std::string_view line, size_t line_number, std::string_view input) {
-  SourceSet& s = SetFor(source);
+size_t Matcher::Feed(LineSource source, std::string_view line, size_t line_number, std::string_view input) {
+  const SourceSet& s = SetFor(source);
   scratch_.clear();
-  if (!s.set->Match(re2::StringPiece(line.data(), line.size()), &scratch_)) return;
+  if (!s.set->Match(re2::StringPiece(line.data(), line.size()), &scratch_)) return 0;
+  size_t fresh = 0;
   for (int index : scratch_) {
     const Ref& ref = refs_[s.refs[static_cast<size_t>(index)]];
     std::optional<Hit>& slot = hits_[ref.issue][ref.signal];
@@ -187,7 +202,21 @@ void Matcher::Feed(LineSource source, std::string_view line, size_t line_number,
     hit.line = core::SanitizeUtf8(line.substr(0, 400));
     hit.input = std::string(input);
     slot = std::move(hit);
+    ++fresh;
   }
+  return fresh;
+}
+
+std::vector<std::string> Matcher::PendingPatterns(LineSource source) const {
+  const SourceSet& s = SetFor(source);
+  std::vector<std::string> out;
+  for (size_t ref_index : s.refs) {
+    const Ref& ref = refs_[ref_index];
+    if (hits_[ref.issue][ref.signal]) continue;
+    const std::string& pattern = (*issues_)[ref.issue].signals[ref.signal].pattern;
+    if (std::find(out.begin(), out.end(), pattern) == out.end()) out.push_back(pattern);
+  }
+  return out;
 }
 
 std::vector<IssueMatch> Matcher::Results(const Facts* facts) const {

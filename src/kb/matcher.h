@@ -56,14 +56,18 @@ class Matcher {
   /// A fresh scan: clears what earlier Feed calls found.
   void Reset();
 
-  /// Matches one line (without its newline).
-  void Feed(LineSource source, std::string_view line, size_t line_number, std::string_view input);
+  /// Matches one line (without its newline). Returns how many signals matched for the first time.
+  size_t Feed(LineSource source, std::string_view line, size_t line_number, std::string_view input);
 
   /// Entries whose required signals all matched and whose conditions are not known to be
   /// false, best first. `facts` may be null (no snapshot: conditions are unknown).
   std::vector<IssueMatch> Results(const Facts* facts) const;
 
   size_t pattern_count() const { return refs_.size(); }
+
+  /// The distinct patterns that lines from `source` are matched against and that have not
+  /// matched yet: what a prefilter over many lines at once must look for.
+  std::vector<std::string> PendingPatterns(LineSource source) const;
 
  private:
   Matcher() = default;
@@ -75,7 +79,7 @@ class Matcher {
     std::unique_ptr<RE2::Set> set;
     std::vector<size_t> refs;  // set index -> index into refs_
   };
-  SourceSet& SetFor(LineSource source);
+  const SourceSet& SetFor(LineSource source) const;
 
   const std::vector<KnownIssue>* issues_ = nullptr;
   std::vector<Ref> refs_;
