@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -14,6 +15,8 @@
 #include "core/version.h"
 #include "forensics/crash_bundle.h"
 #include "forensics/siginfo.h"
+#include "kb/analysis.h"
+#include "kb/signature.h"
 #include "store/data_home.h"
 #include "store/snapshot_store.h"
 
@@ -70,6 +73,29 @@ std::string IndexBundle(const forensics::RunAssessment& run, const std::string& 
   return saved.ok() ? "" : saved.error().message;
 }
 
+// What runs of the same failure group by. A GPU failure's host stack is all libcuda or
+// libamdhip64 frames, so when the job's stderr or kernel log names a GPU error the signature is
+// the GPU side: the runtime's error code and the failing kernel ("gpu: cudaErrorAssert in
+// indexFuncSmallIndex"). Otherwise a crash keeps its host signature (signal and top frames), and
+// a failure without a stack (timeout, error exit) its error line normalised (numbers, addresses,
+// pids, sizes and shapes blanked).
+std::string RunSignature(const forensics::RunAssessment& run) {
+  kb::SignatureScanner scanner;
+  for (std::string_view line : core::Split(run.outcome.stderr_tail, '\n')) {
+    if (scanner.WantedPattern().empty()) break;
+    scanner.Line(line);
+  }
+  for (const forensics::CorrelatedRecord& r : run.kernel_log) {
+    if (scanner.WantedPattern().empty()) break;
+    scanner.Line(r.record.message);
+  }
+  kb::GpuSignature gpu = scanner.Finish(nullptr);
+  if (!gpu.empty()) return "gpu: " + gpu.Key();
+  const forensics::ProcessReport* p = run.primary();
+  if (p && !p->threads.empty() && !run.outcome.timed_out) return run.signature;
+  return run.classification->kind + " " + kb::NormalizeLine(run.classification->summary);
+}
+
 // One supervised run; writes a bundle when it failed and `want_bundle` says so.
 core::Result<RunResult> RunOnce(const RunFlags& flags, const std::string& bundle_dir,
                                 std::optional<double> timeout_s, uint64_t core_cap,
@@ -103,6 +129,7 @@ core::Result<RunResult> RunOnce(const RunFlags& flags, const std::string& bundle
     return result;
   }
   result.failed = true;
+  run.signature = RunSignature(run);
   result.kind = run.classification->kind;
   result.category = run.classification->category;
   result.summary = run.classification->summary;
@@ -197,6 +224,7 @@ int RunJob(RunFlags& flags, CLI::App& app) {
   auto first_of_signature = [&](const std::string& signature) {
     return signature_counts.find(signature) == signature_counts.end();
   };
+  std::map<std::string, std::string> bundle_of_signature;
   Json runs = Json::array();
   int passes = 0;
   std::optional<int> first_failure_status;
@@ -213,6 +241,7 @@ int RunJob(RunFlags& flags, CLI::App& app) {
     if (result->failed) {
       if (!signature_counts.count(result->signature)) signature_order.push_back(result->signature);
       ++signature_counts[result->signature];
+      if (!result->bundle.empty()) bundle_of_signature[result->signature] = result->bundle;
       if (!first_failure_status) first_failure_status = result->status;
     } else if (result->status == 0) {
       ++passes;
@@ -229,6 +258,18 @@ int RunJob(RunFlags& flags, CLI::App& app) {
     Json signatures = Json::array();
     for (const std::string& sig : signature_order) {
       signatures.push_back({{"signature", sig}, {"count", signature_counts[sig]}});
+    }
+    // Each bundle learns how the whole series went (analyze and report use it for the verdict).
+    for (const auto& [sig, path] : bundle_of_signature) {
+      Json repeat = {{"runs", flags.repeat},
+                     {"passes", passes},
+                     {"failures", failures},
+                     {"same_signature", signature_counts[sig]},
+                     {"distinct_signatures", signature_order.size()},
+                     {"verdict", verdict}};
+      std::ofstream file(path + "/repeat.json");
+      file << repeat.dump(2) << "\n";
+      if (!file.flush()) PrintError(fmt::format("{}/repeat.json: could not be written", path));
     }
     out["verdict"] = {{"verdict", verdict},
                       {"runs", flags.repeat},

@@ -10,6 +10,8 @@
 #include <re2/re2.h>
 #include <re2/set.h>
 
+#include "checks/knowledge.h"
+#include "collect/kernel_log/classify.h"
 #include "collect/kernel_log/kmsg.h"
 #include "core/json_read.h"
 #include "core/text.h"
@@ -32,20 +34,30 @@ struct GeneralSignal {
 constexpr std::array kGeneral = {
     GeneralSignal{"device-assert", 3, R"(device-side assert triggered|cudaErrorAssert|hipErrorAssert|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion)"},
     GeneralSignal{"illegal-address", 3, R"(illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|hipErrorIllegalAddress|HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|cudaErrorInvalidAddressSpace|misaligned address)"},
+    GeneralSignal{"illegal-address", 3, R"(Invalid __(?:global|shared|local)__ (?:read|write)|Address 0x[0-9a-fA-F]+ is out of bounds|is misaligned)"},
     GeneralSignal{"illegal-address", 2, R"(unspecified launch failure|cudaErrorLaunchFailure|Xid \(PCI:[^)]*\): 31\b|MMU Fault)"},
     GeneralSignal{"page-fault", 3, R"(Memory access fault by GPU node|\[(?:gfxhub|mmhub)\d*\] (?:no-retry |retry )?page fault|VM_L2_PROTECTION_FAULT_STATUS|HSA_STATUS_ERROR_MEMORY_FAULT)"},
-    GeneralSignal{"oom", 3, R"((?i)out of memory|cudaErrorMemoryAllocation|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate|cudaMalloc failed)"},
-    GeneralSignal{"arch-mismatch", 3, R"(no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|invalid device function|hipErrorNoBinaryForGpu|hipErrorInvalidDeviceFunction|No compatible code objects found|is not compatible with the current PyTorch installation|TensileLibrary.*(?:not found|Cannot|cannot)|HSA_OVERRIDE_GFX_VERSION)"},
+    GeneralSignal{"oom", 3, R"((?i)out of memory|cudaErrorMemoryAllocation|hipErrorOutOfMemory|CUDA_ERROR_OUT_OF_MEMORY|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|cudaMalloc failed)"},
+    GeneralSignal{"oom", 2, R"((?i)failed to allocate|Could not create cudnn handle)"},
+    GeneralSignal{"arch-mismatch", 3, R"(no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|invalid device function|hipErrorNoBinaryForGpu|hipErrorInvalidDeviceFunction|No compatible code objects found|is not compatible with the current PyTorch installation|TensileLibrary.*(?:not found|Cannot|cannot)|[Cc]annot read \S*TensileLibrary|for GPU arch : gfx|HSA_OVERRIDE_GFX_VERSION)"},
     GeneralSignal{"arch-mismatch", 1, R"(\bsm_\d+a?\b|\bgfx\d{3,4}\b|CUDA capability)"},
     GeneralSignal{"abi-mismatch", 3, R"(undefined symbol|cannot open shared object file|version `(?:GLIBC|GLIBCXX|CXXABI)_[\d.]+' not found|symbol lookup error|ImportError: .*\.so)"},
     GeneralSignal{"compiler-jit", 3, R"(ptxas (?:fatal|error)|nvrtc: error|NVRTC_ERROR_\w+|HIPRTC_ERROR_\w+|hiprtc.*[Ee]rror|CompilationError|triton\.compiler|LLVM ERROR|clang(?:\+\+)?: error|error: unknown target|nvcc fatal|offload-arch)"},
     GeneralSignal{"compiler-jit", 1, R"(\berror: |compil(?:e|ation) (?:failed|error))"},
+    GeneralSignal{"compiler-jit", 3, R"(OutOfResources|out of resource: shared memory)"},
+    GeneralSignal{"compiler-jit", 2, R"(triton/compiler/)"},
     GeneralSignal{"hang-timeout", 3, R"(Watchdog caught collective operation timeout|ring \w+[\d.]* timeout|MES failed to respond|failed to remove hardware queue|GPU hang|[Hh]ung task|NCCL.*[Tt]imeout|timed out after|Xid \(PCI:[^)]*\): (?:8|109)\b)"},
-    GeneralSignal{"hang-timeout", 1, R"((?i)\bhang|\bhung\b|deadlock|stuck|timeout)"},
-    GeneralSignal{"hardware", 3, R"((?i)uncorrectable ECC|ECC error|fallen off the bus|Xid \(PCI:[^)]*\): (?:48|63|64|74|79|92|94|95|119|120)\b|PCIe Bus Error|Hardware Error|Machine check|RAS (?:error|event)|row remap)"},
+    GeneralSignal{"hang-timeout", 2, R"((?i)\b(?:hangs?|hanging|hung|deadlock(?:ed|s)?|stuck)\b)"},
+    GeneralSignal{"hang-timeout", 1, R"((?i)timeout|timed out)"},
+    GeneralSignal{"hardware", 3, R"((?i)uncorrectable ECC|ECC error|fallen off the bus|Xid \(PCI:[^)]*\): (?:32|48|54|63|64|74|79|92|94|95|110|140|144)\b|PCIe Bus Error|Hardware Error|Machine check|RAS (?:error|event)|row remap)"},
     GeneralSignal{"hardware", 1, R"((?i)AER|PCIe|power|thermal|overheat)"},
+    GeneralSignal{"hardware", 2, R"(rejects atomics|PCIe atomics)"},
     GeneralSignal{"driver-runtime", 3, R"(Failed to initialize NVML|Driver/library version mismatch|CUDA driver version is insufficient|no CUDA-capable device is detected|cudaErrorNoDevice|hipErrorNoDevice|HSA_STATUS_ERROR_OUT_OF_RESOURCES|hsa_init|Unable to open /dev/kfd|/dev/kfd|NCCL WARN .*(?:socket|Bootstrap)|no socket interface found|NVIDIA-SMI has failed|cudaErrorInitializationError|Found no NVIDIA driver)"},
+    // Transport set-up (NCCL/RCCL sockets, bootstrap) and GSP firmware (Xid 119/120/38/150 are
+    // driver-firmware in NVIDIA's Xid catalog).
+    GeneralSignal{"driver-runtime", 3, R"(ncclSystemError|unhandled system error|Socket creation failed|ncclSocket\w*:|NET/Socket|Xid \(PCI:[^)]*\): (?:38|119|120|150)\b|RPC from GSP)"},
     GeneralSignal{"driver-runtime", 1, R"((?i)permission denied|driver|not supported by the|KFD)"},
+    GeneralSignal{"numerical", 3, R"(Difference at \d+: |(?i)verification (?:failed|failure)|(?:Forward|Backward) (?:Convolution|Conv) (?:Failed|Verification))"},
     GeneralSignal{"numerical", 3, R"((?i)\bnan\b|\binf\b|Mismatched elements|not close|mismatch|wrong results?|incorrect results?|verification failed|garbage)"},
     // Weight 0: no category, only a candidate line for the signature when nothing else is.
     GeneralSignal{"", 0, R"((?i)error|fault|fail|abort|exception|panic|killed|terminate)"},
@@ -215,9 +227,101 @@ class Analyzer::Scan {
 
   void Prior(const std::string& category, int weight, core::Evidence evidence) {
     for (size_t i = 0; i < Categories().size(); ++i) {
-      if (Categories()[i] == category) scores_[i] += weight;
+      if (Categories()[i] != category) continue;
+      scores_[i] += weight;
+      ++strong_[i];
     }
     evidence_.insert(evidence_.begin(), std::move(evidence));
+  }
+
+  // The reasons beyond the category: the Xid catalog's class of each Xid seen and on how many
+  // GPUs, the snapshot's hardware health, how a `run --repeat` went, what changed since the last
+  // good snapshot. Hardware evidence turns an undecided verdict into "hardware".
+  void AddVerdictEvidence(const Facts* facts, Analysis& a) const {
+    static const checks::Knowledge* knowledge = [] {
+      auto loaded = checks::LoadBuiltinKnowledge();
+      return loaded.ok() ? new checks::Knowledge(std::move(*loaded)) : new checks::Knowledge();
+    }();
+    bool hardware = false, driver = false, application = false;
+    std::vector<std::string> hardware_why;
+    for (const auto& [code, seen] : xids_) {
+      auto it = knowledge->xid.find(static_cast<int>(code));
+      std::string name = it != knowledge->xid.end() ? it->second.name : "not in the Xid catalog";
+      std::string klass = it != knowledge->xid.end() ? it->second.verdict : "unknown";
+      std::string gpus;
+      for (const std::string& g : seen.gpus) gpus += (gpus.empty() ? "" : ", ") + g;
+      a.xids.push_back({{"code", code}, {"name", name}, {"class", klass}, {"count", seen.count},
+                        {"gpus", seen.gpus}, {"first_line", seen.first_line}});
+      std::string times = seen.count > 1 ? fmt::format(" ({} times)", seen.count) : "";
+      if (klass == "hardware" || klass == "driver-firmware" || klass == "application") {
+        a.verdict_reasons.push_back(fmt::format("Xid {} ({}) on {}{}: NVIDIA's Xid catalog classes it as {}",
+                                                code, name, gpus, times, klass));
+      } else {
+        a.verdict_reasons.push_back(fmt::format("Xid {} ({}) on {}{}: its cause can be the program, the driver "
+                                                "or the hardware", code, name, gpus, times));
+      }
+      if (klass == "hardware") {
+        hardware = true;
+        hardware_why.push_back(fmt::format("Xid {}", code));
+      }
+      driver = driver || klass == "driver-firmware";
+      application = application || klass == "application";
+      if (seen.gpus.size() > 1) {
+        a.verdict_reasons.push_back(fmt::format(
+            "Xid {} on {} GPUs at once: one failing GPU does not make others fail, so this points at "
+            "what they share (the job, the driver, the node)", code, seen.gpus.size()));
+      } else if (klass == "hardware" && facts && facts->gpu_count > 1) {
+        a.verdict_reasons.push_back(fmt::format(
+            "only {} of the {} GPUs in the snapshot reports Xid {}: the failure follows that GPU", gpus,
+            facts->gpu_count, code));
+      }
+    }
+    if (facts) {
+      for (const std::string& alert : facts->hardware_alerts) {
+        a.verdict_reasons.push_back("snapshot: " + alert);
+        hardware = true;
+        hardware_why.push_back(alert);
+      }
+      for (const std::string& change : facts->changes) {
+        a.verdict_reasons.push_back("changed since the last good snapshot: " + change);
+      }
+    }
+    if (repeat_ && repeat_->runs > 1) {
+      const RepeatStats& r = *repeat_;
+      if (r.failures == r.runs && r.distinct_signatures == 1) {
+        a.verdict_reasons.push_back(fmt::format(
+            "failed {} of {} runs with the same signature: deterministic, which points at the program "
+            "or a library rather than failing hardware", r.failures, r.runs));
+        application = true;
+      } else if (r.failures == r.runs) {
+        a.verdict_reasons.push_back(fmt::format(
+            "failed {} of {} runs but with {} different signatures: a race or memory corruption in the "
+            "program, or unstable hardware", r.failures, r.runs, r.distinct_signatures));
+      } else {
+        a.verdict_reasons.push_back(fmt::format(
+            "failed {} of {} runs ({} with this signature): intermittent, so a race, uninitialised "
+            "memory or marginal hardware rather than a plain bug", r.failures, r.runs, r.same_signature));
+      }
+    }
+    if (a.matches.empty()) {
+      std::string before = a.verdict;
+      if (hardware) {
+        a.verdict = "hardware";
+      } else if (driver) {
+        a.verdict = "driver-firmware";
+      } else if (a.verdict == "unknown" && application) {
+        a.verdict = "application";
+      }
+      if (a.verdict != before) {
+        a.verdict_reasons.push_back(fmt::format("verdict {} (the error lines alone said {})", a.verdict, before));
+      }
+    } else if (hardware && a.verdict != "hardware") {
+      std::string why;
+      for (const std::string& w : hardware_why) why += (why.empty() ? "" : "; ") + w;
+      a.verdict_reasons.push_back(fmt::format(
+          "the known issue says {}, but there is hardware evidence too ({}): check the GPU before "
+          "blaming the software", a.verdict, why));
+    }
   }
 
   void Count(const ReadStats& s) {
@@ -229,6 +333,8 @@ class Analyzer::Scan {
 
   Matcher& matcher_;
   std::vector<int> scores_ = std::vector<int>(Categories().size(), 0);  // by Categories() index
+  std::vector<int> strong_ = std::vector<int>(Categories().size(), 0);  // lines with weight >= 2
+  std::optional<RepeatStats> repeat_;  // from a bundle's repeat.json
   std::vector<core::Evidence> evidence_;
   std::string key_line_;
   std::string fallback_line_;
@@ -236,13 +342,57 @@ class Analyzer::Scan {
   int key_weight_ = 0;
   ReadStats stats_;
   std::string source_;
+  SignatureScanner signature_;
+  struct XidSeen {
+    uint64_t count = 0;
+    std::vector<std::string> gpus;  // PCI addresses
+    std::string first_line;
+  };
+  std::map<uint32_t, XidSeen> xids_;
 
  private:
   static constexpr std::string_view kAsynchronous = "asynchronously reported";
+  // Xid lines looked at (for the verdict: which codes, on which GPUs); past this, no more.
+  static constexpr int kXidLines = 256;
+  bool signature_wanted_ = true;
+  bool code_scored_ = false;
+  int xid_lines_ = 0;
 
   void Process(LineSource source, std::string_view line, uint64_t number, std::string_view input) {
     if (matcher_.Feed(source, line, number, input) > 0) filter_stale_ = true;
     if (source == LineSource::kFrames || source == LineSource::kSignal) return;
+    if (signature_wanted_ && signature_.Line(line)) {
+      filter_stale_ = true;
+      signature_wanted_ = !signature_.WantedPattern().empty();
+      if (const ErrorCode* code = signature_.first_code(); code && !code_scored_) {
+        // The runtime's own error code, read through the CUDA/HIP error tables: as strong as
+        // the general classifier's strongest signals.
+        code_scored_ = true;
+        for (size_t i = 0; i < Categories().size(); ++i) {
+          if (Categories()[i] != code->category) continue;
+          scores_[i] += 3;
+          ++strong_[i];
+        }
+        if (evidence_.size() < 12) {
+          evidence_.push_back({std::string(input) + ":" + std::to_string(number),
+                               fmt::format("{} ({} {}): {}", Clip(line), code->name, code->value, code->category)});
+        }
+        if (key_weight_ < 3) {
+          if (key_line_.empty()) filter_stale_ = true;
+          key_line_ = std::string(line.substr(0, 400));
+          key_weight_ = 3;
+        }
+      }
+    }
+    if (xid_lines_ < kXidLines && line.find("Xid") != std::string_view::npos) {
+      if (auto xid = kernel_log::ParseXid(line)) {
+        if (++xid_lines_ == kXidLines) filter_stale_ = true;
+        XidSeen& seen = xids_[xid->code];
+        ++seen.count;
+        if (std::find(seen.gpus.begin(), seen.gpus.end(), xid->pci) == seen.gpus.end()) seen.gpus.push_back(xid->pci);
+        if (seen.first_line.empty()) seen.first_line = std::string(input) + ":" + std::to_string(number);
+      }
+    }
     // PyTorch/CUDA: "CUDA kernel errors might be asynchronously reported at some other API
     // call, so the stacktrace below might be incorrect."
     if (!asynchronous_ && line.find(kAsynchronous) != std::string_view::npos) {
@@ -263,6 +413,7 @@ class Analyzer::Scan {
       if (++count == kGeneralCap) filter_stale_ = true;
       scores_[static_cast<size_t>(CategoryIndex(index))] += g.weight;
       if (g.weight >= 2) {
+        ++strong_[static_cast<size_t>(CategoryIndex(index))];
         if (evidence_.size() < 12) evidence_.push_back({std::string(input) + ":" + std::to_string(number), Clip(line)});
         if (key_line_.empty() || g.weight > key_weight_) {
           if (key_line_.empty()) filter_stale_ = true;  // the fallback line is no longer wanted
@@ -284,6 +435,8 @@ class Analyzer::Scan {
       if (want) wanted.emplace_back(g.pattern);
     }
     if (!asynchronous_) wanted.emplace_back(kAsynchronous);
+    if (signature_wanted_) wanted.push_back(signature_.WantedPattern());
+    if (xid_lines_ < kXidLines) wanted.emplace_back(R"(Xid \()");
     if (wanted.empty()) return;
     RE2::Options options;
     options.set_encoding(RE2::Options::EncodingLatin1);
@@ -325,7 +478,7 @@ class Analyzer::Scan {
 };
 
 std::string NormalizeLine(std::string_view line) {
-  static const RE2 kTimestamp(R"(^\s*(?:\[\s*\d+\.\d+\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+\S+\s+)(?:kernel:\s*)?)");
+  static const RE2 kTimestamp(R"(^\s*(?:\[\s*\d+\.\d+\]\s*|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+\S+\s+)(?:kernel:\s*)?)");
   static const RE2 kHex(R"(0x[0-9a-fA-F_]+|\b[0-9a-fA-F]{8,}\b)");
   static const RE2 kPid(R"(\bpid[=: ]\s*\d+)");
   static const RE2 kSize(R"(\d+(?:\.\d+)?\s*(?:[KMGT]i?B|bytes)\b)");
@@ -400,6 +553,17 @@ core::Result<void> Analyzer::AddBundle(const std::string& dir) {
     });
   }
   AddProcess(forensics::ProcessReportFromJson(process), dir + "/process.json");
+  if (auto repeat_text = read("repeat.json")) {
+    Json r = Json::parse(*repeat_text, nullptr, false);
+    if (r.is_object() && r.value("runs", 0) > 0) {
+      RepeatStats stats;
+      stats.runs = r.value("runs", 0);
+      stats.failures = r.value("failures", 0);
+      stats.same_signature = r.value("same_signature", 0);
+      stats.distinct_signatures = r.value("distinct_signatures", 0);
+      scan_->repeat_ = stats;
+    }
+  }
   return {};
 }
 
@@ -427,16 +591,21 @@ Analysis Analyzer::Finish(const Facts* facts) {
   a.stats = scan.stats_;
   a.matches = matcher_->Results(facts);
   a.evidence = scan.evidence_;
-  // Category: the best known issue decides; else the general classifier's strongest category.
-  std::string general;
-  int best = 0, total = 0;
+  // Category: the best known issue decides; else the general classifier's strongest category
+  // among those with at least one strong signal (weak hints alone name no category).
+  std::string general, hinted;
+  int best = 0, total = 0, best_hint = 0;
   for (size_t ci = 0; ci < scan.scores_.size(); ++ci) {
     const std::string& category = Categories()[ci];
     int score = scan.scores_[ci];
     total += score;
-    if (score > best) {
+    if (scan.strong_[ci] > 0 && score > best) {
       best = score;
       general = category;
+    }
+    if (score > best_hint) {
+      best_hint = score;
+      hinted = category;
     }
   }
   if (!a.matches.empty()) {
@@ -452,12 +621,20 @@ Analysis Analyzer::Finish(const Facts* facts) {
     a.verdict = DefaultVerdict(general);
     a.verdict_reasons.push_back(fmt::format("no known issue matched; the error lines point to {} "
                                             "(general signals, score {} of {})", general, best, total));
+  } else if (!hinted.empty()) {
+    a.category = "other";
+    a.confidence = 0.1;
+    a.verdict_reasons.push_back(fmt::format("no known issue matched and no clear GPU error; only weak hints "
+                                            "of {} (words like those of such failures, score {})", hinted, best_hint));
   } else {
     a.category = "other";
     a.confidence = 0.05;
     a.verdict_reasons.push_back("no known issue matched and no GPU error signal was found");
   }
+  scan.AddVerdictEvidence(facts, a);
   a.signature = NormalizeLine(scan.key_line_.empty() ? scan.fallback_line_ : scan.key_line_);
+  a.gpu_signature = scan.signature_.Finish(facts);
+  a.group_key = a.gpu_signature.empty() ? a.signature : a.gpu_signature.Key();
   a.next_steps = NextSteps(a.category, !a.matches.empty());
   if (scan.asynchronous_) {
     a.verdict_reasons.push_back(
@@ -496,7 +673,42 @@ Facts FactsFromSnapshot(const Json& snapshot) {
   Facts facts;
   const Json& gpus = core::NodeAt(snapshot, {"gpus"});
   if (gpus.is_array()) {
+    facts.gpu_count = gpus.size();
     for (const Json& g : gpus) {
+      std::string pci = core::StringAt(g, "pci_address");
+      auto count = [&](std::initializer_list<const char*> path) -> uint64_t {
+        const Json& v = core::NodeAt(g, path);
+        return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() > 0) ? v.get<uint64_t>() : 0;
+      };
+      auto flag = [&](std::initializer_list<const char*> path) {
+        const Json& v = core::NodeAt(g, path);
+        return v.is_boolean() && v.get<bool>();
+      };
+      if (uint64_t n = count({"nvidia", "ecc", "volatile_uncorrected"})) {
+        facts.hardware_alerts.push_back(fmt::format("GPU {}: {} uncorrectable ECC errors since the driver loaded", pci, n));
+      } else if (uint64_t a = count({"nvidia", "ecc", "aggregate_uncorrected"})) {
+        facts.hardware_alerts.push_back(fmt::format("GPU {}: {} uncorrectable ECC errors over its lifetime", pci, a));
+      }
+      if (uint64_t n = count({"nvidia", "remapped_rows", "uncorrectable"})) {
+        facts.hardware_alerts.push_back(fmt::format("GPU {}: {} rows remapped for uncorrectable errors", pci, n));
+      }
+      if (flag({"nvidia", "remapped_rows", "failure"})) {
+        facts.hardware_alerts.push_back(fmt::format("GPU {}: row remapping failed (the GPU is out of spare rows)", pci));
+      }
+      if (flag({"nvidia", "remapped_rows", "pending"}) || flag({"nvidia", "retired_pages", "pending"})) {
+        facts.hardware_alerts.push_back(fmt::format("GPU {}: a row remap or page retirement is pending a GPU reset", pci));
+      }
+      const Json* ras = &core::NodeAt(g, {"amd", "ras"});
+      if (!ras->is_object()) ras = &core::NodeAt(g, {"ras"});
+      if (ras->is_object()) {
+        for (auto it = ras->begin(); it != ras->end(); ++it) {
+          const Json& ue = core::NodeAt(it.value(), {"ue"});
+          if (ue.is_number_integer() && ue.get<int64_t>() > 0) {
+            facts.hardware_alerts.push_back(
+                fmt::format("GPU {}: {} uncorrectable RAS errors in block {}", pci, ue.get<int64_t>(), it.key()));
+          }
+        }
+      }
       std::string arch = core::StringAt(g, "gfx_arch");
       if (!arch.empty()) facts.gpu_archs.push_back(arch);
       const Json& cc = core::NodeAt(g, {"nvidia", "compute_capability"});
@@ -528,6 +740,17 @@ Facts FactsFromSnapshot(const Json& snapshot) {
   return facts;
 }
 
+Json GpuSignatureJson(const GpuSignature& g) {
+  Json versions = Json::object();
+  for (const auto& [name, version] : g.versions) versions[name] = version;
+  return {{"key", g.Key()},
+          {"error", g.error.empty() ? Json(nullptr) : Json(g.error)},
+          {"error_category", g.error_category.empty() ? Json(nullptr) : Json(g.error_category)},
+          {"kernel", g.kernel.empty() ? Json(nullptr) : Json(g.kernel)},
+          {"archs", g.archs},
+          {"versions", versions}};
+}
+
 Json ToJson(const Analysis& a) {
   Json matches = Json::array();
   for (const IssueMatch& m : a.matches) {
@@ -557,6 +780,9 @@ Json ToJson(const Analysis& a) {
               {"evidence", a.evidence},
               {"next_steps", a.next_steps},
               {"signature", a.signature},
+              {"gpu_signature", GpuSignatureJson(a.gpu_signature)},
+              {"group_key", a.group_key},
+              {"xids", a.xids},
               {"search_links", a.search_links},
               {"input", {{"bytes", a.stats.bytes}, {"lines", a.stats.lines}, {"cut_lines", a.stats.cut_lines},
                          {"compression", a.stats.compression}}}};

@@ -13,6 +13,7 @@
 #include "kb/knowledge_base.h"
 #include "kb/log_reader.h"
 #include "kb/matcher.h"
+#include "kb/signature.h"
 
 namespace gputriage::forensics {
 struct ProcessReport;
@@ -31,6 +32,12 @@ struct Analysis {
   std::vector<core::Evidence> evidence;
   std::vector<std::string> next_steps;
   std::string signature;      ///< the normalised key error line
+  GpuSignature gpu_signature; ///< error code, kernel, architecture, versions
+  /// What failures of the same kind group by: the GPU signature when there is a GPU error,
+  /// else the normalised key line.
+  std::string group_key;
+  /// NVIDIA Xid events seen: code, name and class from the Xid catalog, count, GPUs.
+  core::Json xids = core::Json::array();
   std::vector<std::string> search_links;  ///< when nothing matched
   ReadStats stats;
 };
@@ -85,6 +92,14 @@ class Analyzer {
   bool prefilter_ = true;
 };
 
+/// How a `run --repeat` went, from a bundle's repeat.json.
+struct RepeatStats {
+  int runs = 0;
+  int failures = 0;
+  int same_signature = 0;  ///< failures with this bundle's signature
+  int distinct_signatures = 0;
+};
+
 /// The facts conditions are checked against, from a snapshot JSON (docs/snapshot-schema.md).
 Facts FactsFromSnapshot(const core::Json& snapshot);
 
@@ -92,5 +107,8 @@ Facts FactsFromSnapshot(const core::Json& snapshot);
 /// title, category, verdict, score, fix, fixes, explanation, references, evidence,
 /// conditions}], evidence, next_steps, signature, search_links, known_issue_matched}.
 core::Json ToJson(const Analysis& analysis);
+
+/// {key, error, error_category, kernel, archs, versions}.
+core::Json GpuSignatureJson(const GpuSignature& signature);
 
 }  // namespace gputriage::kb

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "kb/analysis.h"
 
 namespace gputriage::kb {
@@ -147,6 +150,86 @@ TEST(Analysis, ThePrefilterGivesTheSameResultAsMatchingEveryLine) {
   EXPECT_GT(a.matches.size(), 50u);
 }
 
+bool HasReason(const Analysis& a, std::string_view start) {
+  for (const std::string& r : a.verdict_reasons) {
+    if (r.rfind(start, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The verdict's reasons: the Xid catalog's class (kb/tables/nvidia-xid.yaml) of each Xid and on
+// how many GPUs; the snapshot's hardware health. With no known issue matching (an empty
+// knowledge base), hardware evidence decides the verdict.
+TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
+  auto empty = LoadKnowledgeBase({});
+  ASSERT_TRUE(empty.ok());
+  auto analyzer = Analyzer::Create(*empty);
+  ASSERT_TRUE(analyzer.ok());
+  // tests/fixtures/kernel_log/nvrm-xid119-...: GSP RPC timeouts, driver-firmware in the catalog.
+  Analysis gsp = (*analyzer)->AnalyzeText(
+      "[Fri Mar  3 04:27:08 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for RPC from GSP! Expected function 103 (GSP_RM_ALLOC) (0x80 0x38).\n"
+      "[Fri Mar  3 04:27:53 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for RPC from GSP! Expected function 103 (GSP_RM_ALLOC) (0x2080 0x4).\n",
+      "dmesg", nullptr);
+  EXPECT_EQ(gsp.category, "driver-runtime");
+  EXPECT_EQ(gsp.verdict, "driver-firmware");
+  EXPECT_TRUE(HasReason(gsp, "Xid 119 (GSP RPC Timeout) on 0000:61:00.0 (2 times): NVIDIA's Xid catalog classes it as driver-firmware"))
+      << core::Json(gsp.verdict_reasons).dump();
+  ASSERT_EQ(gsp.xids.size(), 1u);
+  EXPECT_EQ(gsp.xids[0]["count"], 2);
+  EXPECT_EQ(gsp.gpu_signature.error, "Xid 119");
+
+  Analysis shared = (*analyzer)->AnalyzeText(
+      "NVRM: Xid (PCI:0000:61:00): 31, pid=7, name=python3, channel 0x0000000a\n"
+      "NVRM: Xid (PCI:0000:62:00): 31, pid=8, name=python3, channel 0x0000000a\n",
+      "dmesg", nullptr);
+  EXPECT_TRUE(HasReason(shared, "Xid 31 on 2 GPUs at once")) << core::Json(shared.verdict_reasons).dump();
+  EXPECT_EQ(shared.verdict, "application");
+
+  core::Json snapshot = core::Json::parse(R"({"gpus": [
+      {"pci_address": "0000:61:00.0", "nvidia": {"compute_capability": "9.0", "ecc": {"volatile_uncorrected": 2},
+                                                  "remapped_rows": {"pending": true}}},
+      {"pci_address": "0000:62:00.0", "nvidia": {"compute_capability": "9.0", "ecc": {"volatile_uncorrected": 0}}}]})");
+  Facts facts = FactsFromSnapshot(snapshot);
+  EXPECT_EQ(facts.gpu_count, 2u);
+  ASSERT_EQ(facts.hardware_alerts.size(), 2u);
+  Analysis ecc = (*analyzer)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n", "stderr", &facts);
+  EXPECT_EQ(ecc.category, "illegal-address");
+  EXPECT_EQ(ecc.verdict, "hardware");
+  EXPECT_TRUE(HasReason(ecc, "snapshot: GPU 0000:61:00.0: 2 uncorrectable ECC errors since the driver loaded"));
+  EXPECT_TRUE(HasReason(ecc, "verdict hardware (the error lines alone said application)"));
+  EXPECT_EQ(ecc.gpu_signature.Key(), "cudaErrorIllegalAddress on sm_90");
+  EXPECT_EQ(ecc.group_key, "cudaErrorIllegalAddress on sm_90");
+
+  // With the real knowledge base a known issue keeps its verdict, and the hardware evidence is
+  // still said.
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok());
+  auto full = Analyzer::Create(*kb);
+  ASSERT_TRUE(full.ok());
+  Analysis known = (*full)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n", "stderr", &facts);
+  ASSERT_FALSE(known.matches.empty());
+  EXPECT_NE(known.verdict, "hardware");
+  EXPECT_TRUE(HasReason(known, "the known issue says")) << core::Json(known.verdict_reasons).dump();
+}
+
+// Weak hints alone (words like "driver" or "power" in a boot log) name no category.
+TEST(Analysis, WeakHintsAloneAreNotAFailure) {
+  auto empty = LoadKnowledgeBase({});
+  ASSERT_TRUE(empty.ok());
+  auto analyzer = Analyzer::Create(*empty);
+  ASSERT_TRUE(analyzer.ok());
+  // A real boot log: amdgpu initialising two GPUs, no failure.
+  std::ifstream in(std::string(GT_FIXTURES_DIR) +
+                   "/kernel_log/amdgpu-boot-init-ctime-2gpu-rx7900gre-gfx1100-raphael-igpu-kfd-nodes-ip-blocks-kernel6.18.txt");
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_GT(text.str().size(), 1000u);
+  Analysis boot = (*analyzer)->AnalyzeText(text.str(), "dmesg", nullptr);
+  EXPECT_EQ(boot.category, "other");
+  EXPECT_LE(boot.confidence, 0.1);
+  EXPECT_TRUE(HasReason(boot, "no known issue matched and no clear GPU error; only weak hints"));
+}
+
 TEST(Analysis, NormalizesLinesIntoSignatures) {
   EXPECT_EQ(NormalizeLine("[  199.015019] amdgpu 0000:07:00.0: amdgpu: [gfxhub0] page fault (src_id:0 ring:173 vmid:8 pasid:32772)"),
             "amdgpu N:N:N.N: amdgpu: [gfxhubN] page fault (src_id:N ring:N vmid:N pasid:N)");
@@ -154,6 +237,9 @@ TEST(Analysis, NormalizesLinesIntoSignatures) {
             "RuntimeError: shape SHAPE vs SHAPE at X, SIZE");
   EXPECT_EQ(NormalizeLine("Dec  2 10:00:01 host kernel: NVRM: Xid (PCI:0000:00:06): 43, pid=719, name=python3"),
             "NVRM: Xid (PCI:N:N:N): N, pid=N, name=pythonN");
+  // dmesg -T (ctime) timestamps.
+  EXPECT_EQ(NormalizeLine("[Fri Mar  3 04:27:08 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi"),
+            "NVRM: Xid (PCI:N:N:N): N, pid=N, name=nvidia-smi");
 }
 
 }  // namespace

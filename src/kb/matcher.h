@@ -35,6 +35,13 @@ struct Facts {
   std::vector<std::pair<std::string, std::string>> versions;  ///< ("rocm", "6.1.3"), ("cuda", "12.4")
   std::vector<std::string> gpu_archs;                          ///< "gfx1100", "sm_90"
   std::vector<std::pair<std::string, std::string>> env;        ///< set variables
+  size_t gpu_count = 0;                                         ///< GPUs in the snapshot
+  /// Hardware health the snapshot shows, one line each ("GPU 0000:61:00.0: 2 uncorrectable
+  /// ECC errors (volatile)"): uncorrectable ECC, remapped-row failures or pending remaps,
+  /// retired pages pending, AMD RAS uncorrectable counts.
+  std::vector<std::string> hardware_alerts;
+  /// What changed since the last good snapshot (analyze --baseline), one line each.
+  std::vector<std::string> changes;
 };
 
 enum class ConditionResult { kTrue, kFalse, kUnknown };

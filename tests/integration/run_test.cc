@@ -596,6 +596,47 @@ TEST_F(RunTest, AnalyzeAKernelCore) {
   EXPECT_EQ(bad->stderr_tail.rfind("gputriage: " + cut + ":", 0), 0u) << bad->stderr_tail;
 }
 
+// A GPU failure groups by what the GPU side says (error code, kernel), not by the host stack or
+// the exact text: here every run also prints its own pid. The bundle learns how the series went,
+// and analyze turns that into a verdict reason.
+TEST_F(RunTest, GpuFailuresGroupByTheGpuSignatureAndTheBundleKnowsTheSeries) {
+  // Real stderr of tests/gpu/torch_index_add_assert.py on the H200.
+  std::string fixture = std::string(GT_FIXTURES_DIR) + "/run/h200-torch-index-add-assert.stderr.txt";
+  JobRun r = Run({"sh", "-c", "tail -n +2 " + fixture + " >&2; echo \"worker pid $$ exiting\" >&2; exit 1"},
+                 {"--repeat", "3", "--json", "--quiet"});
+  Json j = TrailingJson(r.out);
+  ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+  EXPECT_EQ(j["verdict"].value("verdict", ""), "deterministic");
+  ASSERT_EQ(j["verdict"]["distinct_signatures"].size(), 1u) << j["verdict"].dump();
+  EXPECT_EQ(j["verdict"]["distinct_signatures"][0].value("signature", ""), "gpu: cudaErrorAssert in indexFuncSmallIndex");
+  std::string bundle;
+  for (const Json& run : j["runs"]) {
+    if (run["bundle"].is_string()) bundle = run["bundle"].get<std::string>();
+  }
+  ASSERT_FALSE(bundle.empty());
+  std::ifstream in(bundle + "/repeat.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  Json repeat = Json::parse(text.str(), nullptr, false);
+  ASSERT_FALSE(repeat.is_discarded()) << text.str();
+  EXPECT_EQ(repeat.value("runs", 0), 3);
+  EXPECT_EQ(repeat.value("same_signature", 0), 3);
+
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  auto analyzed = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", "--json", bundle}, ro);
+  ASSERT_TRUE(analyzed.ok());
+  Json a = Json::parse(analyzed->stdout_data, nullptr, false);
+  ASSERT_FALSE(a.is_discarded()) << analyzed->stdout_data << analyzed->stderr_tail;
+  EXPECT_EQ(a["gpu_signature"].value("error", ""), "cudaErrorAssert");
+  EXPECT_EQ(a["gpu_signature"].value("kernel", ""), "indexFuncSmallIndex");
+  bool deterministic = false;
+  for (const Json& reason : a["verdict_reasons"]) {
+    deterministic = deterministic || reason.get<std::string>().rfind("failed 3 of 3 runs with the same signature", 0) == 0;
+  }
+  EXPECT_TRUE(deterministic) << a["verdict_reasons"].dump();
+}
+
 TEST_F(RunTest, AnalyzeReadsBundlesAndRejectsMissingPaths) {
   JobRun r = Run({kCrasher, "fpe"});
   ASSERT_FALSE(r.bundle.empty());
