@@ -17,6 +17,7 @@
 #include "core/text.h"
 #include "forensics/report.h"
 #include "forensics/siginfo.h"
+#include "kb/vm_fault.h"
 
 namespace gputriage::kb {
 namespace {
@@ -207,7 +208,7 @@ class Analyzer::Scan {
     if (chunk_lines_.empty()) return;
     bool per_line = true;
     if (filter_stale_) RebuildFilter();
-    if (!filter_broken_) {
+    if (!filter_broken_ && !vm_.open()) {  // an open fault block needs its next lines
       if (!filter_) {
         per_line = false;  // nothing left that a line could change
       } else {
@@ -244,6 +245,21 @@ class Analyzer::Scan {
     }();
     bool hardware = false, driver = false, application = false;
     std::vector<std::string> hardware_why;
+    for (const VmFault& f : vm_faults_) a.vm_faults.push_back(ToJson(f));
+    if (!vm_faults_.empty()) {
+      const VmFault& first = vm_faults_.front();
+      a.verdict_reasons.push_back(fmt::format("{} amdgpu VM fault{} (each block of kernel-log lines is one); the first: {}",
+                                              vm_fault_count_, vm_fault_count_ == 1 ? "" : "s", first.Describe()));
+      if (first.address && *first.address < 0x10000) {
+        a.verdict_reasons.push_back(fmt::format("the faulting page {:#x} is at the bottom of the address space: a null "
+                                                "(or nearly null) pointer used by the GPU", *first.address));
+      }
+      if (first.vmid && *first.vmid == 0) {
+        a.verdict_reasons.push_back("vmid 0 is the system context (kb/tables/amdgpu-vm-fault.yaml): the access came "
+                                    "from the kernel driver or firmware, not from a user's kernel");
+        driver = true;
+      }
+    }
     for (const auto& [code, seen] : xids_) {
       auto it = knowledge->xid.find(static_cast<int>(code));
       std::string name = it != knowledge->xid.end() ? it->second.name : "not in the Xid catalog";
@@ -349,11 +365,31 @@ class Analyzer::Scan {
     std::string first_line;
   };
   std::map<uint32_t, XidSeen> xids_;
+  std::vector<VmFault> vm_faults_;  // the first kVmFaults
+  uint64_t vm_fault_count_ = 0;
+
+  void FinishVmFaults() {
+    vm_.Finish(&vm_done_);
+    TakeVmFaults();
+  }
 
  private:
   static constexpr std::string_view kAsynchronous = "asynchronously reported";
   // Xid lines looked at (for the verdict: which codes, on which GPUs); past this, no more.
   static constexpr int kXidLines = 256;
+  static constexpr size_t kVmFaults = 64;
+  VmFaultAssembler vm_;
+  std::vector<VmFault> vm_done_;
+  void TakeVmFaults() {
+    for (VmFault& f : vm_done_) {
+      ++vm_fault_count_;
+      if (vm_faults_.size() < kVmFaults) {
+        vm_faults_.push_back(std::move(f));
+        if (vm_faults_.size() == kVmFaults) filter_stale_ = true;
+      }
+    }
+    vm_done_.clear();
+  }
   bool signature_wanted_ = true;
   bool code_scored_ = false;
   int xid_lines_ = 0;
@@ -383,6 +419,12 @@ class Analyzer::Scan {
           key_weight_ = 3;
         }
       }
+    }
+    if (source != LineSource::kStderr) {
+      // An amdgpu VM fault block is one event: its field lines say nothing more to the classifier.
+      VmFaultAssembler::LineKind kind = vm_.Line(line, number, input, &vm_done_);
+      TakeVmFaults();
+      if (kind == VmFaultAssembler::LineKind::kContinuation) return;
     }
     if (xid_lines_ < kXidLines && line.find("Xid") != std::string_view::npos) {
       if (auto xid = kernel_log::ParseXid(line)) {
@@ -437,6 +479,7 @@ class Analyzer::Scan {
     if (!asynchronous_) wanted.emplace_back(kAsynchronous);
     if (signature_wanted_) wanted.push_back(signature_.WantedPattern());
     if (xid_lines_ < kXidLines) wanted.emplace_back(R"(Xid \()");
+    if (vm_faults_.size() < kVmFaults) wanted.emplace_back(VmFaultLinePattern());
     if (wanted.empty()) return;
     RE2::Options options;
     options.set_encoding(RE2::Options::EncodingLatin1);
@@ -586,6 +629,7 @@ void Analyzer::AddProcess(const forensics::ProcessReport& report, const std::str
 Analysis Analyzer::Finish(const Facts* facts) {
   Scan& scan = *scan_;
   scan.Flush();
+  scan.FinishVmFaults();
   Analysis a;
   a.source = scan.source_;
   a.stats = scan.stats_;
@@ -783,6 +827,7 @@ Json ToJson(const Analysis& a) {
               {"gpu_signature", GpuSignatureJson(a.gpu_signature)},
               {"group_key", a.group_key},
               {"xids", a.xids},
+              {"vm_faults", a.vm_faults},
               {"search_links", a.search_links},
               {"input", {{"bytes", a.stats.bytes}, {"lines", a.stats.lines}, {"cut_lines", a.stats.cut_lines},
                          {"compression", a.stats.compression}}}};

@@ -38,6 +38,8 @@ struct Analysis {
   std::string group_key;
   /// NVIDIA Xid events seen: code, name and class from the Xid catalog, count, GPUs.
   core::Json xids = core::Json::array();
+  /// amdgpu VM fault blocks, one event each, decoded (kb/vm_fault.h); the first 64.
+  core::Json vm_faults = core::Json::array();
   std::vector<std::string> search_links;  ///< when nothing matched
   ReadStats stats;
 };

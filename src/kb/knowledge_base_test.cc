@@ -212,6 +212,30 @@ TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
   EXPECT_TRUE(HasReason(known, "the known issue says")) << core::Json(known.verdict_reasons).dump();
 }
 
+// An amdgpu VM fault block (header, address, status, decoded fields) is one event, decoded.
+TEST(Analysis, AnAmdgpuVmFaultBlockIsOneEvent) {
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok());
+  auto analyzer = Analyzer::Create(*kb);
+  ASSERT_TRUE(analyzer.ok());
+  std::ifstream in(std::string(GT_FIXTURES_DIR) + "/kernel_log/amdgpu-gfxhub0-no-retry-pagefault-cpc-gfx902-apu-rocm4.3.txt");
+  std::stringstream text;
+  text << in.rdbuf();
+  Analysis a = (*analyzer)->AnalyzeText(text.str(), "dmesg", nullptr);
+  EXPECT_EQ(a.category, "page-fault");
+  ASSERT_EQ(a.vm_faults.size(), 1u);
+  EXPECT_EQ(a.vm_faults[0]["client"], "CPC");
+  EXPECT_EQ(a.vm_faults[0]["access"], "write");
+  EXPECT_EQ(a.vm_faults[0]["lines"], 9);
+  EXPECT_TRUE(HasReason(a, "1 amdgpu VM fault (each block of kernel-log lines is one); the first: amdgpu VM fault on gfxhub0"))
+      << core::Json(a.verdict_reasons).dump();
+  EXPECT_TRUE(HasReason(a, "the faulting page 0x0 is at the bottom of the address space"));
+  // The general classifier's evidence holds the header once, not the block's field lines.
+  size_t status_lines = 0;
+  for (const core::Evidence& e : a.evidence) status_lines += e.text.find("PROTECTION_FAULT_STATUS") != std::string::npos;
+  EXPECT_EQ(status_lines, 0u);
+}
+
 // Weak hints alone (words like "driver" or "power" in a boot log) name no category.
 TEST(Analysis, WeakHintsAloneAreNotAFailure) {
   auto empty = LoadKnowledgeBase({});
