@@ -1,4 +1,5 @@
 // `gputriage analyze` on logs and bundles, and `gputriage kb`, run as a user would.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -123,6 +124,35 @@ TEST(AnalyzeCommand, BinaryGarbageAndUnmatchedInput) {
   ASSERT_FALSE(j.is_discarded());
   EXPECT_FALSE(j.value("known_issue_matched", true));
   EXPECT_FALSE(j["search_links"].empty());
+}
+
+// A 100 MB line (binary junk with no newline) is cut at the line limit, the real error after it
+// is still found, and memory stays bounded: the child's peak RSS is far below the line's size.
+TEST(AnalyzeCommand, AHundredMegabyteLineIsCutAndMemoryStaysBounded) {
+  // Written a mebibyte at a time: this process stays small, so the children's peak RSS
+  // (which counts what a child inherits at fork) measures gputriage.
+  testing::TempDir tmp;
+  std::string path = tmp / "long-line.log";
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::string block(1u << 20, 'x');
+    for (size_t i = 0; i < block.size(); i += 4093) block[i] = static_cast<char>(i * 2654435761u >> 24);
+    for (char& c : block) {
+      if (c == '\n') c = ' ';
+    }
+    for (int i = 0; i < 100; ++i) out << block;
+    out << "\nRuntimeError: CUDA error: an illegal memory access was encountered\n";
+  }
+  Out o = Gt({"analyze", "--json", path});
+  Json j = Json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.err;
+  EXPECT_EQ(j["input"]["cut_lines"], 1) << j["input"].dump();
+  EXPECT_EQ(j["input"]["lines"], 2);
+  EXPECT_EQ(j["category"], "illegal-address");
+  EXPECT_EQ(j["gpu_signature"]["error"], "cudaErrorIllegalAddress");
+  struct rusage usage {};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 64 * 1024) << "peak RSS of the largest child, KiB";
 }
 
 }  // namespace
