@@ -84,6 +84,7 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
         return kExitUsage;
       }
       input.manifest = ReadJson(path + "/manifest.json");
+      input.repeat = ReadJson(path + "/repeat.json");
       input.process = ReadJson(path + "/process.json");
       if (!input.snapshot) input.snapshot = ReadJson(path + "/snapshot.json");
       input.stderr_tail = ReadText(path + "/stderr.tail").value_or("");

@@ -119,6 +119,16 @@ Json BuildReport(const ReportInput& in) {
     repro["not_collected"] = "a log only: the command and its exit status are not known (`gputriage run` records them)";
   }
   if (in.same_signature_count) repro["same_signature_bundles"] = *in.same_signature_count;
+  if (in.repeat && in.repeat->is_object()) {
+    repro["repeat"] = {{"runs", core::NodeAt(*in.repeat, {"runs"})},
+                       {"failures", core::NodeAt(*in.repeat, {"failures"})},
+                       {"passes", core::NodeAt(*in.repeat, {"passes"})},
+                       {"same_signature", core::NodeAt(*in.repeat, {"same_signature"})},
+                       {"distinct_signatures", core::NodeAt(*in.repeat, {"distinct_signatures"})},
+                       {"verdict", core::NodeAt(*in.repeat, {"verdict"})}};
+  } else if (in.manifest) {
+    repro["repeat"] = {{"not_collected", "run once; `gputriage run --repeat 5 -- CMD` tells a deterministic failure from a flaky one"}};
+  }
   r["reproduction"] = repro;
 
   Json failure = Json::object();
@@ -126,6 +136,7 @@ Json BuildReport(const ReportInput& in) {
   failure["confidence"] = a.confidence;
   failure["verdict"] = a.verdict;
   failure["verdict_reasons"] = a.verdict_reasons;
+  if (!a.gpu_signature.empty()) failure["gpu_signature"] = Safe(a.gpu_signature.Key());
   if (in.process) {
     const Json& p = *in.process;
     failure["signal"] = core::NodeAt(p, {"signal"});
@@ -278,11 +289,23 @@ std::string RenderMarkdown(const Json& r) {
     if (rep.contains("same_signature_bundles") && rep["same_signature_bundles"].is_number() &&
         rep["same_signature_bundles"].get<int>() > 0) md += fmt::format(" Same signature seen in {} bundle(s).", Val(rep["same_signature_bundles"]));
     md += "\n\n";
+    if (rep.contains("repeat")) {
+      const Json& rp = rep["repeat"];
+      if (rp.contains("not_collected")) {
+        md += "_Repeat statistics: " + Val(rp["not_collected"]) + "_\n\n";
+      } else {
+        md += fmt::format("Repeated with `gputriage run --repeat {}`: failed {} of {} runs ({}), {} with this signature, "
+                          "{} distinct signature(s).\n\n",
+                          Val(rp["runs"]), Val(rp["failures"]), Val(rp["runs"]), Val(rp["verdict"]),
+                          Val(rp["same_signature"]), Val(rp["distinct_signatures"]));
+      }
+    }
   }
   md += "### What happened\n\n";
   if (f.contains("signal") && !f["signal"].is_null()) {
     md += fmt::format("`{}` ({}) at `{}`\n\n", Val(f["signal"]), Val(f["si_code"]), Val(f["fault_address"]));
   }
+  if (f.contains("gpu_signature")) md += fmt::format("GPU signature: `{}`\n\n", Val(f["gpu_signature"]));
   md += MdList(f["verdict_reasons"]);
   if (f.contains("crashed_thread_frames") && !f["crashed_thread_frames"].empty()) {
     std::string frames;

@@ -17,6 +17,7 @@ namespace gputriage::report {
 struct ReportInput {
   std::string source;                    ///< the bundle directory or log file
   std::optional<core::Json> manifest;    ///< bundle manifest.json
+  std::optional<core::Json> repeat;      ///< bundle repeat.json (run --repeat statistics)
   std::optional<core::Json> process;     ///< bundle process.json
   std::optional<core::Json> snapshot;    ///< snapshot.json or --snapshot
   std::string stderr_tail;

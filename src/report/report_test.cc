@@ -54,6 +54,21 @@ TEST(Report, FillsEverySectionAndRedactsSecrets) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
 }
 
+TEST(Report, RepeatStatisticsAndTheGpuSignature) {
+  ReportInput in = Sample();
+  std::string once = RenderMarkdown(BuildReport(in));
+  EXPECT_NE(once.find("_Repeat statistics: run once; `gputriage run --repeat 5 -- CMD`"), std::string::npos) << once;
+  in.repeat = Json{{"runs", 5}, {"passes", 0}, {"failures", 5}, {"same_signature", 5}, {"distinct_signatures", 1},
+                   {"verdict", "deterministic"}};
+  in.analysis.gpu_signature.error = "cudaErrorAssert";
+  in.analysis.gpu_signature.kernel = "indexFuncSmallIndex";
+  std::string md = RenderMarkdown(BuildReport(in));
+  EXPECT_NE(md.find("Repeated with `gputriage run --repeat 5`: failed 5 of 5 runs (deterministic), 5 with this "
+                    "signature, 1 distinct signature(s)."),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("GPU signature: `cudaErrorAssert in indexFuncSmallIndex`"), std::string::npos);
+}
+
 TEST(Report, SaysWhatWasNotCollected) {
   ReportInput in;
   in.source = "job.log";
