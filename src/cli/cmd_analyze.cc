@@ -13,6 +13,10 @@
 #include "forensics/siginfo.h"
 #include "kb/analysis.h"
 #include "kb/knowledge_base.h"
+#include "store/data_home.h"
+#include "store/diff.h"
+#include "store/snapshot_arg.h"
+#include "store/snapshot_store.h"
 #include "core/text.h"
 
 namespace gputriage::cli {
@@ -138,8 +142,21 @@ core::Result<kb::KnowledgeBase> LoadKb(const std::string& dir) {
   return kb::LoadKnowledgeBase(files);
 }
 
+// What changed from the last good snapshot to the failure's, for the verdict's reasons. Changes
+// that mean failing hardware (ECC counters up, retired pages, a GPU gone) count as hardware
+// evidence too.
+void AddBaselineChanges(const Json& baseline, const Json& snapshot, kb::Facts& facts) {
+  for (const store::Change& c : store::DiffSnapshots(baseline, snapshot)) {
+    if (facts.changes.size() < 20) facts.changes.push_back(c.summary);
+    if (c.kind == store::change_kind::kEccErrorsIncreased || c.kind == store::change_kind::kRetiredPagesIncreased ||
+        c.kind == store::change_kind::kGpuRemoved) {
+      facts.hardware_alerts.push_back("since the last good snapshot: " + c.summary);
+    }
+  }
+}
+
 int Analyze(const std::vector<std::string>& paths, const std::string& exe, const std::string& snapshot_path,
-            const std::string& kb_dir, bool json) {
+            const std::string& baseline_arg, const std::string& kb_dir, bool json) {
   auto kb = LoadKb(kb_dir);
   if (!kb.ok()) {
     PrintError("refusing to analyze: " + kb.error().message);
@@ -206,6 +223,24 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, const
   }
   kb::Facts facts;
   if (snapshot) facts = kb::FactsFromSnapshot(*snapshot);
+  if (!baseline_arg.empty()) {
+    if (!snapshot) {
+      PrintError("analyze: --baseline needs the failure's own snapshot to compare with (--snapshot FILE, or a "
+                 "bundle that has snapshot.json)");
+      return kExitUsage;
+    }
+    auto db_path = store::DefaultDatabasePath();
+    std::optional<store::SnapshotStore> db;
+    if (db_path.ok()) {
+      if (auto opened = store::SnapshotStore::Open(*db_path); opened.ok()) db = std::move(*opened);
+    }
+    auto baseline = store::LoadSnapshotArg(db ? &*db : nullptr, baseline_arg);
+    if (!baseline.ok()) {
+      PrintError("analyze: --baseline: " + baseline.error().message);
+      return kExitUsage;
+    }
+    AddBaselineChanges(*baseline, *snapshot, facts);
+  }
   kb::Analysis analysis = (*analyzer)->Finish(snapshot ? &facts : nullptr);
   bool found = !analysis.matches.empty() || analysis.category != "other" || !processes.empty();
   int rc = found ? kExitFindings : kExitOk;
@@ -235,6 +270,7 @@ Command AnalyzeCommand() {
         auto exe = std::make_shared<std::string>();
         auto snapshot = std::make_shared<std::string>();
         auto kb_dir = std::make_shared<std::string>();
+        auto baseline = std::make_shared<std::string>();
         auto json = std::make_shared<bool>(false);
         app.description(
             "Reads every PATH as evidence of one failure and matches it against the known issues "
@@ -258,6 +294,12 @@ Command AnalyzeCommand() {
                        "on, to check known issues' conditions (versions, GPU architecture, env); a "
                        "bundle's own snapshot.json is used when this is not given")
             ->type_name("FILE");
+        app.add_option("--baseline", *baseline,
+                       "A snapshot from when the job still worked: a stored snapshot's id, "
+                       "'latest', 'previous', or a JSON file. What changed since (driver, ROCm/CUDA, "
+                       "PyTorch, ECC counters, GPUs, links, environment) goes into the verdict's "
+                       "reasons; needs the failure's own snapshot (--snapshot or the bundle's)")
+            ->type_name("SNAPSHOT");
         app.add_flag("--json", *json,
                      "Print {category, confidence, verdict, verdict_reasons, matches: [{id, title, "
                      "category, fix, fixes, references, evidence, ...}], next_steps, signature, "
@@ -266,7 +308,9 @@ Command AnalyzeCommand() {
                        "Use the knowledge base in this kb/ directory instead of the built-in one "
                        "(for knowledge-base authors)")
             ->type_name("DIR");
-        return [paths, exe, snapshot, kb_dir, json]() { return Analyze(*paths, *exe, *snapshot, *kb_dir, *json); };
+        return [paths, exe, snapshot, baseline, kb_dir, json]() {
+          return Analyze(*paths, *exe, *snapshot, *baseline, *kb_dir, *json);
+        };
       }};
 }
 

@@ -97,6 +97,13 @@ int CategoryIndex(int signal) {
   return kIndex[static_cast<size_t>(signal)];
 }
 
+// "RuntimeError: CUDA error: ...", "torch.AcceleratorError: ...", "[rank0]: RuntimeError: ...":
+// the last line of a Python traceback.
+bool IsPythonExceptionLine(std::string_view line) {
+  static const RE2 kException(R"(^(?:\[rank\d+\]:\s*)?(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b: )");
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), kException);
+}
+
 std::string Clip(std::string_view line) {
   std::string s = core::SanitizeUtf8(core::Trim(line));
   if (s.size() > 400) s = s.substr(0, 400) + "...";
@@ -356,6 +363,7 @@ class Analyzer::Scan {
   std::string fallback_line_;
   bool asynchronous_ = false;
   int key_weight_ = 0;
+  int last_exception_category_ = -1;  // Categories() index of the last Python exception line
   ReadStats stats_;
   std::string source_;
   SignatureScanner signature_;
@@ -391,7 +399,7 @@ class Analyzer::Scan {
     vm_done_.clear();
   }
   bool signature_wanted_ = true;
-  bool code_scored_ = false;
+  const ErrorCode* scored_code_ = nullptr;
   int xid_lines_ = 0;
 
   void Process(LineSource source, std::string_view line, uint64_t number, std::string_view input) {
@@ -400,10 +408,10 @@ class Analyzer::Scan {
     if (signature_wanted_ && signature_.Line(line)) {
       filter_stale_ = true;
       signature_wanted_ = !signature_.WantedPattern().empty();
-      if (const ErrorCode* code = signature_.first_code(); code && !code_scored_) {
+      if (const ErrorCode* code = signature_.first_code(); code && code != scored_code_) {
         // The runtime's own error code, read through the CUDA/HIP error tables: as strong as
-        // the general classifier's strongest signals.
-        code_scored_ = true;
+        // the general classifier's strongest signals (the first code, and a sticky one after it).
+        scored_code_ = code;
         for (size_t i = 0; i < Categories().size(); ++i) {
           if (Categories()[i] != code->category) continue;
           scores_[i] += 3;
@@ -443,6 +451,7 @@ class Analyzer::Scan {
     }
     hits_.clear();
     if (!GeneralSet().Match(re2::StringPiece(line.data(), line.size()), &hits_)) return;
+    int line_weight = 0, line_category = -1;
     for (int index : hits_) {
       const GeneralSignal& g = kGeneral[static_cast<size_t>(index)];
       if (g.weight == 0) {
@@ -454,6 +463,10 @@ class Analyzer::Scan {
       if (count >= kGeneralCap) continue;
       if (++count == kGeneralCap) filter_stale_ = true;
       scores_[static_cast<size_t>(CategoryIndex(index))] += g.weight;
+      if (g.weight > line_weight) {
+        line_weight = g.weight;
+        line_category = CategoryIndex(index);
+      }
       if (g.weight >= 2) {
         ++strong_[static_cast<size_t>(CategoryIndex(index))];
         if (evidence_.size() < 12) evidence_.push_back({std::string(input) + ":" + std::to_string(number), Clip(line)});
@@ -463,6 +476,14 @@ class Analyzer::Scan {
           key_weight_ = g.weight;
         }
       }
+    }
+    // Python: in a chain of exceptions ("During handling of the above exception, another
+    // exception occurred") the last one raised is the one that counts: it becomes the key line
+    // and its category breaks ties.
+    if (line_weight >= 2 && line_weight >= key_weight_ && IsPythonExceptionLine(line)) {
+      key_line_ = std::string(line.substr(0, 400));
+      key_weight_ = line_weight;
+      last_exception_category_ = line_category;
     }
   }
 
@@ -641,7 +662,8 @@ Analysis Analyzer::Finish(const Facts* facts) {
   int best = 0, total = 0, best_hint = 0;
   for (size_t ci = 0; ci < scan.scores_.size(); ++ci) {
     const std::string& category = Categories()[ci];
-    int score = scan.scores_[ci];
+    // The last Python exception's category wins a tie.
+    int score = scan.scores_[ci] + (static_cast<int>(ci) == scan.last_exception_category_ ? 1 : 0);
     total += score;
     if (scan.strong_[ci] > 0 && score > best) {
       best = score;

@@ -236,6 +236,34 @@ TEST(Analysis, AnAmdgpuVmFaultBlockIsOneEvent) {
   EXPECT_EQ(status_lines, 0u);
 }
 
+// A chain of Python exceptions: the last one raised counts (key line, category), and the GPU
+// signature keeps the sticky CUDA error over the non-sticky one caught before it.
+TEST(Analysis, TheLastPythonExceptionCountsAndStickyErrorsWin) {
+  auto empty = LoadKnowledgeBase({});
+  ASSERT_TRUE(empty.ok());
+  auto analyzer = Analyzer::Create(*empty);
+  ASSERT_TRUE(analyzer.ok());
+  Analysis a = (*analyzer)->AnalyzeText(
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 3, in <module>\n"
+      "RuntimeError: CUDA error: out of memory\n"
+      "\n"
+      "During handling of the above exception, another exception occurred:\n"
+      "\n"
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 5, in <module>\n"
+      "[rank0]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n",
+      "stderr", nullptr);
+  EXPECT_EQ(a.category, "illegal-address");
+  EXPECT_EQ(a.signature, "[rankN]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered");
+  EXPECT_EQ(a.gpu_signature.error, "cudaErrorIllegalAddress");
+  Analysis reversed = (*analyzer)->AnalyzeText(
+      "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+      "RuntimeError: CUDA error: out of memory\n",
+      "stderr", nullptr);
+  EXPECT_EQ(reversed.gpu_signature.error, "cudaErrorIllegalAddress") << "a sticky error is not replaced";
+}
+
 // Weak hints alone (words like "driver" or "power" in a boot log) name no category.
 TEST(Analysis, WeakHintsAloneAreNotAFailure) {
   auto empty = LoadKnowledgeBase({});

@@ -53,6 +53,11 @@ void LoadTable(ErrorTables& t, std::string_view path, const std::string& vendor)
     code.driver_name = text("driver_name");
     code.message = text("message");
     code.category = text("category");
+    code.sticky = text("sticky") == "true";
+    if (vendor == "hip" && !text("cuda_name").empty()) {
+      // Resolved after both tables are loaded (the CUDA one comes first).
+      if (const auto it = t.by_name.find(text("cuda_name")); it != t.by_name.end()) code.sticky = t.codes[it->second].sticky;
+    }
     try {
       code.value = e["value"] ? e["value"].as<int>() : 0;
     } catch (const YAML::Exception&) {
@@ -163,7 +168,7 @@ std::string KernelName(std::string_view text) {
 
 std::string SignatureScanner::WantedPattern() const {
   std::vector<std::string_view> parts;
-  if (!code_) parts.push_back(kWantCode);
+  if (!code_ || !code_->sticky) parts.push_back(kWantCode);
   if (!code_ && other_error_.empty()) parts.push_back(kWantOther);
   if (kernel_.empty()) parts.push_back(kWantKernel);
   std::string out;
@@ -174,15 +179,19 @@ std::string SignatureScanner::WantedPattern() const {
 bool SignatureScanner::Line(std::string_view line) {
   bool learned = false;
   re2::StringPiece text(line.data(), line.size());
-  if (!code_) {
+  if (!code_ || !code_->sticky) {
     std::string name;
     if (line.find("rror") != std::string_view::npos) {
-      if (RE2::PartialMatch(text, NameRe(), &name)) code_ = FindErrorByName(name);
+      const ErrorCode* found = nullptr;
+      if (RE2::PartialMatch(text, NameRe(), &name)) found = FindErrorByName(name);
       std::string vendor, message;
-      if (!code_ && RE2::PartialMatch(text, MessageRe(), &vendor, &message)) {
-        code_ = FindByMessageText(Lower(vendor), message);
+      if (!found && RE2::PartialMatch(text, MessageRe(), &vendor, &message)) {
+        found = FindByMessageText(Lower(vendor), message);
       }
-      learned = code_ != nullptr;
+      if (found && (!code_ || (found->sticky && found != code_))) {
+        code_ = found;
+        learned = true;
+      }
     }
     if (!code_ && other_error_.empty()) {
       static const RE2 kHsa(R"(\b(HSA_STATUS_ERROR_\w+))");

@@ -24,6 +24,9 @@ struct ErrorCode {
   std::string driver_name;  ///< CUDA_ERROR_ILLEGAL_ADDRESS (CUDA only, when there is one)
   std::string message;      ///< what cudaGetErrorString/hipGetErrorString returns
   std::string category;     ///< the category the code usually points to
+  /// The error leaves the context unusable: every later call returns it (CUDA's table marks
+  /// these; a HIP code is sticky when its CUDA twin is).
+  bool sticky = false;
 };
 
 /// The error code called `name` (cudaError*, CUDA_ERROR_*, hipError*), or null.
@@ -48,8 +51,10 @@ struct GpuSignature {
   bool empty() const { return error.empty(); }
 };
 
-/// Reads log lines for the GPU side of a failure: the first runtime error code (errors are
-/// sticky: the first one is the cause, the later ones its echo), the first kernel named by a
+/// Reads log lines for the GPU side of a failure: the first runtime error code — or the first
+/// sticky one after a non-sticky one (an out-of-memory that was caught, then an illegal address
+/// that killed the context; after a sticky error every call returns it, so the first sticky one
+/// is the cause) — the first kernel named by a
 /// device assert, compute-sanitizer or the HIP runtime's log, and failing kernel-log events.
 class SignatureScanner {
  public:

@@ -126,6 +126,32 @@ TEST(AnalyzeCommand, BinaryGarbageAndUnmatchedInput) {
   EXPECT_FALSE(j["search_links"].empty());
 }
 
+// --baseline: what changed since the last good snapshot is a verdict reason. The snapshots are
+// this machine's own (`gputriage snapshot --json`), the failing one with a variable added.
+TEST(AnalyzeCommand, BaselineChangesAreVerdictReasons) {
+  Out snap = Gt({"snapshot", "--json"});
+  Json current = Json::parse(snap.out, nullptr, false);
+  ASSERT_FALSE(current.is_discarded()) << snap.err;
+  Json baseline = current;
+  current["env"]["variables"]["HSA_OVERRIDE_GFX_VERSION"] = "10.3.0";
+  testing::TempDir tmp;
+  std::string cur_path = tmp / "current.json", base_path = tmp / "baseline.json";
+  std::ofstream(cur_path) << current.dump();
+  std::ofstream(base_path) << baseline.dump();
+  Out o = Gt({"analyze", "--json", "--snapshot", cur_path, "--baseline", base_path, "-"},
+             "RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  Json j = Json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.err;
+  bool found = false;
+  for (const Json& r : j["verdict_reasons"]) {
+    found = found || r.get<std::string>() == "changed since the last good snapshot: env HSA_OVERRIDE_GFX_VERSION=10.3.0 added";
+  }
+  EXPECT_TRUE(found) << j["verdict_reasons"].dump();
+  Out alone = Gt({"analyze", "--baseline", base_path, "-"}, "x\n");
+  EXPECT_EQ(alone.status, 2);
+  EXPECT_NE(alone.err.find("--baseline needs the failure's own snapshot"), std::string::npos) << alone.err;
+}
+
 // A 100 MB line (binary junk with no newline) is cut at the line limit, the real error after it
 // is still found, and memory stays bounded: the child's peak RSS is far below the line's size.
 TEST(AnalyzeCommand, AHundredMegabyteLineIsCutAndMemoryStaysBounded) {
