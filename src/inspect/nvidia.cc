@@ -1,0 +1,388 @@
+#include "inspect/nvidia.h"
+
+#include <cxxabi.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <lz4.h>
+#include <zstd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include <fmt/format.h>
+
+namespace gputriage::inspect {
+namespace {
+
+constexpr uint32_t kFatbinMagic = 0xBA55ED50;
+constexpr uint64_t kFlagLz4 = 0x2000;
+constexpr uint64_t kFlagZstd = 0x8000;
+// No entry of a real fatbin comes near this (libtorch_cuda.so's largest cubin is a few MiB).
+constexpr uint64_t kMaxEntryBytes = 1ull << 30;
+
+template <typename T>
+T Load(const std::string& bytes, size_t at) {
+  T value;
+  std::memcpy(&value, bytes.data() + at, sizeof value);
+  return value;
+}
+
+// libelf keeps per-descriptor state but reports errors through a process-wide elf_errno: one
+// cubin at a time.
+std::mutex& ElfMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+void InitLibelf() {
+  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
+  (void)ok;
+}
+
+struct NvInfoRecord {
+  uint8_t format = 0;
+  uint8_t attribute = 0;
+  uint16_t value = 0;        // the value (formats 1-3) or the length (format 4)
+  std::string_view data;     // format 4: the bytes that follow
+};
+
+// `.nv.info` records; stops at the first record that runs past the section.
+std::vector<NvInfoRecord> ParseNvInfo(std::string_view section) {
+  std::vector<NvInfoRecord> out;
+  size_t at = 0;
+  while (at + 4 <= section.size()) {
+    NvInfoRecord r;
+    r.format = static_cast<uint8_t>(section[at]);
+    r.attribute = static_cast<uint8_t>(section[at + 1]);
+    std::memcpy(&r.value, section.data() + at + 2, 2);
+    at += 4;
+    if (r.format == 4) {
+      if (at + r.value > section.size()) break;
+      r.data = section.substr(at, r.value);
+      at += r.value;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+uint32_t U32(std::string_view data, size_t at) {
+  uint32_t v = 0;
+  if (at + 4 <= data.size()) std::memcpy(&v, data.data() + at, 4);
+  return v;
+}
+
+constexpr uint8_t kAttrMaxThreads = 0x05;
+constexpr uint8_t kAttrFrameSize = 0x11;
+constexpr uint8_t kAttrCbankParamSize = 0x19;
+constexpr uint8_t kAttrRegCount = 0x2f;
+
+std::string ArchName(std::string_view prefix, uint32_t arch) { return fmt::format("{}_{}", prefix, arch); }
+
+core::Result<std::string> Decompress(const std::string& stored, const FatbinEntry& e) {
+  if (e.uncompressed_size == 0 || e.uncompressed_size > kMaxEntryBytes) {
+    return core::MakeError("uncompressed size {} is not plausible", e.uncompressed_size);
+  }
+  std::string out(e.uncompressed_size, '\0');
+  if (stored.size() >= 4 && Load<uint32_t>(stored, 0) == 0xFD2FB528) {
+    size_t n = ZSTD_decompress(out.data(), out.size(), stored.data(), stored.size());
+    if (ZSTD_isError(n)) return core::MakeError("zstd: {}", ZSTD_getErrorName(n));
+    if (n != out.size()) return core::MakeError("zstd: {} bytes decoded, the entry header says {}", n, out.size());
+    return out;
+  }
+  if (e.flags & kFlagLz4) {
+    // An LZ4 block. Some entries carry padding after the block: decode what fits.
+    int n = LZ4_decompress_safe_partial(stored.data(), out.data(), static_cast<int>(stored.size()),
+                                        static_cast<int>(out.size()), static_cast<int>(out.size()));
+    if (n < 0) return core::MakeError("LZ4: corrupt block");
+    if (static_cast<size_t>(n) != out.size()) {
+      return core::MakeError("LZ4: {} bytes decoded, the entry header says {}", n, out.size());
+    }
+    return out;
+  }
+  return core::MakeError("compressed (flags {:#x}) in a way this version does not know", e.flags);
+}
+
+}  // namespace
+
+std::string Demangle(const std::string& symbol) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
+                                                &std::free);
+  return status == 0 && d ? std::string(d.get()) : symbol;
+}
+
+std::vector<FatbinEntry> ListFatbinEntries(const ByteReader& read, uint64_t begin, uint64_t length,
+                                           std::vector<std::string>* problems) {
+  std::vector<FatbinEntry> out;
+  uint64_t end = begin + length;
+  uint64_t at = begin;
+  std::string header;
+  while (at + 16 <= end) {
+    if (!read(at, 16, &header)) break;
+    if (Load<uint32_t>(header, 0) != kFatbinMagic) {
+      at += 8;  // containers start 8-byte aligned; padding between them is skipped
+      continue;
+    }
+    uint16_t header_size = Load<uint16_t>(header, 6);
+    uint64_t size = Load<uint64_t>(header, 8);
+    if (header_size < 16 || size > end - at - header_size) {
+      if (problems) {
+        problems->push_back(fmt::format("fatbin container at {:#x}: header says {} bytes of entries, "
+                                        "only {} remain", at, size, end - at - std::min<uint64_t>(end - at, header_size)));
+      }
+      at += 8;
+      continue;
+    }
+    uint64_t p = at + header_size, container_end = at + header_size + size;
+    std::string eh;
+    while (p + 64 <= container_end) {
+      if (!read(p, 64, &eh)) break;
+      FatbinEntry e;
+      e.kind = Load<uint16_t>(eh, 0);
+      uint32_t entry_header = Load<uint32_t>(eh, 4);
+      uint64_t padded = Load<uint64_t>(eh, 8);
+      uint32_t compressed_size = Load<uint32_t>(eh, 16);
+      e.arch = Load<uint32_t>(eh, 28);
+      e.flags = Load<uint64_t>(eh, 40);
+      e.uncompressed_size = Load<uint64_t>(eh, 56);
+      e.container_offset = at;
+      if (entry_header < 64 || padded > container_end - p - std::min<uint64_t>(container_end - p, entry_header) ||
+          p + entry_header > container_end) {
+        if (problems) {
+          problems->push_back(fmt::format("fatbin entry at {:#x}: header size {} and payload {} run past its "
+                                          "container (ends at {:#x})", p, entry_header, padded, container_end));
+        }
+        break;
+      }
+      e.payload_offset = p + entry_header;
+      e.payload_size = e.compressed() && compressed_size > 0 && compressed_size <= padded ? compressed_size : padded;
+      if (e.kind == 1 || e.kind == 2) out.push_back(e);
+      p += entry_header + padded;
+    }
+    at = container_end > at ? (container_end + 7) / 8 * 8 : at + 8;
+  }
+  return out;
+}
+
+CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::string_view origin) {
+  CodeObject co;
+  co.vendor = "nvidia";
+  co.arch = ArchName(e.kind == 1 ? "compute" : "sm", e.arch);
+  co.target_id = co.arch;
+  co.format = e.kind == 1 ? "ptx" : "cubin";
+  co.origin = fmt::format("{}+{:#x}", origin, e.payload_offset);
+  co.compressed = e.compressed();
+  if (e.payload_size > kMaxEntryBytes) {
+    co.error = fmt::format("entry of {} bytes is not plausible", e.payload_size);
+    return co;
+  }
+  std::string stored;
+  if (!read(e.payload_offset, e.payload_size, &stored)) {
+    co.error = "entry runs past the end of the data";
+    return co;
+  }
+  std::string bytes;
+  if (co.compressed) {
+    auto d = Decompress(stored, e);
+    if (!d.ok()) {
+      co.error = "cannot decompress: " + d.error().message;
+      return co;
+    }
+    bytes = std::move(*d);
+  } else {
+    bytes = std::move(stored);
+  }
+  CodeObject parsed = e.kind == 1 ? ReadPtx(bytes, co.origin, e.arch) : ReadCubin(bytes, co.origin, e.arch);
+  parsed.compressed = co.compressed;
+  return parsed;
+}
+
+std::vector<CodeObject> ReadNvFatbin(std::string_view data, std::string_view origin) {
+  ByteReader read = [data](uint64_t offset, size_t size, std::string* out) {
+    if (offset > data.size() || size > data.size() - offset) return false;
+    out->assign(data.substr(offset, size));
+    return true;
+  };
+  std::vector<std::string> problems;
+  std::vector<CodeObject> out;
+  for (const FatbinEntry& e : ListFatbinEntries(read, 0, data.size(), &problems)) {
+    out.push_back(DecodeFatbinEntry(read, e, origin));
+  }
+  for (const std::string& p : problems) {
+    CodeObject bad;
+    bad.vendor = "nvidia";
+    bad.format = "fatbin";
+    bad.origin = std::string(origin);
+    bad.error = p;
+    out.push_back(std::move(bad));
+  }
+  return out;
+}
+
+CodeObject ReadCubin(std::string_view image, std::string_view origin, uint32_t arch) {
+  CodeObject co;
+  co.vendor = "nvidia";
+  co.format = "cubin";
+  co.origin = std::string(origin);
+  co.size = image.size();
+  InitLibelf();
+  std::lock_guard<std::mutex> lock(ElfMutex());
+  // libelf only reads through this pointer (ELF_C_READ on memory).
+  Elf* elf = elf_memory(const_cast<char*>(image.data()), image.size());
+  if (!elf || elf_kind(elf) != ELF_K_ELF) {
+    if (elf) elf_end(elf);
+    co.error = "not an ELF file";
+    return co;
+  }
+  std::unique_ptr<Elf, decltype(&elf_end)> guard(elf, &elf_end);
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf, &eh) || eh.e_machine != 190) {
+    co.error = "not a cubin (ELF machine is not EM_CUDA)";
+    return co;
+  }
+  if (arch == 0) {
+    // CUDA 12.8+ cubins (ABI version 8) keep the SM number in bits 8-15 of e_flags; older ones
+    // in bits 0-7.
+    arch = eh.e_ident[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff;
+  }
+  co.arch = ArchName("sm", arch);
+  co.target_id = co.arch;
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
+    co.error = "cubin without a section-name table";
+    return co;
+  }
+  struct Sec {
+    GElf_Shdr header;
+    Elf_Scn* scn;
+  };
+  std::map<std::string, Sec, std::less<>> sections;
+  Elf_Scn* symtab = nullptr;
+  GElf_Shdr symtab_header{};
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name) continue;
+    sections[name] = {sh, scn};
+    if (sh.sh_type == SHT_SYMTAB) {
+      symtab = scn;
+      symtab_header = sh;
+    }
+  }
+  auto section_bytes = [&](const Sec& s) -> std::string_view {
+    Elf_Data* d = elf_getdata(s.scn, nullptr);
+    if (!d || !d->d_buf) return {};
+    return std::string_view(static_cast<const char*>(d->d_buf), d->d_size);
+  };
+  // Symbol index -> name, for the per-symbol records of the global `.nv.info`.
+  std::vector<std::string> symbols;
+  if (symtab) {
+    if (Elf_Data* d = elf_getdata(symtab, nullptr)) {
+      size_t count = symtab_header.sh_entsize ? symtab_header.sh_size / symtab_header.sh_entsize : 0;
+      for (size_t i = 0; i < count && i < 10'000'000; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(d, static_cast<int>(i), &sym)) break;
+        const char* name = elf_strptr(elf, symtab_header.sh_link, sym.st_name);
+        symbols.emplace_back(name ? name : "");
+      }
+    }
+  }
+  std::map<std::string, uint32_t, std::less<>> registers, frames;
+  if (auto it = sections.find(".nv.info"); it != sections.end()) {
+    for (const NvInfoRecord& r : ParseNvInfo(section_bytes(it->second))) {
+      if (r.format != 4 || r.data.size() < 8) continue;
+      uint32_t sym = U32(r.data, 0), value = U32(r.data, 4);
+      if (sym >= symbols.size()) continue;
+      if (r.attribute == kAttrRegCount) registers[symbols[sym]] = value;
+      if (r.attribute == kAttrFrameSize) frames[symbols[sym]] = value;
+    }
+  }
+  // Since sm_90 the kernel's shared section also holds the 1 KiB the system reserves per block
+  // (there is then a `.nv.shared.reserved.0` section); ptxas -v and the launch limits count the
+  // kernel's own static shared memory, without it. Seen with nvcc 13.0 for sm_90, sm_100 and
+  // sm_120 (the tests compare with ptxas -v).
+  bool reserved_in_section = sections.count(".nv.shared.reserved.0") > 0;
+  constexpr std::string_view kInfoPrefix = ".nv.info.";
+  for (const auto& [name, sec] : sections) {
+    if (name.rfind(kInfoPrefix, 0) != 0) continue;
+    Kernel k;
+    k.symbol = name.substr(kInfoPrefix.size());
+    k.name = Demangle(k.symbol);
+    for (const NvInfoRecord& r : ParseNvInfo(section_bytes(sec))) {
+      if (r.attribute == kAttrMaxThreads && r.format == 4 && r.data.size() >= 12) {
+        uint64_t n = uint64_t{U32(r.data, 0)} * U32(r.data, 4) * U32(r.data, 8);
+        if (n > 0 && n <= 0xffffffffu) k.max_threads = static_cast<uint32_t>(n);
+      }
+      if (r.attribute == kAttrCbankParamSize && r.format == 3) k.param_bytes = r.value;
+    }
+    if (auto it = registers.find(k.symbol); it != registers.end()) {
+      k.registers = it->second;
+    } else if (auto text = sections.find(".text." + k.symbol); text != sections.end()) {
+      k.registers = static_cast<uint32_t>(text->second.header.sh_info >> 24);
+    }
+    if (auto it = frames.find(k.symbol); it != frames.end()) k.local_bytes = it->second;
+    k.shared_bytes = 0;
+    if (auto sh = sections.find(".nv.shared." + k.symbol); sh != sections.end()) {
+      uint64_t size = sh->second.header.sh_size;
+      if (reserved_in_section && size >= 1024) size -= 1024;
+      k.shared_bytes = static_cast<uint32_t>(std::min<uint64_t>(size, 0xffffffffu));
+    }
+    co.kernels.push_back(std::move(k));
+  }
+  return co;
+}
+
+CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch) {
+  CodeObject co;
+  co.vendor = "nvidia";
+  co.format = "ptx";
+  co.origin = std::string(origin);
+  co.size = text.size();
+  if (arch == 0) {
+    // ".target sm_90a" -> 90
+    size_t t = text.find(".target sm_");
+    if (t != std::string_view::npos) arch = static_cast<uint32_t>(std::strtoul(std::string(text.substr(t + 11, 4)).c_str(), nullptr, 10));
+  }
+  co.arch = ArchName("compute", arch);
+  co.target_id = co.arch;
+  size_t at = 0;
+  while ((at = text.find(".entry", at)) != std::string_view::npos) {
+    at += 6;
+    size_t name_begin = text.find_first_not_of(" \t", at);
+    if (name_begin == std::string_view::npos) break;
+    size_t name_end = text.find_first_of(" \t\r\n(", name_begin);
+    if (name_end == std::string_view::npos) break;
+    Kernel k;
+    k.symbol = std::string(text.substr(name_begin, name_end - name_begin));
+    k.name = Demangle(k.symbol);
+    // Directives come after the parameter list, before the body's '{'.
+    size_t body = text.find('{', name_end);
+    std::string_view head = text.substr(name_end, body == std::string_view::npos ? std::string_view::npos : body - name_end);
+    if (size_t m = head.find(".maxntid"); m != std::string_view::npos) {
+      uint64_t product = 1;
+      const char* p = head.data() + m + 8;
+      const char* end = head.data() + head.size();
+      int dims = 0;
+      while (p < end && dims < 3) {
+        char* next = nullptr;
+        unsigned long v = std::strtoul(p, &next, 10);
+        if (next == p) break;
+        product *= v;
+        ++dims;
+        p = next;
+        while (p < end && (*p == ',' || *p == ' ')) ++p;
+      }
+      if (dims > 0 && product > 0 && product <= 0xffffffffu) k.max_threads = static_cast<uint32_t>(product);
+    }
+    co.kernels.push_back(std::move(k));
+    at = name_end;
+  }
+  return co;
+}
+
+}  // namespace gputriage::inspect
