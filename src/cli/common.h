@@ -42,6 +42,7 @@ Command RunCommand();
 Command AnalyzeCommand();
 Command KbCommand();
 Command ReportCommand();
+Command InspectCommand();
 
 /// Prints "gputriage: <message>" to stderr.
 void PrintError(std::string_view message);

@@ -8,7 +8,7 @@ namespace gputriage::cli {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {DoctorCommand(), SnapshotCommand(),
-                                                 RunCommand(), AnalyzeCommand(), ReportCommand(), KbCommand(),
+                                                 RunCommand(), AnalyzeCommand(), ReportCommand(), InspectCommand(), KbCommand(),
                                                  ProbeCommand()};
   return kCommands;
 }

@@ -26,7 +26,10 @@ struct Kernel {
   std::optional<bool> dynamic_stack;          ///< .uses_dynamic_stack
   // NVIDIA (cubin .nv.info attributes and sections)
   std::optional<uint32_t> registers;
-  std::optional<uint32_t> shared_bytes;       ///< static shared memory (.nv.shared.<kernel>)
+  std::optional<uint32_t> shared_bytes;       ///< the kernel's static shared memory (as ptxas -v counts it)
+  /// Shared memory the system reserves per block that the cubin counts in the kernel's shared
+  /// section since sm_90 (1 KiB); cuobjdump's SHARED is shared_bytes + this.
+  std::optional<uint32_t> reserved_shared_bytes;
   std::optional<uint32_t> local_bytes;        ///< stack frame (EIATTR_FRAME_SIZE): local memory, spills
   std::optional<uint32_t> max_threads;        ///< __launch_bounds__ (EIATTR_MAX_THREADS), x*y*z
   std::optional<uint32_t> param_bytes;        ///< kernel parameter size (EIATTR_CBANK_PARAM_SIZE)
@@ -34,7 +37,7 @@ struct Kernel {
 
 struct CodeObject {
   std::string vendor;     ///< "amd" or "nvidia"
-  std::string arch;       ///< "gfx90a", "sm_90", "compute_90" (PTX)
+  std::string arch;       ///< "gfx90a", "sm_90", "sm_90a" (arch-specific), "compute_90" (PTX)
   std::string target_id;  ///< AMD: "gfx90a:sramecc+:xnack-"; NVIDIA: same as arch
   std::string format;     ///< "hsaco-v3".."hsaco-v6", "cubin", "ptx"
   std::string origin;     ///< where it was found: "file.so:.nv_fatbin+0x1234"

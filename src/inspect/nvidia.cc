@@ -80,7 +80,9 @@ constexpr uint8_t kAttrFrameSize = 0x11;
 constexpr uint8_t kAttrCbankParamSize = 0x19;
 constexpr uint8_t kAttrRegCount = 0x2f;
 
-std::string ArchName(std::string_view prefix, uint32_t arch) { return fmt::format("{}_{}", prefix, arch); }
+std::string ArchName(std::string_view prefix, uint32_t arch, std::string_view suffix = "") {
+  return fmt::format("{}_{}{}", prefix, arch, suffix);
+}
 
 core::Result<std::string> Decompress(const std::string& stored, const FatbinEntry& e) {
   if (e.uncompressed_size == 0 || e.uncompressed_size > kMaxEntryBytes) {
@@ -171,7 +173,7 @@ std::vector<FatbinEntry> ListFatbinEntries(const ByteReader& read, uint64_t begi
 CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::string_view origin) {
   CodeObject co;
   co.vendor = "nvidia";
-  co.arch = ArchName(e.kind == 1 ? "compute" : "sm", e.arch);
+  co.arch = ArchName(e.kind == 1 ? "compute" : "sm", e.arch, e.suffix());
   co.target_id = co.arch;
   co.format = e.kind == 1 ? "ptx" : "cubin";
   co.origin = fmt::format("{}+{:#x}", origin, e.payload_offset);
@@ -196,7 +198,7 @@ CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::
   } else {
     bytes = std::move(stored);
   }
-  CodeObject parsed = e.kind == 1 ? ReadPtx(bytes, co.origin, e.arch) : ReadCubin(bytes, co.origin, e.arch);
+  CodeObject parsed = e.kind == 1 ? ReadPtx(bytes, co.origin, e.arch, e.suffix()) : ReadCubin(bytes, co.origin, e.arch, e.suffix());
   parsed.compressed = co.compressed;
   return parsed;
 }
@@ -223,7 +225,9 @@ std::vector<CodeObject> ReadNvFatbin(std::string_view data, std::string_view ori
   return out;
 }
 
-CodeObject ReadCubin(std::string_view image, std::string_view origin, uint32_t arch) {
+namespace {
+
+CodeObject ReadCubinLocked(std::string_view image, std::string_view origin, uint32_t arch, std::string_view suffix) {
   CodeObject co;
   co.vendor = "nvidia";
   co.format = "cubin";
@@ -244,13 +248,12 @@ CodeObject ReadCubin(std::string_view image, std::string_view origin, uint32_t a
     co.error = "not a cubin (ELF machine is not EM_CUDA)";
     return co;
   }
-  if (arch == 0) {
+  bool from_header = arch == 0;
+  if (from_header) {
     // CUDA 12.8+ cubins (ABI version 8) keep the SM number in bits 8-15 of e_flags; older ones
     // in bits 0-7.
     arch = eh.e_ident[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff;
   }
-  co.arch = ArchName("sm", arch);
-  co.target_id = co.arch;
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
     co.error = "cubin without a section-name table";
@@ -292,6 +295,17 @@ CodeObject ReadCubin(std::string_view image, std::string_view origin, uint32_t a
       }
     }
   }
+  if (from_header) {
+    // An arch-specific cubin (sm_90a) says so in `.nv.compat`: attribute 9 = 1 (seen with nvcc
+    // 13.0; e_flags are the same as sm_90's).
+    if (auto it = sections.find(".nv.compat"); it != sections.end()) {
+      for (const NvInfoRecord& r : ParseNvInfo(section_bytes(it->second))) {
+        if (r.attribute == 9 && r.format == 2 && (r.value & 0xff) == 1) suffix = "a";
+      }
+    }
+  }
+  co.arch = ArchName("sm", arch, suffix);
+  co.target_id = co.arch;
   std::map<std::string, uint32_t, std::less<>> registers, frames;
   if (auto it = sections.find(".nv.info"); it != sections.end()) {
     for (const NvInfoRecord& r : ParseNvInfo(section_bytes(it->second))) {
@@ -312,7 +326,6 @@ CodeObject ReadCubin(std::string_view image, std::string_view origin, uint32_t a
     if (name.rfind(kInfoPrefix, 0) != 0) continue;
     Kernel k;
     k.symbol = name.substr(kInfoPrefix.size());
-    k.name = Demangle(k.symbol);
     for (const NvInfoRecord& r : ParseNvInfo(section_bytes(sec))) {
       if (r.attribute == kAttrMaxThreads && r.format == 4 && r.data.size() >= 12) {
         uint64_t n = uint64_t{U32(r.data, 0)} * U32(r.data, 4) * U32(r.data, 8);
@@ -329,7 +342,10 @@ CodeObject ReadCubin(std::string_view image, std::string_view origin, uint32_t a
     k.shared_bytes = 0;
     if (auto sh = sections.find(".nv.shared." + k.symbol); sh != sections.end()) {
       uint64_t size = sh->second.header.sh_size;
-      if (reserved_in_section && size >= 1024) size -= 1024;
+      if (reserved_in_section && size >= 1024) {
+        size -= 1024;
+        k.reserved_shared_bytes = 1024;
+      }
       k.shared_bytes = static_cast<uint32_t>(std::min<uint64_t>(size, 0xffffffffu));
     }
     co.kernels.push_back(std::move(k));
@@ -337,7 +353,16 @@ CodeObject ReadCubin(std::string_view image, std::string_view origin, uint32_t a
   return co;
 }
 
-CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch) {
+}  // namespace
+
+CodeObject ReadCubin(std::string_view image, std::string_view origin, uint32_t arch, std::string_view suffix) {
+  CodeObject co = ReadCubinLocked(image, origin, arch, suffix);
+  // Demangling long template names is the slow part: outside libelf's lock.
+  for (Kernel& k : co.kernels) k.name = Demangle(k.symbol);
+  return co;
+}
+
+CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch, std::string_view suffix) {
   CodeObject co;
   co.vendor = "nvidia";
   co.format = "ptx";
@@ -348,7 +373,7 @@ CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch
     size_t t = text.find(".target sm_");
     if (t != std::string_view::npos) arch = static_cast<uint32_t>(std::strtoul(std::string(text.substr(t + 11, 4)).c_str(), nullptr, 10));
   }
-  co.arch = ArchName("compute", arch);
+  co.arch = ArchName("compute", arch, suffix);
   co.target_id = co.arch;
   size_t at = 0;
   while ((at = text.find(".entry", at)) != std::string_view::npos) {

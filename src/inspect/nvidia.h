@@ -39,6 +39,8 @@ struct FatbinEntry {
   uint64_t uncompressed_size = 0;
   uint64_t container_offset = 0;
   bool compressed() const { return (flags & 0xa000) != 0; }
+  /// "a" (flag 0x100000: arch-specific, sm_90a), "f" (0x200000: family, sm_100f) or "".
+  std::string_view suffix() const { return flags & 0x100000 ? "a" : flags & 0x200000 ? "f" : ""; }
 };
 
 /// Reads `size` bytes at `offset` of the underlying data into *out; false past its end.
@@ -57,11 +59,12 @@ CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& entry, s
 /// A whole fatbin in memory (a .fatbin file, a section, a fuzz input): every entry decoded.
 std::vector<CodeObject> ReadNvFatbin(std::string_view data, std::string_view origin);
 
-/// A cubin: its kernels and their attributes. `arch` overrides what e_flags say (0: use them).
-CodeObject ReadCubin(std::string_view elf, std::string_view origin, uint32_t arch = 0);
+/// A cubin: its kernels and their attributes. `arch` and `suffix` ("a", "f") override what the
+/// cubin says (e_flags, and .nv.compat for "a") when `arch` is not 0.
+CodeObject ReadCubin(std::string_view elf, std::string_view origin, uint32_t arch = 0, std::string_view suffix = "");
 
 /// PTX text: its entry points and their .maxntid.
-CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch = 0);
+CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch = 0, std::string_view suffix = "");
 
 /// "_Z3addPfPKfi" -> "add(float*, float const*, int)"; the input when it does not demangle.
 std::string Demangle(const std::string& symbol);

@@ -414,6 +414,12 @@ Json QueryDevice(const NvmlLibrary& lib, Device device, unsigned int index, Fail
   core::SetIf(gpu, "serial", reader.String(lib.DeviceGetSerial, "nvmlDeviceGetSerial"));
   core::SetIf(gpu, "vbios_version",
               reader.String(lib.DeviceGetVbiosVersion, "nvmlDeviceGetVbiosVersion"));
+  if (lib.DeviceGetCudaComputeCapability != nullptr) {
+    int major = 0, minor = 0;
+    if (reader.Ok(lib.DeviceGetCudaComputeCapability(device, &major, &minor), "nvmlDeviceGetCudaComputeCapability")) {
+      gpu["compute_capability"] = fmt::format("{}.{}", major, minor);  // "9.0": sm_90
+    }
+  }
   ReadMemory(lib, reader, gpu);
   ReadTemperature(lib, reader, gpu);
   core::SetIf(gpu, "power_draw_mw",
@@ -533,6 +539,7 @@ core::Result<NvmlLibrary> NvmlLibrary::Load() {
   dl.BindOptional("nvmlDeviceGetUUID", lib.DeviceGetUuid);
   dl.BindOptional("nvmlDeviceGetSerial", lib.DeviceGetSerial);
   dl.BindOptional("nvmlDeviceGetVbiosVersion", lib.DeviceGetVbiosVersion);
+  dl.BindOptional("nvmlDeviceGetCudaComputeCapability", lib.DeviceGetCudaComputeCapability);
   dl.BindOptional("nvmlDeviceGetPciInfo_v3", lib.DeviceGetPciInfo);
   dl.BindOptional("nvmlDeviceGetMemoryInfo", lib.DeviceGetMemoryInfo);
   dl.BindOptional("nvmlDeviceGetMemoryInfo_v2", lib.DeviceGetMemoryInfoV2);

@@ -138,6 +138,7 @@ class NvmlLibrary {
   Return (*DeviceGetUuid)(Device, char*, unsigned int) = nullptr;
   Return (*DeviceGetSerial)(Device, char*, unsigned int) = nullptr;
   Return (*DeviceGetVbiosVersion)(Device, char*, unsigned int) = nullptr;
+  Return (*DeviceGetCudaComputeCapability)(Device, int*, int*) = nullptr;
   Return (*DeviceGetPciInfo)(Device, nvml::PciInfo*) = nullptr;  // _v3
   Return (*DeviceGetMemoryInfo)(Device, nvml::Memory*) = nullptr;
   Return (*DeviceGetMemoryInfoV2)(Device, nvml::MemoryV2*) = nullptr;

@@ -1,0 +1,256 @@
+#include "inspect/findings.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "core/json_read.h"
+
+namespace gputriage::inspect {
+namespace {
+
+// CUDA C++ Programming Guide, "Binary Compatibility" and "PTX Compatibility": a cubin for
+// compute capability X.y runs on X.z for z >= y only; PTX for X.y is JIT-compiled by the driver
+// for any device of X.y or higher.
+constexpr const char* kCudaCompatibility =
+    "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility";
+constexpr const char* kAmdTargetIds = "https://llvm.org/docs/AMDGPUUsage.html#target-id";
+
+int SmNumber(std::string_view arch) {
+  // "sm_90" / "compute_90" -> 90
+  size_t u = arch.find('_');
+  if (u == std::string_view::npos) return -1;
+  int v = -1;
+  std::from_chars(arch.data() + u + 1, arch.data() + arch.size(), v);
+  return v;
+}
+
+std::string Processor(std::string_view target_id) { return std::string(target_id.substr(0, target_id.find(':'))); }
+
+// "gfx90a:sramecc+:xnack-" -> "xnack-" (or "" when the feature is not given, i.e. "any").
+std::string Feature(std::string_view target_id, std::string_view feature) {
+  size_t at = target_id.find(std::string(feature));
+  if (at == std::string_view::npos || at + feature.size() >= target_id.size()) return "";
+  return std::string(feature) + target_id[at + feature.size()];
+}
+
+// An object's target id runs on the device's when the processor is the same and every
+// feature the object fixes ("xnack+", "sramecc-") agrees with the device's mode (a feature the
+// object leaves unset, "any", runs in either mode; a device mode we do not know cannot rule it
+// out).
+bool TargetCompatible(std::string_view object, std::string_view device) {
+  if (Processor(object) != Processor(device)) return false;
+  for (std::string_view f : {"xnack", "sramecc"}) {
+    std::string o = Feature(object, f), d = Feature(device, f);
+    if (!o.empty() && !d.empty() && o != d) return false;
+  }
+  return true;
+}
+
+void Note(size_t& count, std::string& first, const std::string& what) {
+  if (count++ == 0) first = what;
+}
+
+core::Finding MakeFinding(std::string id, core::Severity severity, std::string title, std::string detail,
+                          std::string fix, std::vector<std::string> references = {}) {
+  core::Finding f;
+  f.id = std::move(id);
+  f.layer = 3;
+  f.severity = severity;
+  f.title = std::move(title);
+  f.detail = std::move(detail);
+  f.fix = std::move(fix);
+  f.references = std::move(references);
+  return f;
+}
+
+}  // namespace
+
+std::optional<std::string> GfxFromOverride(std::string_view value) {
+  // major.minor.stepping, each a decimal number; the ISA name prints minor and stepping as one
+  // hex digit each (gfx90a = 9.0.10; KFD's gfx_target_version 90010 is the same triple).
+  int parts[3] = {-1, -1, -1};
+  const char* p = value.data();
+  const char* end = value.data() + value.size();
+  for (int i = 0; i < 3; ++i) {
+    auto [next, ec] = std::from_chars(p, end, parts[i]);
+    if (ec != std::errc() || parts[i] < 0) return std::nullopt;
+    p = next;
+    if (i < 2) {
+      if (p == end || *p != '.') return std::nullopt;
+      ++p;
+    }
+  }
+  if (p != end || parts[0] == 0 || parts[1] > 15 || parts[2] > 15) return std::nullopt;
+  return fmt::format("gfx{}{:x}{:x}", parts[0], parts[1], parts[2]);
+}
+
+std::vector<MachineGpu> GpusFromSnapshot(const core::Json& snapshot) {
+  std::vector<MachineGpu> out;
+  const core::Json& gpus = core::NodeAt(snapshot, {"gpus"});
+  if (!gpus.is_array()) return out;
+  for (const core::Json& g : gpus) {
+    MachineGpu m;
+    m.pci_address = core::StringAt(g, "pci_address");
+    std::string gfx = core::StringAt(g, "gfx_arch");
+    if (!gfx.empty()) {
+      m.arch = Processor(gfx);
+      m.target_id = gfx;
+    }
+    const core::Json& cc = core::NodeAt(g, {"nvidia", "compute_capability"});
+    if (cc.is_string()) {
+      std::string v = cc.get<std::string>();
+      v.erase(std::remove(v.begin(), v.end(), '.'), v.end());
+      m.arch = "sm_" + v;
+      m.target_id = m.arch;
+    }
+    if (!m.arch.empty()) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void FileFindings::Add(const CodeObject& co) {
+  if (co.error) {
+    if (errors_++ == 0) first_error_ = fmt::format("{}: {}", co.origin, *co.error);
+    return;
+  }
+  if (co.format == "ptx") {
+    ptx_.insert(co.arch);
+  } else if (!co.arch.empty()) {
+    binary_.insert(co.arch);
+  }
+  if (co.vendor == "amd" && !co.target_id.empty()) amd_targets_.insert(co.target_id);
+  for (const Kernel& k : co.kernels) {
+    ++kernels_;
+    std::string who = fmt::format("{} ({})", k.name.empty() ? k.symbol : k.name, co.arch);
+    if (co.vendor == "amd" && k.wavefront_size) amd_wavefront_[co.arch] = *k.wavefront_size;
+    if (k.sgpr_spill_count.value_or(0) + k.vgpr_spill_count.value_or(0) > 0) Note(spills_.count, spills_.first, who);
+    if (k.local_bytes.value_or(0) > 0) Note(stack_.count, stack_.first, fmt::format("{}: {} bytes", who, *k.local_bytes));
+    // 48 KiB is the static shared memory limit per block on every NVIDIA architecture (more
+    // needs dynamic shared memory and an opt-in); 64 KiB is the LDS per workgroup of GCN, CDNA
+    // and RDNA. "Near" = within 10 %.
+    if (k.shared_bytes.value_or(0) > 48 * 1024 * 9 / 10) Note(shared_near_.count, shared_near_.first, fmt::format("{}: {} bytes", who, *k.shared_bytes));
+    if (k.lds_bytes.value_or(0) > 64 * 1024 * 9 / 10) Note(lds_near_.count, lds_near_.first, fmt::format("{}: {} bytes", who, *k.lds_bytes));
+    // 1024 threads per block / work-items per workgroup is the maximum on both vendors' GPUs.
+    if (k.max_threads.value_or(0) > 1024 || k.max_workgroup_size.value_or(0) > 1024) {
+      Note(bounds_over_.count, bounds_over_.first, fmt::format("{}: {}", who, std::max(k.max_threads.value_or(0), k.max_workgroup_size.value_or(0))));
+    }
+  }
+}
+
+std::vector<core::Finding> FileFindings::Finish(const std::vector<MachineGpu>& gpus,
+                                                const std::optional<std::string>& hsa_override) const {
+  std::vector<core::Finding> out;
+  std::string id_base = "inspect.";
+  if (errors_ > 0) {
+    out.push_back(MakeFinding(id_base + "unreadable_objects", core::Severity::kWarning,
+                              fmt::format("{}: {} GPU code object(s) could not be read", path_, errors_),
+                              "first: " + first_error_, "The file may be damaged or use a format version this gputriage does not know."));
+  }
+  for (const MachineGpu& gpu : gpus) {
+    bool nvidia = gpu.arch.rfind("sm_", 0) == 0;
+    std::string where = gpu.pci_address.empty() ? gpu.arch : fmt::format("{} ({})", gpu.arch, gpu.pci_address);
+    if (nvidia) {
+      bool has_nvidia = false;
+      for (const std::string& a : binary_) has_nvidia = has_nvidia || a.rfind("sm_", 0) == 0;
+      for (const std::string& a : ptx_) has_nvidia = has_nvidia || a.rfind("compute_", 0) == 0;
+      if (!has_nvidia) continue;  // not a CUDA binary
+      int want = SmNumber(gpu.arch);
+      bool exact = binary_.count(gpu.arch) > 0, compatible = false, ptx = false;
+      int best_ptx = -1;
+      for (const std::string& a : binary_) {
+        int n = SmNumber(a);
+        if (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) compatible = true;
+      }
+      for (const std::string& a : ptx_) {
+        int n = SmNumber(a);
+        if (n >= 0 && n <= want) {
+          ptx = true;
+          best_ptx = std::max(best_ptx, n);
+        }
+      }
+      if (exact || compatible) continue;
+      std::string carried;
+      for (const std::string& a : binary_) carried += (carried.empty() ? "" : ", ") + a;
+      for (const std::string& a : ptx_) carried += (carried.empty() ? "" : ", ") + a;
+      if (ptx) {
+        out.push_back(MakeFinding(
+            id_base + "ptx_only", core::Severity::kWarning,
+            fmt::format("{}: no SASS for the {} GPU, only PTX (compute_{}): JIT-compiled at load", path_, where, best_ptx),
+            fmt::format("Carries {}. The driver compiles the PTX when the module loads: slow first run, a JIT "
+                        "cache to keep warm, and it fails if the driver is older than the PTX.", carried),
+            fmt::format("Rebuild with SASS for {} (e.g. -gencode arch=compute_{},code={}).", gpu.arch, want, gpu.arch),
+            {kCudaCompatibility}));
+      } else {
+        out.push_back(MakeFinding(
+            id_base + "missing_arch", core::Severity::kError,
+            fmt::format("{}: no code for the {} GPU", path_, where),
+            fmt::format("Carries {}: no SASS of the same major version at or below {}, and no PTX at or below it. "
+                        "Launching its kernels fails with \"no kernel image is available for execution on the "
+                        "device\" (cudaErrorNoKernelImageForDevice).", carried, gpu.arch),
+            fmt::format("Use a build of this library that includes {} (or PTX for an older architecture).", gpu.arch),
+            {kCudaCompatibility}));
+      }
+      continue;
+    }
+    if (amd_targets_.empty()) continue;  // not a HIP binary
+    std::string device = gpu.target_id.empty() ? gpu.arch : gpu.target_id;
+    std::string effective = device;
+    if (hsa_override) {
+      if (auto gfx = GfxFromOverride(*hsa_override)) effective = *gfx;
+    }
+    bool found = false, processor_only = false;
+    for (const std::string& t : amd_targets_) {
+      if (TargetCompatible(t, effective)) found = true;
+      if (Processor(t) == Processor(effective)) processor_only = true;
+    }
+    std::string carried;
+    for (const std::string& t : amd_targets_) carried += (carried.empty() ? "" : ", ") + t;
+    if (effective != device) {
+      auto wave = amd_wavefront_.find(Processor(effective));
+      std::string detail = fmt::format(
+          "HSA_OVERRIDE_GFX_VERSION={} makes the runtime treat the {} GPU as {} and load code built for another "
+          "ISA{}. Carries {}.",
+          *hsa_override, where, effective, found ? "" : " (and even that is not in the file)", carried);
+      if (wave != amd_wavefront_.end() && Processor(device).rfind("gfx9", 0) == 0 && wave->second == 32) {
+        detail += " That code is wave32; GCN/CDNA GPUs (gfx9) run wave64 only.";
+      }
+      out.push_back(MakeFinding(id_base + "hsa_override", core::Severity::kWarning,
+                                fmt::format("{}: {} code would run on the {} GPU under HSA_OVERRIDE_GFX_VERSION", path_, effective, where),
+                                detail, fmt::format("Use a build with code for {} and unset HSA_OVERRIDE_GFX_VERSION.", Processor(device)),
+                                {kAmdTargetIds}));
+    }
+    if (found) continue;
+    out.push_back(MakeFinding(
+        id_base + (processor_only ? "target_feature_mismatch" : "missing_arch"), core::Severity::kError,
+        processor_only ? fmt::format("{}: code for {} exists, but not for this GPU's xnack/sramecc mode ({})", path_, Processor(effective), effective)
+                       : fmt::format("{}: no code object for the {} GPU", path_, where),
+        fmt::format("Carries {}. The HIP runtime finds no compatible code object: hipErrorNoBinaryForGpu "
+                    "(\"No compatible code objects found\").", carried),
+        fmt::format("Use a build of this library for {} (its target id must match the GPU's xnack/sramecc mode).", effective),
+        {kAmdTargetIds}));
+  }
+  auto kernel_finding = [&](const KernelIssue& issue, const char* id, core::Severity severity, const std::string& title,
+                            const std::string& detail, const std::string& fix) {
+    if (issue.count == 0) return;
+    out.push_back(MakeFinding(id_base + id, severity, fmt::format("{}: {} kernel(s) {}", path_, issue.count, title),
+                              fmt::format("{} First: {}.", detail, issue.first), fix));
+  };
+  kernel_finding(spills_, "register_spills", core::Severity::kWarning, "spill registers to scratch memory",
+                 "The compiler ran out of registers and keeps values in scratch (private) memory: slower, and more "
+                 "scratch per wave.", "Reduce register pressure (smaller tiles, fewer live values) or relax launch bounds.");
+  kernel_finding(stack_, "stack_frame", core::Severity::kInfo, "use a stack frame (local memory: spills or local arrays)",
+                 "Local memory lives in device memory (cached): spills and dynamically indexed local arrays end up there.",
+                 "Check `nvcc -Xptxas -v` for spill stores; index local arrays with constants, or lower register pressure.");
+  kernel_finding(shared_near_, "shared_near_limit", core::Severity::kInfo, "use static shared memory near the 48 KiB limit",
+                 "Static shared memory above 48 KiB per block is not possible; near it, few blocks fit an SM.", "Move to dynamic shared memory with an explicit opt-in if more is needed.");
+  kernel_finding(lds_near_, "lds_near_limit", core::Severity::kInfo, "use LDS near the 64 KiB per workgroup",
+                 "Few workgroups fit a compute unit, which limits occupancy.", "Reduce the LDS tile size if occupancy matters.");
+  kernel_finding(bounds_over_, "launch_bounds_over_limit", core::Severity::kError, "declare more threads per block than any GPU allows (1024)",
+                 "The launch bound exceeds the architecture's maximum block/workgroup size; launches with that size fail.",
+                 "Lower __launch_bounds__ / amdgpu_flat_work_group_size to at most 1024.");
+  return out;
+}
+
+}  // namespace gputriage::inspect

@@ -1,0 +1,61 @@
+// What `inspect` concludes from the code objects of one file: does it carry code for this
+// machine's GPUs (and what would HSA_OVERRIDE_GFX_VERSION make the runtime load instead), and
+// which kernels are in trouble (spills, shared memory or LDS near the limit, launch bounds above
+// what the architecture allows). Same Finding model as `doctor`.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "inspect/model.h"
+
+namespace gputriage::inspect {
+
+/// A GPU of this machine, from a snapshot: "sm_90" or "gfx90a" (with "gfx90a:sramecc+:xnack-"
+/// when the features are known).
+struct MachineGpu {
+  std::string arch;
+  std::string target_id;
+  std::string pci_address;
+};
+
+/// The GPUs in a snapshot JSON (docs/snapshot-schema.md).
+std::vector<MachineGpu> GpusFromSnapshot(const core::Json& snapshot);
+
+/// Accumulates one file's code objects (call Add for each, in any order), then Finish.
+class FileFindings {
+ public:
+  explicit FileFindings(std::string path) : path_(std::move(path)) {}
+  void Add(const CodeObject& object);
+
+  /// Coverage against `gpus` (none: no coverage findings) with the HSA_OVERRIDE_GFX_VERSION
+  /// value when set, and the per-kernel findings. `layer` 3 (versions and ABI).
+  std::vector<core::Finding> Finish(const std::vector<MachineGpu>& gpus, const std::optional<std::string>& hsa_override) const;
+
+  /// The architectures with SASS/code objects ("sm_80", "gfx90a") and with PTX ("compute_90").
+  const std::set<std::string>& binary_archs() const { return binary_; }
+  const std::set<std::string>& ptx_archs() const { return ptx_; }
+
+ private:
+  struct KernelIssue {
+    size_t count = 0;
+    std::string first;  // "kernel (arch)"
+  };
+  std::string path_;
+  std::set<std::string> binary_, ptx_;
+  std::set<std::string> amd_targets_;  // full target ids
+  std::map<std::string, uint32_t> amd_wavefront_;  // arch -> wavefront size seen
+  KernelIssue spills_, stack_, shared_near_, lds_near_, bounds_over_;
+  size_t kernels_ = 0, errors_ = 0;
+  std::string first_error_;
+};
+
+/// "10.3.0" -> "gfx1030", "9.0.10" -> "gfx90a", "11.0.0" -> "gfx1100"; nullopt when it does not
+/// parse (HSA_OVERRIDE_GFX_VERSION is major.minor.stepping, the stepping in hex).
+std::optional<std::string> GfxFromOverride(std::string_view value);
+
+}  // namespace gputriage::inspect

@@ -1,0 +1,109 @@
+#include "inspect/findings.h"
+
+#include <gtest/gtest.h>
+
+namespace gputriage::inspect {
+namespace {
+
+CodeObject Object(std::string vendor, std::string arch, std::string format, std::string target_id = "") {
+  CodeObject co;
+  co.vendor = std::move(vendor);
+  co.arch = arch;
+  co.format = std::move(format);
+  co.target_id = target_id.empty() ? arch : target_id;
+  return co;
+}
+
+std::vector<std::string> Ids(const std::vector<core::Finding>& findings) {
+  std::vector<std::string> out;
+  for (const core::Finding& f : findings) out.push_back(f.id);
+  return out;
+}
+
+TEST(InspectFindings, HsaOverrideValues) {
+  EXPECT_EQ(GfxFromOverride("10.3.0"), "gfx1030");
+  EXPECT_EQ(GfxFromOverride("11.0.0"), "gfx1100");
+  EXPECT_EQ(GfxFromOverride("9.0.10"), "gfx90a");
+  EXPECT_EQ(GfxFromOverride("9.0.6"), "gfx906");
+  EXPECT_FALSE(GfxFromOverride("10.3"));
+  EXPECT_FALSE(GfxFromOverride("gfx1030"));
+  EXPECT_FALSE(GfxFromOverride("10.3.0.1"));
+  EXPECT_FALSE(GfxFromOverride(""));
+}
+
+// CUDA compatibility: SASS of the same major version at or below the device runs; PTX at or
+// below it is JIT-compiled; anything else has no kernel image.
+TEST(InspectFindings, CudaCoverage) {
+  FileFindings f("libx.so");
+  f.Add(Object("nvidia", "sm_80", "cubin"));
+  f.Add(Object("nvidia", "compute_80", "ptx"));
+  EXPECT_TRUE(Ids(f.Finish({{"sm_80", "sm_80", ""}}, std::nullopt)).empty());
+  EXPECT_TRUE(Ids(f.Finish({{"sm_86", "sm_86", ""}}, std::nullopt)).empty()) << "sm_80 SASS runs on 8.6";
+  EXPECT_EQ(Ids(f.Finish({{"sm_90", "sm_90", "0000:00:06.0"}}, std::nullopt)), std::vector<std::string>{"inspect.ptx_only"});
+  EXPECT_EQ(Ids(f.Finish({{"sm_75", "sm_75", ""}}, std::nullopt)), std::vector<std::string>{"inspect.missing_arch"});
+  FileFindings sass_only("liby.so");
+  sass_only.Add(Object("nvidia", "sm_80", "cubin"));
+  std::vector<core::Finding> none = sass_only.Finish({{"sm_90", "sm_90", "0000:00:06.0"}}, std::nullopt);
+  ASSERT_EQ(Ids(none), std::vector<std::string>{"inspect.missing_arch"});
+  EXPECT_EQ(none[0].severity, core::Severity::kError);
+  EXPECT_NE(none[0].title.find("no code for the sm_90 (0000:00:06.0) GPU"), std::string::npos) << none[0].title;
+  // An AMD GPU says nothing about a CUDA library.
+  EXPECT_TRUE(Ids(sass_only.Finish({{"gfx90a", "gfx90a", ""}}, std::nullopt)).empty());
+}
+
+// Target ids: the processor must match, and xnack/sramecc where both sides fix them.
+TEST(InspectFindings, HipCoverageTargetFeaturesAndOverride) {
+  FileFindings f("libhip.so");
+  f.Add(Object("amd", "gfx90a", "hsaco-v4", "gfx90a:xnack-"));
+  f.Add(Object("amd", "gfx1030", "hsaco-v4", "gfx1030"));
+  EXPECT_TRUE(Ids(f.Finish({{"gfx90a", "gfx90a:sramecc+:xnack-", ""}}, std::nullopt)).empty());
+  EXPECT_EQ(Ids(f.Finish({{"gfx90a", "gfx90a:sramecc+:xnack+", ""}}, std::nullopt)),
+            std::vector<std::string>{"inspect.target_feature_mismatch"});
+  EXPECT_EQ(Ids(f.Finish({{"gfx1100", "gfx1100", ""}}, std::nullopt)), std::vector<std::string>{"inspect.missing_arch"});
+  // gfx1031 has no code here; HSA_OVERRIDE_GFX_VERSION=10.3.0 makes the runtime load gfx1030's.
+  EXPECT_EQ(Ids(f.Finish({{"gfx1031", "gfx1031", ""}}, std::string("10.3.0"))), std::vector<std::string>{"inspect.hsa_override"});
+  // Overriding a gfx9 GPU to wave32 RDNA code.
+  FileFindings wave("libw.so");
+  CodeObject rdna = Object("amd", "gfx1030", "hsaco-v4", "gfx1030");
+  Kernel k;
+  k.symbol = "k";
+  k.wavefront_size = 32;
+  rdna.kernels.push_back(k);
+  wave.Add(rdna);
+  std::vector<core::Finding> w = wave.Finish({{"gfx906", "gfx906", ""}}, std::string("10.3.0"));
+  ASSERT_EQ(Ids(w), std::vector<std::string>{"inspect.hsa_override"});
+  EXPECT_NE(w[0].detail.find("wave32"), std::string::npos) << w[0].detail;
+}
+
+TEST(InspectFindings, KernelResourceFindings) {
+  FileFindings f("libk.so");
+  CodeObject amd = Object("amd", "gfx90a", "hsaco-v4", "gfx90a");
+  Kernel spill;
+  spill.symbol = "spilly";
+  spill.vgpr_spill_count = 12;
+  Kernel lds;
+  lds.symbol = "lds";
+  lds.lds_bytes = 65536;
+  amd.kernels = {spill, lds};
+  CodeObject nv = Object("nvidia", "sm_90", "cubin");
+  Kernel bounds;
+  bounds.symbol = "wide";
+  bounds.max_threads = 2048;
+  Kernel ok;
+  ok.symbol = "fine";
+  ok.registers = 32;
+  ok.shared_bytes = 1024;
+  ok.local_bytes = 0;
+  nv.kernels = {bounds, ok};
+  f.Add(amd);
+  f.Add(nv);
+  CodeObject broken = Object("nvidia", "sm_80", "cubin");
+  broken.error = "cannot decompress: LZ4: corrupt block";
+  f.Add(broken);
+  std::vector<std::string> ids = Ids(f.Finish({}, std::nullopt));
+  EXPECT_EQ(ids, (std::vector<std::string>{"inspect.unreadable_objects", "inspect.register_spills", "inspect.lds_near_limit",
+                                           "inspect.launch_bounds_over_limit"}));
+}
+
+}  // namespace
+}  // namespace gputriage::inspect

@@ -1,0 +1,272 @@
+#include "inspect/inspect.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "inspect/amd.h"
+#include "inspect/nvidia.h"
+
+namespace gputriage::inspect {
+namespace {
+
+// Whole-file reads (standalone code objects, bundles, PTX, a .hip_fatbin section) stop here.
+constexpr uint64_t kMaxWholeRead = 2ull << 30;
+
+class File {
+ public:
+  explicit File(int fd) : fd_(fd) {}
+  ~File() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  int fd() const { return fd_; }
+
+  bool Read(uint64_t offset, size_t size, std::string* out) const {
+    out->resize(size);
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::pread(fd_, out->data() + done, size - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+};
+
+struct Section {
+  uint64_t offset = 0, size = 0;
+  bool found = false;
+};
+
+// The file offsets of the host ELF's `.nv_fatbin` and `.hip_fatbin` sections (libelf reads only
+// the headers it needs).
+core::Result<void> FindSections(const File& file, const std::string& path, Section* nv, Section* hip) {
+  static const bool version_ok = elf_version(EV_CURRENT) != EV_NONE;
+  (void)version_ok;
+  Elf* elf = elf_begin(file.fd(), ELF_C_READ_MMAP, nullptr);
+  if (!elf) return core::MakeError("{}: not a readable ELF file: {}", path, elf_errmsg(-1));
+  std::unique_ptr<Elf, decltype(&elf_end)> guard(elf, &elf_end);
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return core::MakeError("{}: ELF without a section-name table", path);
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name) continue;
+    Section* target = std::strcmp(name, ".nv_fatbin") == 0 ? nv : std::strcmp(name, ".hip_fatbin") == 0 ? hip : nullptr;
+    if (target) *target = {sh.sh_offset, sh.sh_size, true};
+  }
+  return {};
+}
+
+// Decodes `entries` on `threads` threads and hands them to `sink` in order. A bounded window of
+// decoded objects waits for its turn, and a memory budget bounds the entries being decoded at
+// once, so memory does not grow with the number or the size of the entries.
+void DecodeInOrder(const File& file, const std::vector<FatbinEntry>& entries, const std::string& origin,
+                   const InspectOptions& options, unsigned threads, const CodeObjectSink& sink) {
+  if (entries.empty()) return;
+  ByteReader read = [&file](uint64_t offset, size_t size, std::string* out) { return file.Read(offset, size, out); };
+  auto decode = [&](const FatbinEntry& e) {
+    CodeObject co = DecodeFatbinEntry(read, e, origin);
+    std::string prepared = options.prepare ? options.prepare(co) : std::string();
+    return std::pair<CodeObject, std::string>(std::move(co), std::move(prepared));
+  };
+  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(entries.size())));
+  if (threads == 1) {
+    for (const FatbinEntry& e : entries) {
+      auto [co, prepared] = decode(e);
+      sink(std::move(co), std::move(prepared));
+    }
+    return;
+  }
+  const size_t window = threads * 4;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<std::optional<std::pair<CodeObject, std::string>>> ready;  // ready[i] is entry (delivered + i)
+  size_t delivered = 0, next = 0;
+  uint64_t in_use = 0;  // bytes of entries being decoded
+  auto cost = [](const FatbinEntry& e) { return e.payload_size + (e.compressed() ? e.uncompressed_size : 0); };
+  auto worker = [&] {
+    for (;;) {
+      size_t index;
+      uint64_t need;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        cv.wait(lock, [&] {
+          if (next >= entries.size()) return true;
+          if (next >= delivered + window) return false;
+          return in_use == 0 || in_use + cost(entries[next]) <= options.memory_budget;
+        });
+        if (next >= entries.size()) return;
+        index = next++;
+        need = cost(entries[index]);
+        in_use += need;
+      }
+      auto result = decode(entries[index]);
+      std::lock_guard<std::mutex> lock(mutex);
+      in_use -= need;
+      size_t slot = index - delivered;
+      if (ready.size() <= slot) ready.resize(slot + 1);
+      ready[slot] = std::move(result);
+      cv.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < threads; ++i) pool.emplace_back(worker);
+  while (delivered < entries.size()) {
+    std::pair<CodeObject, std::string> item;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      cv.wait(lock, [&] { return !ready.empty() && ready.front().has_value(); });
+      item = std::move(*ready.front());
+      ready.pop_front();
+      ++delivered;
+      cv.notify_all();
+    }
+    sink(std::move(item.first), std::move(item.second));
+  }
+  for (std::thread& t : pool) t.join();
+}
+
+std::string Magic(const std::string& head, size_t n) { return head.substr(0, std::min(n, head.size())); }
+
+}  // namespace
+
+core::Result<FileSummary> InspectFile(const std::string& path, const InspectOptions& options, const CodeObjectSink& sink) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return core::MakeError("{}: {}", path, std::strerror(errno));
+  File file(fd);
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return core::MakeError("{}: {}", path, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return core::MakeError("{}: is a directory", path);
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  unsigned threads = options.threads ? options.threads : std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
+  FileSummary summary;
+  summary.path = path;
+  size_t count = 0;
+  auto counted = [&](CodeObject&& co, std::string&& prepared) {
+    ++count;
+    sink(std::move(co), std::move(prepared));
+  };
+  // Objects read whole (not through the decoding threads) are prepared here.
+  auto one = [&](CodeObject&& co) {
+    std::string prepared = options.prepare ? options.prepare(co) : std::string();
+    counted(std::move(co), std::move(prepared));
+  };
+  std::string head;
+  if (!file.Read(0, std::min<uint64_t>(size, 64), &head)) return core::MakeError("{}: cannot read", path);
+  auto whole = [&]() -> core::Result<std::string> {
+    if (size > kMaxWholeRead) return core::MakeError("{}: {} bytes is too large for this kind of file", path, size);
+    std::string all;
+    if (!file.Read(0, size, &all)) return core::MakeError("{}: cannot read", path);
+    return all;
+  };
+  if (Magic(head, 4) == "\x7f" "ELF" && head.size() >= 20) {
+    uint16_t machine = 0;
+    std::memcpy(&machine, head.data() + 18, 2);
+    if (machine == 190) {  // EM_CUDA: a cubin
+      GT_ASSIGN_OR_RETURN(std::string all, whole());
+      summary.kind = "cubin";
+      one(ReadCubin(all, path));
+    } else if (machine == 224) {  // EM_AMDGPU: a code object
+      GT_ASSIGN_OR_RETURN(std::string all, whole());
+      summary.kind = "amdgpu-code-object";
+      one(ReadAmdgpuCodeObject(all, path));
+    } else {
+      summary.kind = "host-elf";
+      Section nv, hip;
+      if (auto found = FindSections(file, path, &nv, &hip); !found.ok()) return found.error();
+      if (nv.found) {
+        if (nv.offset > size || nv.size > size - nv.offset) {
+          summary.problems.push_back(fmt::format(".nv_fatbin section ({:#x} bytes at {:#x}) runs past the file's end", nv.size, nv.offset));
+        } else {
+          ByteReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
+          std::vector<FatbinEntry> entries = ListFatbinEntries(read, nv.offset, nv.size, &summary.problems);
+          DecodeInOrder(file, entries, path + ":.nv_fatbin", options, threads, counted);
+        }
+      }
+      if (hip.found) {
+        std::string bytes;
+        if (hip.offset > size || hip.size > size - hip.offset || hip.size > kMaxWholeRead || !file.Read(hip.offset, hip.size, &bytes)) {
+          summary.problems.push_back(fmt::format(".hip_fatbin section ({:#x} bytes at {:#x}) cannot be read", hip.size, hip.offset));
+        } else {
+          for (CodeObject& co : ReadHipFatbin(bytes, path + ":.hip_fatbin")) one(std::move(co));
+        }
+      }
+    }
+  } else if (head.size() >= 4 && Magic(head, 4) == "\x50\xed\x55\xba") {
+    summary.kind = "fatbin";
+    ByteReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
+    std::vector<FatbinEntry> entries = ListFatbinEntries(read, 0, size, &summary.problems);
+    DecodeInOrder(file, entries, path, options, threads, counted);
+  } else if (Magic(head, 24) == "__CLANG_OFFLOAD_BUNDLE__" || Magic(head, 4) == "CCOB") {
+    GT_ASSIGN_OR_RETURN(std::string all, whole());
+    summary.kind = "offload-bundle";
+    for (CodeObject& co : ReadHipFatbin(all, path)) one(std::move(co));
+  } else if (head.find(".version") != std::string::npos || head.rfind("//", 0) == 0) {
+    GT_ASSIGN_OR_RETURN(std::string all, whole());
+    if (all.find(".entry") == std::string::npos && all.find(".target") == std::string::npos) {
+      return core::MakeError("{}: text, but not PTX (no .target, no .entry)", path);
+    }
+    summary.kind = "ptx";
+    one(ReadPtx(all, path));
+  } else {
+    return core::MakeError("{}: not an ELF file, fatbin, clang offload bundle or PTX text", path);
+  }
+  summary.code_objects = count;
+  return summary;
+}
+
+core::Json ToJson(const CodeObject& co) {
+  core::Json kernels = core::Json::array();
+  for (const Kernel& k : co.kernels) {
+    core::Json j = {{"name", k.name.empty() ? Demangle(k.symbol) : k.name}, {"symbol", k.symbol}};
+    auto put = [&j](const char* key, const auto& value) {
+      if (value) j[key] = *value;
+    };
+    put("sgpr_count", k.sgpr_count);
+    put("vgpr_count", k.vgpr_count);
+    put("agpr_count", k.agpr_count);
+    put("sgpr_spill_count", k.sgpr_spill_count);
+    put("vgpr_spill_count", k.vgpr_spill_count);
+    put("lds_bytes", k.lds_bytes);
+    put("scratch_bytes", k.scratch_bytes);
+    put("kernarg_bytes", k.kernarg_bytes);
+    put("max_workgroup_size", k.max_workgroup_size);
+    put("wavefront_size", k.wavefront_size);
+    put("dynamic_stack", k.dynamic_stack);
+    put("registers", k.registers);
+    put("shared_bytes", k.shared_bytes);
+    put("reserved_shared_bytes", k.reserved_shared_bytes);
+    put("local_bytes", k.local_bytes);
+    put("max_threads", k.max_threads);
+    put("param_bytes", k.param_bytes);
+    kernels.push_back(std::move(j));
+  }
+  core::Json j = {{"vendor", co.vendor},       {"arch", co.arch},     {"target_id", co.target_id},
+                  {"format", co.format},       {"origin", co.origin}, {"compressed", co.compressed},
+                  {"size", co.size},           {"kernels", kernels}};
+  j["error"] = co.error ? core::Json(*co.error) : core::Json(nullptr);
+  return j;
+}
+
+}  // namespace gputriage::inspect

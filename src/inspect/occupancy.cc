@@ -1,0 +1,590 @@
+#include "inspect/occupancy.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "knowledge_data/embedded.h"
+
+namespace gputriage::inspect {
+
+namespace {
+
+constexpr std::string_view kTablePath = "kb/tables/gpu-arch-limits.yaml";
+constexpr std::string_view kSchema = "gputriage.gpu-arch-limits/1";
+constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
+
+// ---------------------------------------------------------------------------------- parsing
+
+struct NumberField {
+  const char* key;
+  std::optional<uint32_t> ArchLimits::*member;
+  bool zero_allowed;
+};
+
+// Every integer field of the schema. A zero is only meaningful for the reservation; elsewhere it
+// would be a typo that divides by zero later.
+const std::vector<NumberField>& NumberFields() {
+  static const std::vector<NumberField> kFields = {
+      {"warp_size", &ArchLimits::warp_size, false},
+      {"max_threads_per_block", &ArchLimits::max_threads_per_block, false},
+      {"max_threads_per_sm", &ArchLimits::max_threads_per_sm, false},
+      {"max_warps_per_sm", &ArchLimits::max_warps_per_sm, false},
+      {"max_blocks_per_sm", &ArchLimits::max_blocks_per_sm, false},
+      {"registers_per_sm", &ArchLimits::registers_per_sm, false},
+      {"max_registers_per_block", &ArchLimits::max_registers_per_block, false},
+      {"max_registers_per_thread", &ArchLimits::max_registers_per_thread, false},
+      {"register_allocation_unit", &ArchLimits::register_allocation_unit, false},
+      {"register_file_partitions", &ArchLimits::register_file_partitions, false},
+      {"shared_memory_per_sm_bytes", &ArchLimits::shared_memory_per_sm_bytes, false},
+      {"shared_memory_per_block_default_bytes", &ArchLimits::shared_memory_per_block_default_bytes, false},
+      {"shared_memory_per_block_optin_bytes", &ArchLimits::shared_memory_per_block_optin_bytes, false},
+      {"shared_memory_reserved_per_block_bytes", &ArchLimits::shared_memory_reserved_per_block_bytes, true},
+      {"shared_memory_allocation_unit_bytes", &ArchLimits::shared_memory_allocation_unit_bytes, false},
+      {"max_workgroup_size", &ArchLimits::max_workgroup_size, false},
+      {"lds_per_workgroup_bytes", &ArchLimits::lds_per_workgroup_bytes, false},
+      {"simds_per_unit", &ArchLimits::simds_per_unit, false},
+      {"lds_per_unit_bytes", &ArchLimits::lds_per_unit_bytes, false},
+      {"max_workgroups_per_unit", &ArchLimits::max_workgroups_per_unit, false},
+      {"max_waves_per_simd", &ArchLimits::max_waves_per_simd, false},
+      {"max_vgprs_per_wave", &ArchLimits::max_vgprs_per_wave, false},
+      {"max_arch_vgprs_per_wave", &ArchLimits::max_arch_vgprs_per_wave, false},
+      {"sgprs_per_simd", &ArchLimits::sgprs_per_simd, false},
+      {"sgpr_alloc_granule", &ArchLimits::sgpr_alloc_granule, false},
+      {"trap_handler_sgprs", &ArchLimits::trap_handler_sgprs, true},
+      {"max_sgprs_per_wave", &ArchLimits::max_sgprs_per_wave, false},
+  };
+  return kFields;
+}
+
+struct BoolField {
+  const char* key;
+  std::optional<bool> ArchLimits::*member;
+};
+
+const std::vector<BoolField>& BoolFields() {
+  static const std::vector<BoolField> kFields = {
+      {"unified_vgpr_agpr", &ArchLimits::unified_vgpr_agpr},
+      {"sgprs_limit_occupancy", &ArchLimits::sgprs_limit_occupancy},
+  };
+  return kFields;
+}
+
+const std::set<std::string>& OtherKeys() {
+  static const std::set<std::string> kKeys = {
+      "arch", "vendor", "name", "notes", "references", "wavefront_sizes", "occupancy_unit",
+      "vgprs_per_simd", "vgpr_alloc_granule"};
+  return kKeys;
+}
+
+core::Result<uint32_t> ToCount(const YAML::Node& node, std::string_view source,
+                               const std::string& what, std::string_view key, bool zero_allowed) {
+  uint64_t value = 0;
+  bool ok = node.IsScalar();
+  if (ok) {
+    try {
+      value = node.as<uint64_t>();
+    } catch (const YAML::Exception&) {
+      ok = false;
+    }
+  }
+  if (!ok || value > std::numeric_limits<uint32_t>::max() || (value == 0 && !zero_allowed)) {
+    return core::MakeError("{}: {}: '{}' must be a {} integer", source, what, key,
+                           zero_allowed ? "non-negative" : "positive");
+  }
+  return static_cast<uint32_t>(value);
+}
+
+std::string ScalarOrEmpty(const YAML::Node& node, const char* key) {
+  const YAML::Node value = node[key];
+  return value && value.IsScalar() ? value.as<std::string>() : std::string();
+}
+
+// {wavefront size: count} maps such as `vgprs_per_simd: {32: 1024, 64: 512}`.
+core::Result<std::map<uint32_t, uint32_t>> ToWaveMap(const YAML::Node& node, std::string_view source,
+                                                     const std::string& what, std::string_view key) {
+  if (!node.IsMap()) {
+    return core::MakeError("{}: {}: '{}' must map wavefront sizes to positive integers", source,
+                           what, key);
+  }
+  std::map<uint32_t, uint32_t> out;
+  for (const auto& item : node) {
+    GT_ASSIGN_OR_RETURN(uint32_t wave, ToCount(item.first, source, what, key, false));
+    GT_ASSIGN_OR_RETURN(uint32_t count, ToCount(item.second, source, what, key, false));
+    out[wave] = count;
+  }
+  return out;
+}
+
+core::Result<ArchLimits> ParseEntry(const YAML::Node& node, std::string_view source,
+                                    size_t index) {
+  std::string what = fmt::format("entry {}", index);
+  if (!node.IsMap()) return core::MakeError("{}: {} is not a mapping", source, what);
+  ArchLimits limits;
+  limits.arch = ScalarOrEmpty(node, "arch");
+  if (limits.arch.empty()) return core::MakeError("{}: {} has no arch", source, what);
+  what = limits.arch;
+  if (CanonicalArchName(limits.arch) != limits.arch) {
+    return core::MakeError("{}: {}: arch must be written as '{}'", source, what,
+                           CanonicalArchName(limits.arch));
+  }
+  const std::string vendor = ScalarOrEmpty(node, "vendor");
+  if (vendor == "nvidia") {
+    limits.vendor = GpuVendor::kNvidia;
+  } else if (vendor == "amd") {
+    limits.vendor = GpuVendor::kAmd;
+  } else {
+    return core::MakeError("{}: {}: vendor '{}' is not one of nvidia|amd", source, what, vendor);
+  }
+  limits.name = ScalarOrEmpty(node, "name");
+  limits.notes = ScalarOrEmpty(node, "notes");
+  limits.occupancy_unit = ScalarOrEmpty(node, "occupancy_unit");
+  if (!limits.occupancy_unit.empty() && limits.occupancy_unit != "CU" &&
+      limits.occupancy_unit != "WGP") {
+    return core::MakeError("{}: {}: occupancy_unit '{}' is not one of CU|WGP", source, what,
+                           limits.occupancy_unit);
+  }
+
+  for (const auto& item : node) {
+    const std::string key = item.first.as<std::string>();
+    auto number = std::find_if(NumberFields().begin(), NumberFields().end(),
+                               [&](const NumberField& f) { return key == f.key; });
+    if (number != NumberFields().end()) {
+      GT_ASSIGN_OR_RETURN(uint32_t value,
+                          ToCount(item.second, source, what, key, number->zero_allowed));
+      limits.*(number->member) = value;
+      continue;
+    }
+    auto flag = std::find_if(BoolFields().begin(), BoolFields().end(),
+                             [&](const BoolField& f) { return key == f.key; });
+    if (flag != BoolFields().end()) {
+      bool value = false;
+      if (!item.second.IsScalar() || !YAML::convert<bool>::decode(item.second, value)) {
+        return core::MakeError("{}: {}: '{}' must be true or false", source, what, key);
+      }
+      limits.*(flag->member) = value;
+      continue;
+    }
+    if (key == "wavefront_sizes") {
+      if (!item.second.IsSequence()) {
+        return core::MakeError("{}: {}: 'wavefront_sizes' must be a list", source, what);
+      }
+      for (const YAML::Node& size : item.second) {
+        GT_ASSIGN_OR_RETURN(uint32_t value, ToCount(size, source, what, key, false));
+        limits.wavefront_sizes.push_back(value);
+      }
+      std::sort(limits.wavefront_sizes.begin(), limits.wavefront_sizes.end());
+    } else if (key == "vgprs_per_simd") {
+      GT_ASSIGN_OR_RETURN(limits.vgprs_per_simd, ToWaveMap(item.second, source, what, key));
+    } else if (key == "vgpr_alloc_granule") {
+      GT_ASSIGN_OR_RETURN(limits.vgpr_alloc_granule, ToWaveMap(item.second, source, what, key));
+    } else if (key == "references") {
+      if (item.second.IsSequence()) {
+        for (const YAML::Node& ref : item.second) {
+          if (ref.IsScalar() && !ref.as<std::string>().empty()) {
+            limits.references.push_back(ref.as<std::string>());
+          }
+        }
+      }
+    } else if (OtherKeys().count(key) == 0) {
+      return core::MakeError("{}: {}: unknown key '{}'", source, what, key);
+    }
+  }
+  if (limits.references.empty()) {
+    return core::MakeError("{}: {}: needs at least one reference", source, what);
+  }
+  return limits;
+}
+
+struct EmbeddedTable {
+  std::vector<ArchLimits> entries;
+  std::vector<std::string> problems;
+};
+
+const EmbeddedTable& Embedded() {
+  static const EmbeddedTable kTable = [] {
+    EmbeddedTable table;
+    const kb_data::EmbeddedFile* file = kb_data::FindEmbeddedFile(kTablePath);
+    if (file == nullptr) {
+      table.problems.push_back(fmt::format("{} is not embedded in this build", kTablePath));
+      return table;
+    }
+    auto parsed = ParseArchLimitsTable(file->content, file->path);
+    if (!parsed.ok()) {
+      table.problems.push_back(parsed.error().message);
+    } else {
+      table.entries = std::move(parsed).value();
+    }
+    return table;
+  }();
+  return kTable;
+}
+
+// ------------------------------------------------------------------------------- estimation
+
+uint64_t DivCeil(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t RoundUp(uint64_t a, uint64_t b) { return DivCeil(a, b) * b; }
+
+std::string LimitText(uint64_t value) {
+  return value == kNoLimit ? std::string("no limit") : std::to_string(value);
+}
+
+Occupancy Unknown(std::string explanation) {
+  Occupancy out;
+  out.explanation = std::move(explanation);
+  return out;
+}
+
+Occupancy CannotRun(std::string limiter, std::string explanation) {
+  Occupancy out;
+  out.fraction = 0.0;
+  out.limiter = std::move(limiter);
+  out.explanation = std::move(explanation);
+  return out;
+}
+
+// The first limit in `required` that the table lacks, as "the table has no <name> for <arch>".
+std::optional<std::string> MissingLimit(
+    const ArchLimits& limits,
+    std::initializer_list<std::pair<const char*, bool>> required) {
+  for (const auto& [name, present] : required) {
+    if (!present) {
+      return fmt::format("{}: occupancy unknown: the table has no {} for {}", limits.arch, name,
+                         limits.arch);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------- public API
+
+core::Result<std::vector<ArchLimits>> ParseArchLimitsTable(std::string_view yaml,
+                                                           std::string_view source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return core::MakeError("{}: invalid YAML: {}", source, e.what());
+  }
+  if (!root.IsMap() || ScalarOrEmpty(root, "schema") != kSchema) {
+    return core::MakeError("{}: expected a mapping with schema: {}", source, kSchema);
+  }
+  const YAML::Node entries = root["entries"];
+  if (!entries || !entries.IsSequence()) {
+    return core::MakeError("{}: missing 'entries' list", source);
+  }
+  std::vector<ArchLimits> out;
+  std::set<std::string> seen;
+  size_t index = 0;
+  for (const YAML::Node& node : entries) {
+    ArchLimits limits;
+    try {
+      GT_ASSIGN_OR_RETURN(limits, ParseEntry(node, source, index));
+    } catch (const YAML::Exception& e) {
+      return core::MakeError("{}: entry {}: {}", source, index, e.what());
+    }
+    ++index;
+    if (!seen.insert(limits.arch).second) {
+      return core::MakeError("{}: {} is listed twice", source, limits.arch);
+    }
+    out.push_back(std::move(limits));
+  }
+  return out;
+}
+
+std::string CanonicalArchName(std::string_view arch) {
+  std::string name(arch);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // An offload-bundle or triple prefix: "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-".
+  if (size_t dashes = name.rfind("--"); dashes != std::string::npos) name.erase(0, dashes + 2);
+  if (size_t colon = name.find(':'); colon != std::string::npos) name.erase(colon);
+  for (std::string_view prefix : {std::string_view("sm_"), std::string_view("compute_")}) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    size_t end = prefix.size();
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    if (end == prefix.size()) return name;  // not a number: leave it alone
+    return "sm_" + name.substr(prefix.size(), end - prefix.size());
+  }
+  return name;
+}
+
+const ArchLimits* FindArchLimits(std::string_view arch) {
+  const std::string canonical = CanonicalArchName(arch);
+  for (const ArchLimits& limits : Embedded().entries) {
+    if (limits.arch == canonical) return &limits;
+  }
+  return nullptr;
+}
+
+const std::vector<ArchLimits>& AllArchLimits() { return Embedded().entries; }
+
+const std::vector<std::string>& ArchLimitProblems() { return Embedded().problems; }
+
+Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const ArchLimits& limits) {
+  const std::string& arch = limits.arch;
+  if (limits.vendor != GpuVendor::kNvidia) {
+    return Unknown(fmt::format("{}: not an NVIDIA architecture", arch));
+  }
+  if (!kernel.registers_per_thread) {
+    return Unknown(fmt::format("{}: occupancy unknown: registers per thread not recorded", arch));
+  }
+  if (!kernel.static_shared_bytes) {
+    return Unknown(fmt::format("{}: occupancy unknown: static shared memory not recorded", arch));
+  }
+  if (!kernel.block_size || *kernel.block_size == 0) {
+    return Unknown(fmt::format("{}: occupancy unknown: block size unknown", arch));
+  }
+  if (auto missing = MissingLimit(
+          limits,
+          {{"warp size", limits.warp_size.has_value()},
+           {"max threads per block", limits.max_threads_per_block.has_value()},
+           {"max warps per SM", limits.max_warps_per_sm.has_value()},
+           {"max blocks per SM", limits.max_blocks_per_sm.has_value()},
+           {"registers per SM", limits.registers_per_sm.has_value()},
+           {"max registers per block", limits.max_registers_per_block.has_value()},
+           {"max registers per thread", limits.max_registers_per_thread.has_value()},
+           {"register allocation unit", limits.register_allocation_unit.has_value()},
+           {"register file partitions", limits.register_file_partitions.has_value()},
+           {"shared memory per SM", limits.shared_memory_per_sm_bytes.has_value()},
+           {"default shared memory per block", limits.shared_memory_per_block_default_bytes.has_value()},
+           {"reserved shared memory per block", limits.shared_memory_reserved_per_block_bytes.has_value()},
+           {"shared memory allocation unit", limits.shared_memory_allocation_unit_bytes.has_value()}})) {
+    return Unknown(*missing);
+  }
+  const uint64_t regs = *kernel.registers_per_thread;
+  const uint64_t shared = *kernel.static_shared_bytes;
+  const uint64_t block = *kernel.block_size;
+  const uint64_t max_warps = *limits.max_warps_per_sm;
+  const uint64_t partitions = *limits.register_file_partitions;
+
+  if (block > *limits.max_threads_per_block) {
+    return CannotRun("threads", fmt::format("{}: a block of {} threads exceeds the {} threads per "
+                                            "block allowed", arch, block,
+                                            *limits.max_threads_per_block));
+  }
+  const uint64_t warps_per_block = DivCeil(block, *limits.warp_size);
+  const uint64_t by_threads = max_warps / warps_per_block;
+
+  // Registers are allocated per warp, rounded to the allocation unit; the hardware checks a
+  // block's allocation as if its warps were spread over every partition (cuda_occupancy.h).
+  if (regs > *limits.max_registers_per_thread) {
+    return CannotRun("registers", fmt::format("{}: {} registers per thread exceed the {} allowed",
+                                              arch, regs, *limits.max_registers_per_thread));
+  }
+  const uint64_t regs_per_warp = RoundUp(regs * *limits.warp_size, *limits.register_allocation_unit);
+  const uint64_t regs_per_block = regs_per_warp * RoundUp(warps_per_block, partitions);
+  if (regs_per_block > *limits.max_registers_per_block) {
+    return CannotRun("registers",
+                     fmt::format("{}: a block of {} threads at {} registers per thread needs {} "
+                                 "registers, more than the {} per block",
+                                 arch, block, regs, regs_per_block,
+                                 *limits.max_registers_per_block));
+  }
+  uint64_t by_registers = kNoLimit;
+  if (regs_per_warp > 0) {
+    const uint64_t warps_per_partition = (*limits.registers_per_sm / partitions) / regs_per_warp;
+    by_registers = warps_per_partition * partitions / warps_per_block;
+  }
+
+  const uint64_t reserved = *limits.shared_memory_reserved_per_block_bytes;
+  const uint64_t shared_alloc = RoundUp(shared + reserved, *limits.shared_memory_allocation_unit_bytes);
+  const uint64_t shared_limit = uint64_t{*limits.shared_memory_per_block_default_bytes} + reserved;
+  if (shared_alloc > shared_limit) {
+    return CannotRun("shared memory",
+                     fmt::format("{}: {} B static shared memory + {} B reserved ({} B allocated) "
+                                 "exceeds the {} B a block may use without opt-in",
+                                 arch, shared, reserved, shared_alloc, shared_limit));
+  }
+  const uint64_t by_shared = shared_alloc > 0 ? *limits.shared_memory_per_sm_bytes / shared_alloc
+                                              : kNoLimit;
+  const uint64_t by_blocks = *limits.max_blocks_per_sm;
+
+  const uint64_t blocks = std::min({by_registers, by_shared, by_threads, by_blocks});
+  Occupancy out;
+  out.active_blocks_or_waves = static_cast<int>(blocks);
+  out.fraction = static_cast<double>(blocks * warps_per_block) / static_cast<double>(max_warps);
+  if (blocks * warps_per_block == max_warps) {
+    out.limiter = "threads";
+  } else if (blocks == by_registers) {
+    out.limiter = "registers";
+  } else if (blocks == by_shared) {
+    out.limiter = "shared memory";
+  } else if (blocks == by_blocks) {
+    out.limiter = "blocks";
+  } else {
+    out.limiter = "threads";
+  }
+  out.explanation = fmt::format(
+      "{}: {} threads/block, {} registers/thread, {} B static shared: {} blocks ({} of {} warps) "
+      "per SM, {:.0f}%; blocks per SM by registers {} ({} per warp), shared memory {} ({} B per "
+      "block of {} B), threads {}, block limit {}",
+      arch, block, regs, shared, blocks, blocks * warps_per_block, max_warps, *out.fraction * 100,
+      LimitText(by_registers), regs_per_warp, LimitText(by_shared), shared_alloc,
+      *limits.shared_memory_per_sm_bytes, by_threads, by_blocks);
+  return out;
+}
+
+Occupancy EstimateAmdOccupancy(const AmdKernelResources& kernel, const ArchLimits& limits) {
+  const std::string& arch = limits.arch;
+  if (limits.vendor != GpuVendor::kAmd) {
+    return Unknown(fmt::format("{}: not an AMD architecture", arch));
+  }
+  std::optional<uint32_t> wave = kernel.wavefront_size;
+  if (!wave && limits.wavefront_sizes.size() == 1) wave = limits.wavefront_sizes.front();
+  if (!wave) return Unknown(fmt::format("{}: occupancy unknown: wavefront size not recorded", arch));
+  if (!kernel.vgprs) return Unknown(fmt::format("{}: occupancy unknown: VGPR count not recorded", arch));
+  if (!kernel.lds_bytes) return Unknown(fmt::format("{}: occupancy unknown: LDS size not recorded", arch));
+  if (!kernel.workgroup_size || *kernel.workgroup_size == 0) {
+    return Unknown(fmt::format("{}: occupancy unknown: workgroup size unknown", arch));
+  }
+  if (std::find(limits.wavefront_sizes.begin(), limits.wavefront_sizes.end(), *wave) ==
+      limits.wavefront_sizes.end()) {
+    return Unknown(limits.wavefront_sizes.empty()
+                       ? fmt::format("{}: occupancy unknown: the table has no wavefront sizes for {}",
+                                     arch, arch)
+                       : fmt::format("{}: occupancy unknown: wavefront size {} is not one the "
+                                     "table lists for {}", arch, *wave, arch));
+  }
+  const auto vgpr_total = limits.vgprs_per_simd.find(*wave);
+  const auto vgpr_granule = limits.vgpr_alloc_granule.find(*wave);
+  const std::string vgpr_total_name = fmt::format("VGPRs per SIMD for wave{}", *wave);
+  const std::string vgpr_granule_name = fmt::format("VGPR allocation granule for wave{}", *wave);
+  if (auto missing = MissingLimit(
+          limits, {{"max workgroup size", limits.max_workgroup_size.has_value()},
+                   {"LDS per workgroup", limits.lds_per_workgroup_bytes.has_value()},
+                   {"SIMDs per CU/WGP", limits.simds_per_unit.has_value()},
+                   {"LDS per CU/WGP", limits.lds_per_unit_bytes.has_value()},
+                   {"max workgroups per CU/WGP", limits.max_workgroups_per_unit.has_value()},
+                   {"max waves per SIMD", limits.max_waves_per_simd.has_value()},
+                   {vgpr_total_name.c_str(), vgpr_total != limits.vgprs_per_simd.end()},
+                   {vgpr_granule_name.c_str(), vgpr_granule != limits.vgpr_alloc_granule.end()},
+                   {"rule whether SGPRs limit occupancy", limits.sgprs_limit_occupancy.has_value()}})) {
+    return Unknown(*missing);
+  }
+  const bool sgprs_limit = *limits.sgprs_limit_occupancy;
+  if (sgprs_limit) {
+    if (auto missing = MissingLimit(
+            limits, {{"SGPRs per SIMD", limits.sgprs_per_simd.has_value()},
+                     {"SGPR allocation granule", limits.sgpr_alloc_granule.has_value()},
+                     {"trap-handler SGPRs", !kernel.trap_handler || limits.trap_handler_sgprs}})) {
+      return Unknown(*missing);
+    }
+    if (!kernel.sgprs) return Unknown(fmt::format("{}: occupancy unknown: SGPR count not recorded", arch));
+  }
+
+  const std::string unit = limits.occupancy_unit.empty() ? "CU" : limits.occupancy_unit;
+  const uint64_t max_waves = *limits.max_waves_per_simd;
+  const uint64_t simds = *limits.simds_per_unit;
+  const uint64_t workgroup = *kernel.workgroup_size;
+  const uint64_t lds = *kernel.lds_bytes;
+  if (workgroup > *limits.max_workgroup_size) {
+    return CannotRun("threads", fmt::format("{}: a workgroup of {} work-items exceeds the {} "
+                                            "allowed", arch, workgroup, *limits.max_workgroup_size));
+  }
+  if (lds > *limits.lds_per_workgroup_bytes) {
+    return CannotRun("LDS", fmt::format("{}: {} B of LDS exceeds the {} B a workgroup can address",
+                                        arch, lds, *limits.lds_per_workgroup_bytes));
+  }
+
+  // VGPRs: LLVM IsaInfo::getNumWavesPerEUWithNumVGPRs. .vgpr_count already combines VGPRs and
+  // AGPRs where they share a file; on gfx908 they are separate files of the same size.
+  const uint64_t vgprs = std::max(*kernel.vgprs, kernel.agprs.value_or(0));
+  if (limits.max_vgprs_per_wave && vgprs > *limits.max_vgprs_per_wave) {
+    return CannotRun("VGPRs", fmt::format("{}: {} VGPRs exceed the {} a wave can address", arch,
+                                          vgprs, *limits.max_vgprs_per_wave));
+  }
+  const uint64_t granule = vgpr_granule->second;
+  const uint64_t vgpr_alloc = RoundUp(vgprs, granule);
+  const uint64_t by_vgprs = vgprs < granule
+                                ? max_waves
+                                : std::min<uint64_t>(std::max<uint64_t>(vgpr_total->second / vgpr_alloc, 1),
+                                                     max_waves);
+
+  // SGPRs (GFX9): the per-SIMD SGPR file over the rounded per-wave allocation plus the trap
+  // handler's reservation; GFX10+ SGPRs do not limit occupancy.
+  uint64_t by_sgprs = max_waves;
+  std::string sgpr_text = "SGPRs no limit on this architecture";
+  if (sgprs_limit) {
+    const uint64_t trap = kernel.trap_handler ? *limits.trap_handler_sgprs : 0;
+    const uint64_t sgpr_alloc = RoundUp(*kernel.sgprs, *limits.sgpr_alloc_granule) + trap;
+    by_sgprs = std::min<uint64_t>(*limits.sgprs_per_simd / std::max<uint64_t>(sgpr_alloc, 1), max_waves);
+    sgpr_text = fmt::format("SGPRs {} ({} -> {}{} of {})", by_sgprs, *kernel.sgprs,
+                            sgpr_alloc - trap,
+                            trap ? fmt::format(" + {} trap handler", trap) : std::string(),
+                            *limits.sgprs_per_simd);
+  }
+
+  // Workgroups per CU/WGP: AMDGPUSubtarget::getOccupancyWithLocalMemSize with
+  // IsaInfo::getMaxWorkGroupsPerCU (single-wave workgroups use no barrier).
+  const uint64_t waves_per_group = DivCeil(workgroup, *wave);
+  const uint64_t wave_slots = max_waves * simds;
+  const uint64_t by_slots = waves_per_group == 1
+                                ? wave_slots
+                                : std::min<uint64_t>(wave_slots / waves_per_group,
+                                                     *limits.max_workgroups_per_unit);
+  const uint64_t by_lds = lds > 0 ? *limits.lds_per_unit_bytes / lds : kNoLimit;
+  const uint64_t groups = std::min(by_slots, by_lds);
+  const uint64_t by_groups = std::min(DivCeil(groups * waves_per_group, simds), max_waves);
+
+  const uint64_t waves = std::min({by_vgprs, by_sgprs, by_groups});
+  Occupancy out;
+  out.active_blocks_or_waves = static_cast<int>(waves);
+  out.fraction = static_cast<double>(waves) / static_cast<double>(max_waves);
+  if (waves == max_waves) {
+    out.limiter = "waves";
+  } else if (waves == by_vgprs) {
+    out.limiter = "VGPRs";
+  } else if (waves == by_sgprs) {
+    out.limiter = "SGPRs";
+  } else {
+    out.limiter = by_lds < by_slots ? "LDS" : "waves";
+  }
+  out.explanation = fmt::format(
+      "{}: wave{}, workgroup {} ({} waves), {} VGPRs, {} B LDS: {} of {} waves per SIMD, {:.0f}%; "
+      "waves per SIMD by VGPRs {} ({} -> {} of {}), {}, workgroups {} ({} workgroups per {} by "
+      "wave slots and barriers, {} by LDS)",
+      arch, *wave, workgroup, waves_per_group, vgprs, lds, waves, max_waves, *out.fraction * 100,
+      by_vgprs, vgprs, vgpr_alloc, vgpr_total->second, sgpr_text, by_groups, by_slots, unit,
+      LimitText(by_lds));
+  return out;
+}
+
+Occupancy EstimateOccupancy(const Kernel& kernel, const ArchLimits& limits) {
+  if (limits.vendor == GpuVendor::kNvidia) {
+    NvidiaKernelResources resources;
+    resources.registers_per_thread = kernel.registers;
+    resources.static_shared_bytes = kernel.shared_bytes;
+    resources.block_size = kernel.max_threads.value_or(kDefaultBlockSize);
+    Occupancy out = EstimateNvidiaOccupancy(resources, limits);
+    if (!kernel.max_threads) {
+      out.explanation += fmt::format(" (block size {} assumed: no launch bounds recorded)",
+                                     kDefaultBlockSize);
+    }
+    return out;
+  }
+  AmdKernelResources resources;
+  resources.vgprs = kernel.vgpr_count;
+  resources.agprs = kernel.agpr_count;
+  resources.sgprs = kernel.sgpr_count;
+  resources.lds_bytes = kernel.lds_bytes;
+  resources.wavefront_size = kernel.wavefront_size;
+  resources.workgroup_size = kernel.max_workgroup_size.value_or(kDefaultBlockSize);
+  Occupancy out = EstimateAmdOccupancy(resources, limits);
+  if (!kernel.max_workgroup_size) {
+    out.explanation += fmt::format(
+        " (workgroup size {} assumed: no maximum workgroup size recorded)", kDefaultBlockSize);
+  }
+  return out;
+}
+
+}  // namespace gputriage::inspect
