@@ -337,7 +337,7 @@ Command InspectCommand() {
                        "instead of this machine's")
             ->type_name("FILE");
         app.add_flag("--no-snapshot", flags->no_snapshot, "Do not check architecture coverage");
-        app.add_option("--threads", flags->threads, "Threads decoding fatbin entries (default: one per CPU, at most 16)");
+        app.add_option("--threads", flags->threads, "Threads decoding fatbin entries (default: one per CPU, at most 8)");
         return [flags]() { return Inspect(*flags); };
       }};
 }

@@ -604,13 +604,14 @@ struct NoteRange {
 core::Result<void> CheckTable(const char* what, uint64_t offset, uint64_t count,
                               uint64_t entry_bytes, uint64_t expected_entry_bytes,
                               uint64_t file_bytes) {
+  if (count == 0) return {};
   if (entry_bytes != expected_entry_bytes) {
     return core::MakeError("{} entries of {:#x} bytes, ELF64 has {:#x}", what, entry_bytes,
                            expected_entry_bytes);
   }
   auto table_bytes = CheckedMul(count, entry_bytes);
   if (!table_bytes || !RangeInside(offset, *table_bytes, file_bytes)) {
-    return core::MakeError("{} at {:#x} ({} × {:#x} bytes) lie beyond the {:#x} bytes of the file",
+    return core::MakeError("{} at {:#x} ({} of {:#x} bytes) lie beyond the {:#x} bytes of the file",
                            what, offset, count, entry_bytes, file_bytes);
   }
   return {};

@@ -743,7 +743,7 @@ TEST(AmdHipFatbin, TruncatedCodeObjectAmongGoodOnes) {
   uint16_t shnum = Get<uint16_t>(gfx1030, 60);
   EXPECT_EQ(objects[1].error,
             fmt::format(
-                "section headers at {:#x} ({} × 0x40 bytes) lie beyond the {:#x} bytes of the file "
+                "section headers at {:#x} ({} of 0x40 bytes) lie beyond the {:#x} bytes of the file "
                 "(bundle entry hipv4-amdgcn-amd-amdhsa--gfx1030)",
                 shoff, shnum, cut.size()));
   EXPECT_EQ(objects[1].format, "hsaco-v4");  // read before the damage
@@ -777,7 +777,7 @@ TEST(AmdCodeObject, TruncatedAndForeignInputs) {
   Put<uint64_t>(&moved, 40, moved.size() - 64);
   CodeObject object = ReadAmdgpuCodeObject(moved, "x");
   EXPECT_EQ(object.error,
-            fmt::format("section headers at {:#x} ({} × 0x40 bytes) lie beyond the {:#x} bytes "
+            fmt::format("section headers at {:#x} ({} of 0x40 bytes) lie beyond the {:#x} bytes "
                         "of the file",
                         moved.size() - 64, Get<uint16_t>(elf, 60), moved.size()));
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/json_read.h"
+#include "inspect/occupancy.h"
 
 namespace gputriage::inspect {
 namespace {
@@ -127,14 +128,21 @@ void FileFindings::Add(const CodeObject& co) {
     if (co.vendor == "amd" && k.wavefront_size) amd_wavefront_[co.arch] = *k.wavefront_size;
     if (k.sgpr_spill_count.value_or(0) + k.vgpr_spill_count.value_or(0) > 0) Note(spills_.count, spills_.first, who);
     if (k.local_bytes.value_or(0) > 0) Note(stack_.count, stack_.first, fmt::format("{}: {} bytes", who, *k.local_bytes));
-    // 48 KiB is the static shared memory limit per block on every NVIDIA architecture (more
-    // needs dynamic shared memory and an opt-in); 64 KiB is the LDS per workgroup of GCN, CDNA
-    // and RDNA. "Near" = within 10 %.
-    if (k.shared_bytes.value_or(0) > 48 * 1024 * 9 / 10) Note(shared_near_.count, shared_near_.first, fmt::format("{}: {} bytes", who, *k.shared_bytes));
-    if (k.lds_bytes.value_or(0) > 64 * 1024 * 9 / 10) Note(lds_near_.count, lds_near_.first, fmt::format("{}: {} bytes", who, *k.lds_bytes));
-    // 1024 threads per block / work-items per workgroup is the maximum on both vendors' GPUs.
-    if (k.max_threads.value_or(0) > 1024 || k.max_workgroup_size.value_or(0) > 1024) {
-      Note(bounds_over_.count, bounds_over_.first, fmt::format("{}: {}", who, std::max(k.max_threads.value_or(0), k.max_workgroup_size.value_or(0))));
+    // Limits from kb/tables/gpu-arch-limits.yaml where the architecture is in it; else the
+    // values every architecture there shares: 48 KiB of static shared memory per block
+    // (more needs dynamic shared memory and an opt-in), 64 KiB of LDS per workgroup (gfx950:
+    // 160 KiB), 1024 threads per block or work-items per workgroup. "Near" = within 10 %.
+    const ArchLimits* limits = FindArchLimits(co.arch);
+    uint32_t shared_limit = limits && limits->shared_memory_per_block_default_bytes ? *limits->shared_memory_per_block_default_bytes : 48 * 1024;
+    uint32_t lds_limit = limits && limits->lds_per_workgroup_bytes ? *limits->lds_per_workgroup_bytes : 64 * 1024;
+    uint32_t thread_limit = 1024;
+    if (limits && limits->max_threads_per_block) thread_limit = *limits->max_threads_per_block;
+    if (limits && limits->max_workgroup_size) thread_limit = *limits->max_workgroup_size;
+    if (k.shared_bytes.value_or(0) > shared_limit / 10 * 9) Note(shared_near_.count, shared_near_.first, fmt::format("{}: {} of {} bytes", who, *k.shared_bytes, shared_limit));
+    if (k.lds_bytes.value_or(0) > lds_limit / 10 * 9) Note(lds_near_.count, lds_near_.first, fmt::format("{}: {} of {} bytes", who, *k.lds_bytes, lds_limit));
+    if (k.max_threads.value_or(0) > thread_limit || k.max_workgroup_size.value_or(0) > thread_limit) {
+      Note(bounds_over_.count, bounds_over_.first,
+           fmt::format("{}: {} (the limit is {})", who, std::max(k.max_threads.value_or(0), k.max_workgroup_size.value_or(0)), thread_limit));
     }
   }
 }
@@ -243,11 +251,11 @@ std::vector<core::Finding> FileFindings::Finish(const std::vector<MachineGpu>& g
   kernel_finding(stack_, "stack_frame", core::Severity::kInfo, "use a stack frame (local memory: spills or local arrays)",
                  "Local memory lives in device memory (cached): spills and dynamically indexed local arrays end up there.",
                  "Check `nvcc -Xptxas -v` for spill stores; index local arrays with constants, or lower register pressure.");
-  kernel_finding(shared_near_, "shared_near_limit", core::Severity::kInfo, "use static shared memory near the 48 KiB limit",
+  kernel_finding(shared_near_, "shared_near_limit", core::Severity::kInfo, "use static shared memory near the architecture's per-block limit (48 KiB)",
                  "Static shared memory above 48 KiB per block is not possible; near it, few blocks fit an SM.", "Move to dynamic shared memory with an explicit opt-in if more is needed.");
-  kernel_finding(lds_near_, "lds_near_limit", core::Severity::kInfo, "use LDS near the 64 KiB per workgroup",
+  kernel_finding(lds_near_, "lds_near_limit", core::Severity::kInfo, "use LDS near the architecture's per-workgroup limit",
                  "Few workgroups fit a compute unit, which limits occupancy.", "Reduce the LDS tile size if occupancy matters.");
-  kernel_finding(bounds_over_, "launch_bounds_over_limit", core::Severity::kError, "declare more threads per block than any GPU allows (1024)",
+  kernel_finding(bounds_over_, "launch_bounds_over_limit", core::Severity::kError, "declare more threads per block than the architecture allows",
                  "The launch bound exceeds the architecture's maximum block/workgroup size; launches with that size fail.",
                  "Lower __launch_bounds__ / amdgpu_flat_work_group_size to at most 1024.");
   return out;

@@ -1,5 +1,6 @@
 #include "inspect/occupancy.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <limits>
 #include <set>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "knowledge_data/embedded.h"
 
@@ -44,10 +43,14 @@ const std::vector<NumberField>& NumberFields() {
       {"register_allocation_unit", &ArchLimits::register_allocation_unit, false},
       {"register_file_partitions", &ArchLimits::register_file_partitions, false},
       {"shared_memory_per_sm_bytes", &ArchLimits::shared_memory_per_sm_bytes, false},
-      {"shared_memory_per_block_default_bytes", &ArchLimits::shared_memory_per_block_default_bytes, false},
-      {"shared_memory_per_block_optin_bytes", &ArchLimits::shared_memory_per_block_optin_bytes, false},
-      {"shared_memory_reserved_per_block_bytes", &ArchLimits::shared_memory_reserved_per_block_bytes, true},
-      {"shared_memory_allocation_unit_bytes", &ArchLimits::shared_memory_allocation_unit_bytes, false},
+      {"shared_memory_per_block_default_bytes", &ArchLimits::shared_memory_per_block_default_bytes,
+       false},
+      {"shared_memory_per_block_optin_bytes", &ArchLimits::shared_memory_per_block_optin_bytes,
+       false},
+      {"shared_memory_reserved_per_block_bytes",
+       &ArchLimits::shared_memory_reserved_per_block_bytes, true},
+      {"shared_memory_allocation_unit_bytes", &ArchLimits::shared_memory_allocation_unit_bytes,
+       false},
       {"max_workgroup_size", &ArchLimits::max_workgroup_size, false},
       {"lds_per_workgroup_bytes", &ArchLimits::lds_per_workgroup_bytes, false},
       {"simds_per_unit", &ArchLimits::simds_per_unit, false},
@@ -79,8 +82,9 @@ const std::vector<BoolField>& BoolFields() {
 
 const std::set<std::string>& OtherKeys() {
   static const std::set<std::string> kKeys = {
-      "arch", "vendor", "name", "notes", "references", "wavefront_sizes", "occupancy_unit",
-      "vgprs_per_simd", "vgpr_alloc_granule"};
+      "arch",           "vendor",         "name",
+      "notes",          "references",     "wavefront_sizes",
+      "occupancy_unit", "vgprs_per_simd", "vgpr_alloc_granule"};
   return kKeys;
 }
 
@@ -108,8 +112,10 @@ std::string ScalarOrEmpty(const YAML::Node& node, const char* key) {
 }
 
 // {wavefront size: count} maps such as `vgprs_per_simd: {32: 1024, 64: 512}`.
-core::Result<std::map<uint32_t, uint32_t>> ToWaveMap(const YAML::Node& node, std::string_view source,
-                                                     const std::string& what, std::string_view key) {
+core::Result<std::map<uint32_t, uint32_t>> ToWaveMap(const YAML::Node& node,
+                                                     std::string_view source,
+                                                     const std::string& what,
+                                                     std::string_view key) {
   if (!node.IsMap()) {
     return core::MakeError("{}: {}: '{}' must map wavefront sizes to positive integers", source,
                            what, key);
@@ -123,8 +129,7 @@ core::Result<std::map<uint32_t, uint32_t>> ToWaveMap(const YAML::Node& node, std
   return out;
 }
 
-core::Result<ArchLimits> ParseEntry(const YAML::Node& node, std::string_view source,
-                                    size_t index) {
+core::Result<ArchLimits> ParseEntry(const YAML::Node& node, std::string_view source, size_t index) {
   std::string what = fmt::format("entry {}", index);
   if (!node.IsMap()) return core::MakeError("{}: {} is not a mapping", source, what);
   ArchLimits limits;
@@ -252,8 +257,7 @@ Occupancy CannotRun(std::string limiter, std::string explanation) {
 
 // The first limit in `required` that the table lacks, as "the table has no <name> for <arch>".
 std::optional<std::string> MissingLimit(
-    const ArchLimits& limits,
-    std::initializer_list<std::pair<const char*, bool>> required) {
+    const ArchLimits& limits, std::initializer_list<std::pair<const char*, bool>> required) {
   for (const auto& [name, present] : required) {
     if (!present) {
       return fmt::format("{}: occupancy unknown: the table has no {} for {}", limits.arch, name,
@@ -345,20 +349,22 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
     return Unknown(fmt::format("{}: occupancy unknown: block size unknown", arch));
   }
   if (auto missing = MissingLimit(
-          limits,
-          {{"warp size", limits.warp_size.has_value()},
-           {"max threads per block", limits.max_threads_per_block.has_value()},
-           {"max warps per SM", limits.max_warps_per_sm.has_value()},
-           {"max blocks per SM", limits.max_blocks_per_sm.has_value()},
-           {"registers per SM", limits.registers_per_sm.has_value()},
-           {"max registers per block", limits.max_registers_per_block.has_value()},
-           {"max registers per thread", limits.max_registers_per_thread.has_value()},
-           {"register allocation unit", limits.register_allocation_unit.has_value()},
-           {"register file partitions", limits.register_file_partitions.has_value()},
-           {"shared memory per SM", limits.shared_memory_per_sm_bytes.has_value()},
-           {"default shared memory per block", limits.shared_memory_per_block_default_bytes.has_value()},
-           {"reserved shared memory per block", limits.shared_memory_reserved_per_block_bytes.has_value()},
-           {"shared memory allocation unit", limits.shared_memory_allocation_unit_bytes.has_value()}})) {
+          limits, {{"warp size", limits.warp_size.has_value()},
+                   {"max threads per block", limits.max_threads_per_block.has_value()},
+                   {"max warps per SM", limits.max_warps_per_sm.has_value()},
+                   {"max blocks per SM", limits.max_blocks_per_sm.has_value()},
+                   {"registers per SM", limits.registers_per_sm.has_value()},
+                   {"max registers per block", limits.max_registers_per_block.has_value()},
+                   {"max registers per thread", limits.max_registers_per_thread.has_value()},
+                   {"register allocation unit", limits.register_allocation_unit.has_value()},
+                   {"register file partitions", limits.register_file_partitions.has_value()},
+                   {"shared memory per SM", limits.shared_memory_per_sm_bytes.has_value()},
+                   {"default shared memory per block",
+                    limits.shared_memory_per_block_default_bytes.has_value()},
+                   {"reserved shared memory per block",
+                    limits.shared_memory_reserved_per_block_bytes.has_value()},
+                   {"shared memory allocation unit",
+                    limits.shared_memory_allocation_unit_bytes.has_value()}})) {
     return Unknown(*missing);
   }
   const uint64_t regs = *kernel.registers_per_thread;
@@ -369,8 +375,8 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
 
   if (block > *limits.max_threads_per_block) {
     return CannotRun("threads", fmt::format("{}: a block of {} threads exceeds the {} threads per "
-                                            "block allowed", arch, block,
-                                            *limits.max_threads_per_block));
+                                            "block allowed",
+                                            arch, block, *limits.max_threads_per_block));
   }
   const uint64_t warps_per_block = DivCeil(block, *limits.warp_size);
   const uint64_t by_threads = max_warps / warps_per_block;
@@ -381,14 +387,15 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
     return CannotRun("registers", fmt::format("{}: {} registers per thread exceed the {} allowed",
                                               arch, regs, *limits.max_registers_per_thread));
   }
-  const uint64_t regs_per_warp = RoundUp(regs * *limits.warp_size, *limits.register_allocation_unit);
+  const uint64_t regs_per_warp =
+      RoundUp(regs * *limits.warp_size, *limits.register_allocation_unit);
   const uint64_t regs_per_block = regs_per_warp * RoundUp(warps_per_block, partitions);
   if (regs_per_block > *limits.max_registers_per_block) {
-    return CannotRun("registers",
-                     fmt::format("{}: a block of {} threads at {} registers per thread needs {} "
-                                 "registers, more than the {} per block",
-                                 arch, block, regs, regs_per_block,
-                                 *limits.max_registers_per_block));
+    return CannotRun(
+        "registers",
+        fmt::format("{}: a block of {} threads at {} registers per thread needs {} "
+                    "registers, more than the {} per block",
+                    arch, block, regs, regs_per_block, *limits.max_registers_per_block));
   }
   uint64_t by_registers = kNoLimit;
   if (regs_per_warp > 0) {
@@ -397,7 +404,8 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
   }
 
   const uint64_t reserved = *limits.shared_memory_reserved_per_block_bytes;
-  const uint64_t shared_alloc = RoundUp(shared + reserved, *limits.shared_memory_allocation_unit_bytes);
+  const uint64_t shared_alloc =
+      RoundUp(shared + reserved, *limits.shared_memory_allocation_unit_bytes);
   const uint64_t shared_limit = uint64_t{*limits.shared_memory_per_block_default_bytes} + reserved;
   if (shared_alloc > shared_limit) {
     return CannotRun("shared memory",
@@ -405,8 +413,8 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
                                  "exceeds the {} B a block may use without opt-in",
                                  arch, shared, reserved, shared_alloc, shared_limit));
   }
-  const uint64_t by_shared = shared_alloc > 0 ? *limits.shared_memory_per_sm_bytes / shared_alloc
-                                              : kNoLimit;
+  const uint64_t by_shared =
+      shared_alloc > 0 ? *limits.shared_memory_per_sm_bytes / shared_alloc : kNoLimit;
   const uint64_t by_blocks = *limits.max_blocks_per_sm;
 
   const uint64_t blocks = std::min({by_registers, by_shared, by_threads, by_blocks});
@@ -441,34 +449,40 @@ Occupancy EstimateAmdOccupancy(const AmdKernelResources& kernel, const ArchLimit
   }
   std::optional<uint32_t> wave = kernel.wavefront_size;
   if (!wave && limits.wavefront_sizes.size() == 1) wave = limits.wavefront_sizes.front();
-  if (!wave) return Unknown(fmt::format("{}: occupancy unknown: wavefront size not recorded", arch));
-  if (!kernel.vgprs) return Unknown(fmt::format("{}: occupancy unknown: VGPR count not recorded", arch));
-  if (!kernel.lds_bytes) return Unknown(fmt::format("{}: occupancy unknown: LDS size not recorded", arch));
+  if (!wave)
+    return Unknown(fmt::format("{}: occupancy unknown: wavefront size not recorded", arch));
+  if (!kernel.vgprs)
+    return Unknown(fmt::format("{}: occupancy unknown: VGPR count not recorded", arch));
+  if (!kernel.lds_bytes)
+    return Unknown(fmt::format("{}: occupancy unknown: LDS size not recorded", arch));
   if (!kernel.workgroup_size || *kernel.workgroup_size == 0) {
     return Unknown(fmt::format("{}: occupancy unknown: workgroup size unknown", arch));
   }
   if (std::find(limits.wavefront_sizes.begin(), limits.wavefront_sizes.end(), *wave) ==
       limits.wavefront_sizes.end()) {
-    return Unknown(limits.wavefront_sizes.empty()
-                       ? fmt::format("{}: occupancy unknown: the table has no wavefront sizes for {}",
-                                     arch, arch)
-                       : fmt::format("{}: occupancy unknown: wavefront size {} is not one the "
-                                     "table lists for {}", arch, *wave, arch));
+    return Unknown(
+        limits.wavefront_sizes.empty()
+            ? fmt::format("{}: occupancy unknown: the table has no wavefront sizes for {}", arch,
+                          arch)
+            : fmt::format("{}: occupancy unknown: wavefront size {} is not one the "
+                          "table lists for {}",
+                          arch, *wave, arch));
   }
   const auto vgpr_total = limits.vgprs_per_simd.find(*wave);
   const auto vgpr_granule = limits.vgpr_alloc_granule.find(*wave);
   const std::string vgpr_total_name = fmt::format("VGPRs per SIMD for wave{}", *wave);
   const std::string vgpr_granule_name = fmt::format("VGPR allocation granule for wave{}", *wave);
   if (auto missing = MissingLimit(
-          limits, {{"max workgroup size", limits.max_workgroup_size.has_value()},
-                   {"LDS per workgroup", limits.lds_per_workgroup_bytes.has_value()},
-                   {"SIMDs per CU/WGP", limits.simds_per_unit.has_value()},
-                   {"LDS per CU/WGP", limits.lds_per_unit_bytes.has_value()},
-                   {"max workgroups per CU/WGP", limits.max_workgroups_per_unit.has_value()},
-                   {"max waves per SIMD", limits.max_waves_per_simd.has_value()},
-                   {vgpr_total_name.c_str(), vgpr_total != limits.vgprs_per_simd.end()},
-                   {vgpr_granule_name.c_str(), vgpr_granule != limits.vgpr_alloc_granule.end()},
-                   {"rule whether SGPRs limit occupancy", limits.sgprs_limit_occupancy.has_value()}})) {
+          limits,
+          {{"max workgroup size", limits.max_workgroup_size.has_value()},
+           {"LDS per workgroup", limits.lds_per_workgroup_bytes.has_value()},
+           {"SIMDs per CU/WGP", limits.simds_per_unit.has_value()},
+           {"LDS per CU/WGP", limits.lds_per_unit_bytes.has_value()},
+           {"max workgroups per CU/WGP", limits.max_workgroups_per_unit.has_value()},
+           {"max waves per SIMD", limits.max_waves_per_simd.has_value()},
+           {vgpr_total_name.c_str(), vgpr_total != limits.vgprs_per_simd.end()},
+           {vgpr_granule_name.c_str(), vgpr_granule != limits.vgpr_alloc_granule.end()},
+           {"rule whether SGPRs limit occupancy", limits.sgprs_limit_occupancy.has_value()}})) {
     return Unknown(*missing);
   }
   const bool sgprs_limit = *limits.sgprs_limit_occupancy;
@@ -479,7 +493,8 @@ Occupancy EstimateAmdOccupancy(const AmdKernelResources& kernel, const ArchLimit
                      {"trap-handler SGPRs", !kernel.trap_handler || limits.trap_handler_sgprs}})) {
       return Unknown(*missing);
     }
-    if (!kernel.sgprs) return Unknown(fmt::format("{}: occupancy unknown: SGPR count not recorded", arch));
+    if (!kernel.sgprs)
+      return Unknown(fmt::format("{}: occupancy unknown: SGPR count not recorded", arch));
   }
 
   const std::string unit = limits.occupancy_unit.empty() ? "CU" : limits.occupancy_unit;
@@ -489,7 +504,8 @@ Occupancy EstimateAmdOccupancy(const AmdKernelResources& kernel, const ArchLimit
   const uint64_t lds = *kernel.lds_bytes;
   if (workgroup > *limits.max_workgroup_size) {
     return CannotRun("threads", fmt::format("{}: a workgroup of {} work-items exceeds the {} "
-                                            "allowed", arch, workgroup, *limits.max_workgroup_size));
+                                            "allowed",
+                                            arch, workgroup, *limits.max_workgroup_size));
   }
   if (lds > *limits.lds_per_workgroup_bytes) {
     return CannotRun("LDS", fmt::format("{}: {} B of LDS exceeds the {} B a workgroup can address",
@@ -505,10 +521,10 @@ Occupancy EstimateAmdOccupancy(const AmdKernelResources& kernel, const ArchLimit
   }
   const uint64_t granule = vgpr_granule->second;
   const uint64_t vgpr_alloc = RoundUp(vgprs, granule);
-  const uint64_t by_vgprs = vgprs < granule
-                                ? max_waves
-                                : std::min<uint64_t>(std::max<uint64_t>(vgpr_total->second / vgpr_alloc, 1),
-                                                     max_waves);
+  const uint64_t by_vgprs =
+      vgprs < granule
+          ? max_waves
+          : std::min<uint64_t>(std::max<uint64_t>(vgpr_total->second / vgpr_alloc, 1), max_waves);
 
   // SGPRs (GFX9): the per-SIMD SGPR file over the rounded per-wave allocation plus the trap
   // handler's reservation; GFX10+ SGPRs do not limit occupancy.
@@ -517,21 +533,21 @@ Occupancy EstimateAmdOccupancy(const AmdKernelResources& kernel, const ArchLimit
   if (sgprs_limit) {
     const uint64_t trap = kernel.trap_handler ? *limits.trap_handler_sgprs : 0;
     const uint64_t sgpr_alloc = RoundUp(*kernel.sgprs, *limits.sgpr_alloc_granule) + trap;
-    by_sgprs = std::min<uint64_t>(*limits.sgprs_per_simd / std::max<uint64_t>(sgpr_alloc, 1), max_waves);
-    sgpr_text = fmt::format("SGPRs {} ({} -> {}{} of {})", by_sgprs, *kernel.sgprs,
-                            sgpr_alloc - trap,
-                            trap ? fmt::format(" + {} trap handler", trap) : std::string(),
-                            *limits.sgprs_per_simd);
+    by_sgprs =
+        std::min<uint64_t>(*limits.sgprs_per_simd / std::max<uint64_t>(sgpr_alloc, 1), max_waves);
+    sgpr_text = fmt::format(
+        "SGPRs {} ({} -> {}{} of {})", by_sgprs, *kernel.sgprs, sgpr_alloc - trap,
+        trap ? fmt::format(" + {} trap handler", trap) : std::string(), *limits.sgprs_per_simd);
   }
 
   // Workgroups per CU/WGP: AMDGPUSubtarget::getOccupancyWithLocalMemSize with
   // IsaInfo::getMaxWorkGroupsPerCU (single-wave workgroups use no barrier).
   const uint64_t waves_per_group = DivCeil(workgroup, *wave);
   const uint64_t wave_slots = max_waves * simds;
-  const uint64_t by_slots = waves_per_group == 1
-                                ? wave_slots
-                                : std::min<uint64_t>(wave_slots / waves_per_group,
-                                                     *limits.max_workgroups_per_unit);
+  const uint64_t by_slots =
+      waves_per_group == 1
+          ? wave_slots
+          : std::min<uint64_t>(wave_slots / waves_per_group, *limits.max_workgroups_per_unit);
   const uint64_t by_lds = lds > 0 ? *limits.lds_per_unit_bytes / lds : kNoLimit;
   const uint64_t groups = std::min(by_slots, by_lds);
   const uint64_t by_groups = std::min(DivCeil(groups * waves_per_group, simds), max_waves);
@@ -567,8 +583,8 @@ Occupancy EstimateOccupancy(const Kernel& kernel, const ArchLimits& limits) {
     resources.block_size = kernel.max_threads.value_or(kDefaultBlockSize);
     Occupancy out = EstimateNvidiaOccupancy(resources, limits);
     if (!kernel.max_threads) {
-      out.explanation += fmt::format(" (block size {} assumed: no launch bounds recorded)",
-                                     kDefaultBlockSize);
+      out.explanation +=
+          fmt::format(" (block size {} assumed: no launch bounds recorded)", kDefaultBlockSize);
     }
     return out;
   }

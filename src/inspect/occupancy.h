@@ -3,7 +3,8 @@
 // fraction of the architecture's maximum, and which resource binds.
 //
 // Methods, both from public sources cited in the table's header:
-// - NVIDIA: the CUDA Occupancy Calculator (cuda_occupancy.h, cudaOccMaxActiveBlocksPerMultiprocessor)
+// - NVIDIA: the CUDA Occupancy Calculator (cuda_occupancy.h,
+// cudaOccMaxActiveBlocksPerMultiprocessor)
 //   with the default carveout and only static shared memory: blocks per SM = min of the warp,
 //   register (per-warp allocation rounded to the allocation unit, whole warps per SM
 //   sub-partition), shared-memory (use + reserved, rounded to the allocation unit) and block
@@ -131,7 +132,7 @@ struct AmdKernelResources {
   std::optional<uint32_t> vgprs;
   /// .agpr_count; on gfx908 a separate file, counted as max(vgprs, agprs).
   std::optional<uint32_t> agprs;
-  std::optional<uint32_t> sgprs;  ///< .sgpr_count (includes VCC, FLAT_SCRATCH, XNACK_MASK)
+  std::optional<uint32_t> sgprs;           ///< .sgpr_count (includes VCC, FLAT_SCRATCH, XNACK_MASK)
   std::optional<uint32_t> lds_bytes;       ///< .group_segment_fixed_size
   std::optional<uint32_t> workgroup_size;  ///< work-items per workgroup
   std::optional<uint32_t> wavefront_size;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 // The independent NVIDIA oracle: the CUDA Occupancy Calculator header that ships with the CUDA
@@ -47,10 +50,10 @@ TEST(ArchLimitsTable, LoadsWithoutProblemsAndHasBothVendors) {
   }
   EXPECT_EQ(nvidia, 12u);
   EXPECT_EQ(amd, 11u);
-  for (std::string_view arch : {"sm_70", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90",
-                                "sm_100", "sm_120", "gfx900", "gfx906", "gfx908", "gfx90a",
-                                "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1200",
-                                "gfx1201"}) {
+  for (std::string_view arch :
+       {"sm_70",  "sm_75",   "sm_80",   "sm_86",   "sm_87",   "sm_89",  "sm_90",
+        "sm_100", "sm_120",  "gfx900",  "gfx906",  "gfx908",  "gfx90a", "gfx942",
+        "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1200", "gfx1201"}) {
     EXPECT_NE(FindArchLimits(arch), nullptr) << arch;
   }
 }
@@ -58,11 +61,15 @@ TEST(ArchLimitsTable, LoadsWithoutProblemsAndHasBothVendors) {
 TEST(ArchLimitsTable, NvidiaEntriesAreConsistent) {
   for (const ArchLimits& limits : AllArchLimits()) {
     if (limits.vendor != GpuVendor::kNvidia) continue;
-    ASSERT_TRUE(limits.max_threads_per_sm && limits.max_warps_per_sm && limits.warp_size) << limits.arch;
-    EXPECT_EQ(*limits.max_threads_per_sm, *limits.max_warps_per_sm * *limits.warp_size) << limits.arch;
+    ASSERT_TRUE(limits.max_threads_per_sm && limits.max_warps_per_sm && limits.warp_size)
+        << limits.arch;
+    EXPECT_EQ(*limits.max_threads_per_sm, *limits.max_warps_per_sm * *limits.warp_size)
+        << limits.arch;
     // The per-block opt-in maximum is the per-SM capacity less the reservation (PG13 Table 31).
-    EXPECT_EQ(*limits.shared_memory_per_block_optin_bytes + *limits.shared_memory_reserved_per_block_bytes,
-              *limits.shared_memory_per_sm_bytes) << limits.arch;
+    EXPECT_EQ(*limits.shared_memory_per_block_optin_bytes +
+                  *limits.shared_memory_reserved_per_block_bytes,
+              *limits.shared_memory_per_sm_bytes)
+        << limits.arch;
   }
 }
 
@@ -89,8 +96,10 @@ TEST(ArchLimitsTable, SpotValuesMatchTheSources) {
   EXPECT_EQ(Limits("gfx90a").vgprs_per_simd, (std::map<uint32_t, uint32_t>{{64, 512}}));
   EXPECT_EQ(Limits("gfx942").lds_per_workgroup_bytes, 64u * 1024);
   EXPECT_EQ(Limits("gfx950").lds_per_workgroup_bytes, 160u * 1024);
-  EXPECT_EQ(Limits("gfx1030").vgpr_alloc_granule, (std::map<uint32_t, uint32_t>{{32, 16}, {64, 8}}));
-  EXPECT_EQ(Limits("gfx1201").vgprs_per_simd, (std::map<uint32_t, uint32_t>{{32, 1536}, {64, 768}}));
+  EXPECT_EQ(Limits("gfx1030").vgpr_alloc_granule,
+            (std::map<uint32_t, uint32_t>{{32, 16}, {64, 8}}));
+  EXPECT_EQ(Limits("gfx1201").vgprs_per_simd,
+            (std::map<uint32_t, uint32_t>{{32, 1536}, {64, 768}}));
   EXPECT_EQ(Limits("gfx1100").wavefront_sizes, (std::vector<uint32_t>{32, 64}));
   EXPECT_EQ(Limits("gfx1100").sgprs_limit_occupancy, false);
 }
@@ -170,7 +179,8 @@ TEST(NvidiaOccupancy, ResourcesBeyondTheLimitsCannotRun) {
   Occupancy threads = EstimateNvidiaOccupancy({32, 0, 2048}, Limits("sm_90"));
   EXPECT_EQ(threads.fraction, 0.0);
   EXPECT_EQ(threads.limiter, "threads");
-  EXPECT_EQ(threads.explanation, "sm_90: a block of 2048 threads exceeds the 1024 threads per block allowed");
+  EXPECT_EQ(threads.explanation,
+            "sm_90: a block of 2048 threads exceeds the 1024 threads per block allowed");
   Occupancy regs = EstimateNvidiaOccupancy({128, 0, 1024}, Limits("sm_90"));
   EXPECT_EQ(regs.fraction, 0.0);
   EXPECT_EQ(regs.limiter, "registers");
@@ -188,7 +198,8 @@ TEST(NvidiaOccupancy, MissingLimitOrInputGivesNoFraction) {
   Occupancy occ = EstimateNvidiaOccupancy({32, 0, 256}, limits);
   EXPECT_FALSE(occ.fraction.has_value());
   EXPECT_EQ(occ.limiter, "");
-  EXPECT_EQ(occ.explanation, "sm_90: occupancy unknown: the table has no register allocation unit for sm_90");
+  EXPECT_EQ(occ.explanation,
+            "sm_90: occupancy unknown: the table has no register allocation unit for sm_90");
   Occupancy input = EstimateNvidiaOccupancy({std::nullopt, 0, 256}, Limits("sm_90"));
   EXPECT_FALSE(input.fraction.has_value());
   EXPECT_EQ(input.explanation, "sm_90: occupancy unknown: registers per thread not recorded");
@@ -206,7 +217,8 @@ TEST(NvidiaOccupancy, KernelWithoutLaunchBoundsAssumesTheDefaultBlock) {
   EXPECT_TRUE(occ.explanation.ends_with(" (block size 256 assumed: no launch bounds recorded)"))
       << occ.explanation;
   kernel.max_threads = 1024;
-  EXPECT_EQ(EstimateOccupancy(kernel, Limits("sm_90")).explanation.find("assumed"), std::string::npos);
+  EXPECT_EQ(EstimateOccupancy(kernel, Limits("sm_90")).explanation.find("assumed"),
+            std::string::npos);
 }
 
 #if GT_HAVE_CUDA_OCCUPANCY
@@ -220,9 +232,12 @@ std::pair<int, int> ComputeCapability(const std::string& arch) {
 // its own per-architecture constants for the block limit, register and shared-memory
 // granularities and sub-partitions, so this checks those table values as well as the method.
 TEST(NvidiaOccupancy, AgreesWithCudaOccupancyCalculator) {
-  const std::vector<int> registers = {0, 1, 16, 24, 32, 33, 40, 48, 56, 64, 72, 80, 96, 128, 168, 200, 255};
-  const std::vector<int> shared = {0, 1, 100, 1024, 3000, 8192, 12289, 16384, 24000, 32768, 40000, 48128, 49152};
-  const std::vector<int> blocks = {1, 32, 33, 64, 96, 128, 160, 192, 256, 288, 384, 512, 640, 768, 1000, 1024};
+  const std::vector<int> registers = {0,  1,  16, 24, 32,  33,  40,  48, 56,
+                                      64, 72, 80, 96, 128, 168, 200, 255};
+  const std::vector<int> shared = {0,     1,     100,   1024,  3000,  8192, 12289,
+                                   16384, 24000, 32768, 40000, 48128, 49152};
+  const std::vector<int> blocks = {1,   32,  33,  64,  96,  128, 160,  192,
+                                   256, 288, 384, 512, 640, 768, 1000, 1024};
   size_t compared = 0;
   for (const ArchLimits& limits : AllArchLimits()) {
     if (limits.vendor != GpuVendor::kNvidia) continue;
@@ -249,19 +264,24 @@ TEST(NvidiaOccupancy, AgreesWithCudaOccupancyCalculator) {
           cudaOccDeviceState state;
           cudaOccResult want{};
           ASSERT_EQ(cudaOccMaxActiveBlocksPerMultiprocessor(&want, &prop, &attr, &state, block, 0),
-                    CUDA_OCC_SUCCESS) << limits.arch;
-          const Occupancy got = EstimateNvidiaOccupancy(
-              {static_cast<uint32_t>(regs), static_cast<uint32_t>(smem), static_cast<uint32_t>(block)}, limits);
+                    CUDA_OCC_SUCCESS)
+              << limits.arch;
+          const Occupancy got =
+              EstimateNvidiaOccupancy({static_cast<uint32_t>(regs), static_cast<uint32_t>(smem),
+                                       static_cast<uint32_t>(block)},
+                                      limits);
           const std::string where = limits.arch + " regs " + std::to_string(regs) + " smem " +
                                     std::to_string(smem) + " block " + std::to_string(block);
           ASSERT_TRUE(got.fraction.has_value()) << where << ": " << got.explanation;
-          ASSERT_EQ(got.active_blocks_or_waves, want.activeBlocksPerMultiprocessor) << where << ": " << got.explanation;
+          ASSERT_EQ(got.active_blocks_or_waves, want.activeBlocksPerMultiprocessor)
+              << where << ": " << got.explanation;
           unsigned bit = got.limiter == "registers"       ? OCC_LIMIT_REGISTERS
                          : got.limiter == "shared memory" ? OCC_LIMIT_SHARED_MEMORY
                          : got.limiter == "blocks"        ? OCC_LIMIT_BLOCKS
                                                           : OCC_LIMIT_WARPS;
-          ASSERT_NE(want.limitingFactors & bit, 0u) << where << ": we say " << got.limiter
-                                                    << ", the calculator's factors are " << want.limitingFactors;
+          ASSERT_NE(want.limitingFactors & bit, 0u)
+              << where << ": we say " << got.limiter << ", the calculator's factors are "
+              << want.limitingFactors;
           ++compared;
         }
       }
@@ -284,13 +304,15 @@ TEST(NvidiaOccupancy, AgreesWithCudaOccupancyCalculator) {
 // The used_N_vgprs kernels have "amdgpu-flat-work-group-size"="1,32", no LDS and few SGPRs; the
 // triple there is plain amdgcn, so no trap-handler SGPRs.
 TEST(AmdOccupancy, VgprLimitsMatchLlvmOccupancyLevelsTest) {
-  const std::vector<uint32_t> vgprs = {24, 28, 32, 36, 40, 44, 48, 56, 64, 72, 80, 84, 88, 96, 100,
-                                       112, 128, 144, 168, 200, 256};
+  const std::vector<uint32_t> vgprs = {24, 28, 32, 36,  40,  44,  48,  56,  64,  72, 80,
+                                       84, 88, 96, 100, 112, 128, 144, 168, 200, 256};
   struct Case {
     const char* arch;
     uint32_t wave;
-    std::vector<int> waves;  // per entry of `vgprs`; the check prefix of the .ll file in the comment
+    std::vector<int>
+        waves;  // per entry of `vgprs`; the check prefix of the .ll file in the comment
   };
+  // clang-format off
   const std::vector<Case> cases = {
       {"gfx900", 64, {10, 9, 8, 7, 6, 5, 5, 4, 4, 3, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1}},         // GFX9
       {"gfx950", 64, {8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 6, 5, 5, 5, 4, 4, 4, 3, 3, 2, 2}},          // GFX950
@@ -301,6 +323,7 @@ TEST(AmdOccupancy, VgprLimitsMatchLlvmOccupancyLevelsTest) {
       {"gfx1101", 32, {16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 12, 12, 10, 10, 9, 7, 5}},  // GFX1100W32
       {"gfx1200", 64, {16, 16, 16, 16, 16, 16, 16, 12, 10, 10, 9, 9, 8, 8, 7, 6, 5, 5, 4, 3, 2}},      // GFX1100W64
   };
+  // clang-format on
   for (const Case& c : cases) {
     const std::vector<int>& want = c.waves;
     ASSERT_EQ(want.size(), vgprs.size());
@@ -322,7 +345,8 @@ TEST(AmdOccupancy, VgprLimitsMatchLlvmOccupancyLevelsTest) {
 TEST(AmdOccupancy, SgprLimitsMatchLlvmOccupancyLevelsTest) {
   // used_80/88/100/101_sgprs on gfx900: GFX9 (plain amdgcn) and GFX9TRAP (amdhsa, the trap
   // handler reserves 16 SGPRs per wave). gfx1030 (GFX1030): SGPRs never limit.
-  const std::vector<std::tuple<uint32_t, int, int>> cases = {{80, 10, 8}, {88, 8, 7}, {100, 7, 6}, {101, 7, 6}};
+  const std::vector<std::tuple<uint32_t, int, int>> cases = {
+      {80, 10, 8}, {88, 8, 7}, {100, 7, 6}, {101, 7, 6}};
   for (const auto& [sgprs, plain, trap] : cases) {
     AmdKernelResources k;
     k.vgprs = 8;
@@ -347,11 +371,13 @@ TEST(AmdOccupancy, WorkgroupAndLdsLimitsMatchLlvmOccupancyLevelsTest) {
     uint32_t workgroup;
     int gfx900, gfx950, gfx1030_w64, gfx1030_w32, gfx1100_w64, gfx1100_w32;
   };
+  // clang-format off
   const std::vector<Row> rows = {
       {64, 2, 5, 4, 8, 4, 8},       {96, 4, 8, 8, 12, 8, 12},     {128, 4, 8, 8, 15, 8, 15},
       {192, 6, 8, 12, 15, 12, 15},  {256, 7, 8, 15, 16, 15, 16},  {512, 10, 8, 16, 16, 16, 16},
       {1024, 8, 8, 16, 16, 16, 16}, {32, 2, 5, 4, 4, 4, 4},
   };
+  // clang-format on
   auto waves = [](const char* arch, uint32_t wave, uint32_t workgroup) {
     AmdKernelResources k;
     k.vgprs = 8;
@@ -438,14 +464,16 @@ TEST(AmdOccupancy, MissingLimitOrInputGivesNoFraction) {
   EXPECT_FALSE(occ.fraction.has_value());
   EXPECT_EQ(occ.limiter, "");
   EXPECT_EQ(occ.explanation,
-            "gfx1100: occupancy unknown: the table has no VGPR allocation granule for wave32 for gfx1100");
+            "gfx1100: occupancy unknown: the table has no VGPR allocation granule for wave32 for "
+            "gfx1100");
   // wave64 still has its granule.
   EXPECT_TRUE(EstimateAmdOccupancy({64, 0, 32, 0, 256, 64, true}, limits).fraction.has_value());
   // gfx1100 runs wave32 and wave64: without the code object's wavefront size it is unknown.
   Occupancy wave = EstimateAmdOccupancy({64, 0, 32, 0, 256, std::nullopt, true}, Limits("gfx1100"));
   EXPECT_EQ(wave.explanation, "gfx1100: occupancy unknown: wavefront size not recorded");
   Occupancy wrong = EstimateAmdOccupancy({64, 0, 32, 0, 256, 32, true}, Limits("gfx90a"));
-  EXPECT_EQ(wrong.explanation, "gfx90a: occupancy unknown: wavefront size 32 is not one the table lists for gfx90a");
+  EXPECT_EQ(wrong.explanation,
+            "gfx90a: occupancy unknown: wavefront size 32 is not one the table lists for gfx90a");
 }
 
 TEST(AmdOccupancy, InspectedKernelUsesItsMetadata) {
@@ -461,7 +489,8 @@ TEST(AmdOccupancy, InspectedKernelUsesItsMetadata) {
   EXPECT_DOUBLE_EQ(*occ.fraction, 0.5);
   kernel.max_workgroup_size.reset();
   EXPECT_TRUE(EstimateOccupancy(kernel, Limits("gfx90a"))
-                  .explanation.ends_with(" (workgroup size 256 assumed: no maximum workgroup size recorded)"));
+                  .explanation.ends_with(
+                      " (workgroup size 256 assumed: no maximum workgroup size recorded)"));
 }
 
 }  // namespace
