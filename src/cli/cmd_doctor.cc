@@ -1,9 +1,12 @@
 // `gputriage doctor [--json] [--root DIR]`: the main job. Snapshot plus every node-health check,
 // findings most severe first; exit 1 when any finding is at error level or above.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "checks/doctor.h"
 #include "cli/common.h"
+#include "inspect/findings.h"
 #include "cli/render.h"
 #include "core/version.h"
 
@@ -23,6 +26,10 @@ int RunDoctor(const SnapshotFlags& flags, bool json) {
     return kExitUsage;
   }
   std::vector<core::Finding> findings = checks::RunDoctorChecks(*snapshot, *knowledge);
+  // Does the GPU code of the installed PyTorch cover this machine's GPUs (`inspect`'s check)?
+  for (core::Finding& f : inspect::LibraryCoverageFindings(*snapshot)) findings.push_back(std::move(f));
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const core::Finding& a, const core::Finding& b) { return a.severity > b.severity; });
   auto worst = core::MaxSeverity(findings);
   int rc = worst && *worst >= core::Severity::kError ? kExitFindings : kExitOk;
   if (json) {

@@ -12,9 +12,10 @@ constexpr const char* kScript = R"PY(
 import json, sys
 out = {"version": sys.version.split()[0], "executable": sys.executable, "sys_path": sys.path}
 def probe_torch():
-    import torch
+    import os, torch
     t = {"version": torch.__version__, "cuda": torch.version.cuda,
-         "hip": getattr(torch.version, "hip", None)}
+         "hip": getattr(torch.version, "hip", None),
+         "lib_dir": os.path.join(os.path.dirname(torch.__file__), "lib")}
     try: t["cudnn"] = torch.backends.cudnn.version()
     except Exception as e: t["cudnn_error"] = str(e)
     try: t["nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())

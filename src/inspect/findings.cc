@@ -1,11 +1,14 @@
 #include "inspect/findings.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
 
 #include "core/json_read.h"
+#include "inspect/inspect.h"
 #include "inspect/occupancy.h"
 
 namespace gputriage::inspect {
@@ -107,6 +110,34 @@ std::vector<MachineGpu> GpusFromSnapshot(const core::Json& snapshot) {
       m.target_id = m.arch;
     }
     if (!m.arch.empty()) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<core::Finding> LibraryCoverageFindings(const core::Json& snapshot) {
+  std::vector<core::Finding> out;
+  std::vector<MachineGpu> gpus = GpusFromSnapshot(snapshot);
+  if (gpus.empty()) return out;
+  std::optional<std::string> hsa_override;
+  const core::Json& o = core::NodeAt(snapshot, {"env", "variables", "HSA_OVERRIDE_GFX_VERSION"});
+  if (o.is_string()) hsa_override = o.get<std::string>();
+  std::string lib_dir = core::StringAt(core::NodeAt(snapshot, {"software", "python", "torch"}), "lib_dir");
+  if (lib_dir.empty()) return out;
+  for (const char* name : {"libtorch_cuda.so", "libtorch_hip.so"}) {
+    std::string path = lib_dir + "/" + name;
+    if (access(path.c_str(), R_OK) != 0) continue;
+    FileFindings findings(path);
+    InspectOptions options;
+    options.headers_only = true;
+    auto inspected = InspectFile(path, options, [&](CodeObject&& co, std::string&&) { findings.Add(co); });
+    if (!inspected.ok()) continue;
+    for (core::Finding& f : findings.Finish(gpus, hsa_override)) {
+      // Only the coverage findings: kernel resources need the full `inspect`.
+      if (f.id == "inspect.missing_arch" || f.id == "inspect.ptx_only" || f.id == "inspect.target_feature_mismatch" ||
+          f.id == "inspect.hsa_override") {
+        out.push_back(std::move(f));
+      }
+    }
   }
   return out;
 }

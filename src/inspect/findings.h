@@ -54,6 +54,11 @@ class FileFindings {
   std::string first_error_;
 };
 
+/// The coverage check `doctor` runs: the GPU libraries the snapshot points at (PyTorch's
+/// libtorch_cuda.so / libtorch_hip.so in software.python.torch.lib_dir) against the snapshot's
+/// GPUs, from the fatbin and bundle headers only. Nothing when there is no GPU or no library.
+std::vector<core::Finding> LibraryCoverageFindings(const core::Json& snapshot);
+
 /// "10.3.0" -> "gfx1030", "9.0.10" -> "gfx90a", "11.0.0" -> "gfx1100"; nullopt when it does not
 /// parse (HSA_OVERRIDE_GFX_VERSION is major.minor.stepping, the stepping in hex).
 std::optional<std::string> GfxFromOverride(std::string_view value);

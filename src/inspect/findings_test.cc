@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 namespace gputriage::inspect {
 namespace {
 
@@ -104,6 +108,40 @@ TEST(InspectFindings, KernelResourceFindings) {
   EXPECT_EQ(ids, (std::vector<std::string>{"inspect.unreadable_objects", "inspect.register_spills", "inspect.lds_near_limit",
                                            "inspect.launch_bounds_over_limit"}));
 }
+
+}  // namespace
+}  // namespace gputriage::inspect
+
+namespace gputriage::inspect {
+namespace {
+
+#ifdef GT_CUDA_INPUTS_DIR
+// doctor's check: the snapshot points at PyTorch's library directory; its libtorch_cuda.so (here
+// an nvcc-built object with sm_80 + sm_90 SASS and compute_90 PTX, under that name) is checked
+// against the snapshot's GPUs from the fatbin headers alone.
+TEST(InspectFindings, LibraryCoverageForDoctor) {
+  std::string dir = ::testing::TempDir() + "/gputriage-coverage-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(GT_CUDA_INPUTS_DIR) + "/fatbin-size.o", dir + "/libtorch_cuda.so",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto snapshot = [&](const std::string& cc) {
+    return core::Json{{"gpus", {{{"pci_address", "0000:00:06.0"}, {"nvidia", {{"compute_capability", cc}}}}}},
+                      {"software", {{"python", {{"torch", {{"lib_dir", dir}}}}}}}};
+  };
+  EXPECT_TRUE(LibraryCoverageFindings(snapshot("9.0")).empty());
+  std::vector<core::Finding> turing = LibraryCoverageFindings(snapshot("7.5"));
+  ASSERT_EQ(turing.size(), 1u);
+  EXPECT_EQ(turing[0].id, "inspect.missing_arch");
+  EXPECT_NE(turing[0].title.find(dir + "/libtorch_cuda.so: no code for the sm_75"), std::string::npos) << turing[0].title;
+  std::vector<core::Finding> blackwell = LibraryCoverageFindings(snapshot("12.0"));
+  ASSERT_EQ(blackwell.size(), 1u);
+  EXPECT_EQ(blackwell[0].id, "inspect.ptx_only");
+  core::Json no_lib = snapshot("7.5");
+  no_lib["software"]["python"]["torch"]["lib_dir"] = dir + "/absent";
+  EXPECT_TRUE(LibraryCoverageFindings(no_lib).empty());
+  std::filesystem::remove_all(dir);
+}
+#endif
 
 }  // namespace
 }  // namespace gputriage::inspect

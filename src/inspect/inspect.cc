@@ -148,6 +148,18 @@ void DecodeInOrder(const File& file, const std::vector<FatbinEntry>& entries, co
   for (std::thread& t : pool) t.join();
 }
 
+CodeObject HeaderOnly(const FatbinEntry& e, const std::string& origin) {
+  CodeObject co;
+  co.vendor = "nvidia";
+  co.arch = fmt::format("{}_{}{}", e.kind == 1 ? "compute" : "sm", e.arch, e.suffix());
+  co.target_id = co.arch;
+  co.format = e.kind == 1 ? "ptx" : "cubin";
+  co.origin = fmt::format("{}+{:#x}", origin, e.payload_offset);
+  co.compressed = e.compressed();
+  co.size = e.compressed() ? e.uncompressed_size : e.payload_size;
+  return co;
+}
+
 std::string Magic(const std::string& head, size_t n) { return head.substr(0, std::min(n, head.size())); }
 
 }  // namespace
@@ -204,7 +216,11 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
         } else {
           ByteReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
           std::vector<FatbinEntry> entries = ListFatbinEntries(read, nv.offset, nv.size, &summary.problems);
-          DecodeInOrder(file, entries, path + ":.nv_fatbin", options, threads, counted);
+          if (options.headers_only) {
+            for (const FatbinEntry& e : entries) one(HeaderOnly(e, path + ":.nv_fatbin"));
+          } else {
+            DecodeInOrder(file, entries, path + ":.nv_fatbin", options, threads, counted);
+          }
         }
       }
       if (hip.found) {
@@ -220,7 +236,11 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     summary.kind = "fatbin";
     ByteReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
     std::vector<FatbinEntry> entries = ListFatbinEntries(read, 0, size, &summary.problems);
-    DecodeInOrder(file, entries, path, options, threads, counted);
+    if (options.headers_only) {
+      for (const FatbinEntry& e : entries) one(HeaderOnly(e, path));
+    } else {
+      DecodeInOrder(file, entries, path, options, threads, counted);
+    }
   } else if (Magic(head, 24) == "__CLANG_OFFLOAD_BUNDLE__" || Magic(head, 4) == "CCOB") {
     GT_ASSIGN_OR_RETURN(std::string all, whole());
     summary.kind = "offload-bundle";

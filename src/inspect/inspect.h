@@ -26,6 +26,9 @@ struct InspectOptions {
   /// Runs on the decoding thread for each code object before it is handed on (to filter and
   /// render it in parallel); what it returns goes to the sink with the object.
   std::function<std::string(CodeObject&)> prepare;
+  /// Only what the headers say (architecture, format, size), no kernels: NVIDIA fatbin entries
+  /// are not decompressed. Enough for the coverage check, and fast on any file.
+  bool headers_only = false;
 };
 
 /// What a file turned out to be, and problems that concern the file rather than one object.
