@@ -6,6 +6,9 @@
 
 #include "checks/doctor.h"
 #include "cli/common.h"
+#include "core/json_read.h"
+#include "core/subprocess.h"
+#include "core/text.h"
 #include "inspect/findings.h"
 #include "cli/render.h"
 #include "core/version.h"
@@ -13,6 +16,19 @@
 namespace gputriage::cli {
 
 namespace {
+
+// torch/lib of the python3 on PATH, from importlib's spec (no import: milliseconds); "" when
+// there is no such python or no torch.
+std::string TorchLibDir() {
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(3000);
+  auto r = core::RunWithTimeout(
+      {"python3", "-c", "import importlib.util as u, os; s = u.find_spec('torch'); "
+                        "print(os.path.join(os.path.dirname(s.origin), 'lib') if s and s.origin else '')"},
+      ro);
+  if (!r.ok() || r->exit_code.value_or(1) != 0) return "";
+  return std::string(core::Trim(r->stdout_data));
+}
 
 int RunDoctor(const SnapshotFlags& flags, bool json) {
   auto knowledge = checks::LoadBuiltinKnowledge();
@@ -27,7 +43,12 @@ int RunDoctor(const SnapshotFlags& flags, bool json) {
   }
   std::vector<core::Finding> findings = checks::RunDoctorChecks(*snapshot, *knowledge);
   // Does the GPU code of the installed PyTorch cover this machine's GPUs (`inspect`'s check)?
-  for (core::Finding& f : inspect::LibraryCoverageFindings(*snapshot)) findings.push_back(std::move(f));
+  // doctor's snapshot does not import torch (seconds); find its directory without importing it.
+  core::Json for_coverage = *snapshot;
+  if (core::StringAt(core::NodeAt(for_coverage, {"software", "python", "torch"}), "lib_dir").empty()) {
+    if (std::string dir = TorchLibDir(); !dir.empty()) for_coverage["software"]["python"]["torch"]["lib_dir"] = dir;
+  }
+  for (core::Finding& f : inspect::LibraryCoverageFindings(for_coverage)) findings.push_back(std::move(f));
   std::stable_sort(findings.begin(), findings.end(),
                    [](const core::Finding& a, const core::Finding& b) { return a.severity > b.severity; });
   auto worst = core::MaxSeverity(findings);

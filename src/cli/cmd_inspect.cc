@@ -18,6 +18,7 @@
 #include "core/version.h"
 #include "inspect/findings.h"
 #include "inspect/inspect.h"
+#include "inspect/occupancy.h"
 
 namespace gputriage::cli {
 namespace {
@@ -61,14 +62,18 @@ std::string Opt(const std::optional<uint32_t>& v) { return v ? std::to_string(*v
 std::string KernelLine(const inspect::CodeObject& co, const inspect::Kernel& k) {
   std::string name = k.name.empty() ? k.symbol : k.name;
   if (name.size() > 100) name = name.substr(0, 97) + "...";
+  std::string occupancy;
+  if (const inspect::ArchLimits* limits = co.format == "ptx" ? nullptr : inspect::FindArchLimits(co.arch)) {
+    occupancy = "\n      occupancy: " + inspect::EstimateOccupancy(k, *limits).explanation;
+  }
   if (co.vendor == "amd") {
-    return fmt::format("    {}  sgpr {} vgpr {} agpr {} spills s{}/v{} lds {} scratch {} wg<= {} wave{}\n", name,
+    return fmt::format("    {}  sgpr {} vgpr {} agpr {} spills s{}/v{} lds {} scratch {} wg<= {} wave{}{}\n", name,
                        Opt(k.sgpr_count), Opt(k.vgpr_count), Opt(k.agpr_count), Opt(k.sgpr_spill_count),
                        Opt(k.vgpr_spill_count), Opt(k.lds_bytes), Opt(k.scratch_bytes), Opt(k.max_workgroup_size),
-                       Opt(k.wavefront_size));
+                       Opt(k.wavefront_size), occupancy);
   }
-  return fmt::format("    {}  regs {} shared {} local {} max_threads {} params {}\n", name, Opt(k.registers),
-                     Opt(k.shared_bytes), Opt(k.local_bytes), Opt(k.max_threads), Opt(k.param_bytes));
+  return fmt::format("    {}  regs {} shared {} local {} max_threads {} params {}{}\n", name, Opt(k.registers),
+                     Opt(k.shared_bytes), Opt(k.local_bytes), Opt(k.max_threads), Opt(k.param_bytes), occupancy);
 }
 
 // --disasm: the vendor tool does it.

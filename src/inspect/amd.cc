@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <fmt/format.h>
+#include <msgpack.hpp>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -12,8 +13,9 @@
 #include <cstring>
 #include <exception>
 #include <limits>
-#include <msgpack.hpp>
 #include <utility>
+
+#include "core/text.h"
 
 namespace gputriage::inspect {
 namespace {
@@ -920,7 +922,8 @@ core::Result<Kernel> ReadKernel(const msgpack::object& map, size_t index) {
   // .name is the source-level (mangled) name; .symbol its kernel descriptor, "<name>.kd".
   std::string stored = name ? *name : kernel.symbol.substr(0, kernel.symbol.rfind(".kd"));
   if (stored.empty()) stored = kernel.symbol;  // a symbol ".kd" names nothing else
-  kernel.name = Demangle(stored);
+  // The name is for display (JSON needs valid UTF-8); the symbol stays byte for byte.
+  kernel.name = core::SanitizeUtf8(Demangle(stored));
   KernelFields named(map, fmt::format("kernel {}", stored));
   if (auto sizes = ReadKernelSizes(named, &kernel); !sizes.ok()) return sizes.error();
   return kernel;

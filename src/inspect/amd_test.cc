@@ -8,15 +8,16 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <msgpack.hpp>
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <msgpack.hpp>
 #include <set>
 #include <sstream>
 
@@ -873,6 +874,26 @@ TEST(AmdMetadata, AbsentFieldsStayAbsent) {
   EXPECT_FALSE(kernel.lds_bytes);
   EXPECT_FALSE(kernel.scratch_bytes);
   EXPECT_FALSE(kernel.wavefront_size);
+}
+
+// A kernel name that is not UTF-8 is shown with U+FFFD; its symbol is kept as stored.
+TEST(AmdMetadata, NameIsValidUtf8SymbolIsAsStored) {
+  REQUIRE_HIP_INPUTS();
+  MetadataWriter writer(2);
+  writer.Key("amdhsa.version", std::vector<int>{1, 1});
+  writer.packer().pack(std::string("amdhsa.kernels"));
+  writer.packer().pack_array(1);
+  writer.packer().pack_map(2);
+  writer.packer().pack(std::string(".name"));
+  writer.packer().pack(std::string("k\xff"));
+  writer.packer().pack(std::string(".symbol"));
+  writer.packer().pack(std::string("k\xff.kd"));
+  CodeObject object =
+      ReadAmdgpuCodeObject(WithMetadata(ReadInput("kernels-gfx1030.co"), writer.bytes()), "x");
+  ASSERT_FALSE(object.error) << *object.error;
+  ASSERT_EQ(object.kernels.size(), 1u);
+  EXPECT_EQ(object.kernels[0].name, "k\xef\xbf\xbd");
+  EXPECT_EQ(object.kernels[0].symbol, "k\xff.kd");
 }
 
 TEST(AmdBundle, SplitBundleId) {

@@ -131,12 +131,25 @@ std::vector<core::Finding> LibraryCoverageFindings(const core::Json& snapshot) {
     options.headers_only = true;
     auto inspected = InspectFile(path, options, [&](CodeObject&& co, std::string&&) { findings.Add(co); });
     if (!inspected.ok()) continue;
-    for (core::Finding& f : findings.Finish(gpus, hsa_override)) {
+    std::vector<core::Finding> found = findings.Finish(gpus, hsa_override);
+    bool coverage_problem = false;
+    for (core::Finding& f : found) {
       // Only the coverage findings: kernel resources need the full `inspect`.
       if (f.id == "inspect.missing_arch" || f.id == "inspect.ptx_only" || f.id == "inspect.target_feature_mismatch" ||
           f.id == "inspect.hsa_override") {
+        coverage_problem = true;
         out.push_back(std::move(f));
       }
+    }
+    std::string archs;
+    for (const std::string& a : findings.binary_archs()) archs += (archs.empty() ? "" : ", ") + a;
+    for (const std::string& a : findings.ptx_archs()) archs += (archs.empty() ? "" : ", ") + a;
+    if (!coverage_problem && !archs.empty()) {
+      std::string here;
+      for (const MachineGpu& g : gpus) here += (here.empty() ? "" : ", ") + g.target_id;
+      out.push_back(MakeFinding("inspect.coverage_ok", core::Severity::kInfo,
+                                fmt::format("{} carries code for this machine's GPUs ({})", path, here),
+                                "It carries " + archs + ".", "", {}));
     }
   }
   return out;

@@ -128,7 +128,10 @@ TEST(InspectFindings, LibraryCoverageForDoctor) {
     return core::Json{{"gpus", {{{"pci_address", "0000:00:06.0"}, {"nvidia", {{"compute_capability", cc}}}}}},
                       {"software", {{"python", {{"torch", {{"lib_dir", dir}}}}}}}};
   };
-  EXPECT_TRUE(LibraryCoverageFindings(snapshot("9.0")).empty());
+  std::vector<core::Finding> h200 = LibraryCoverageFindings(snapshot("9.0"));
+  ASSERT_EQ(h200.size(), 1u);
+  EXPECT_EQ(h200[0].id, "inspect.coverage_ok");
+  EXPECT_EQ(h200[0].severity, core::Severity::kInfo);
   std::vector<core::Finding> turing = LibraryCoverageFindings(snapshot("7.5"));
   ASSERT_EQ(turing.size(), 1u);
   EXPECT_EQ(turing[0].id, "inspect.missing_arch");

@@ -287,10 +287,11 @@ core::Json ToJson(const CodeObject& co) {
     if (limits) {
       // From the architecture's published limits (kb/tables/gpu-arch-limits.yaml).
       Occupancy o = EstimateOccupancy(k, *limits);
+      // The explanation (a line of numbers) is left to `--kernel`: 128k kernels of
+      // libtorch_cuda.so would carry 40 MB of it.
       j["occupancy"] = {{"fraction", o.fraction ? core::Json(*o.fraction) : core::Json(nullptr)},
                         {"active", o.active_blocks_or_waves},
-                        {"limiter", o.limiter},
-                        {"explanation", o.explanation}};
+                        {"limiter", o.limiter}};
     }
     kernels.push_back(std::move(j));
   }
