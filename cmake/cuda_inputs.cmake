@@ -29,6 +29,15 @@ if(GT_NVCC_INSPECT AND NOT GPUTRIAGE_FUZZ AND TARGET gt_inspect_test)
       VERBATIM)
     list(APPEND outputs ${out}/sm_${arch}.cubin)
   endforeach()
+  # A shared library with a fatbin, for `inspect --pid` on a process that loaded it.
+  add_custom_command(
+    OUTPUT ${out}/libkernels.so
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${out}
+    COMMAND ${GT_NVCC_INSPECT} -shared -Xcompiler -fPIC -gencode arch=compute_90,code=sm_90 -o ${out}/libkernels.so ${src}
+    DEPENDS ${src}
+    COMMENT "nvcc -shared libkernels.so for the inspect --pid test"
+    VERBATIM)
+  list(APPEND outputs ${out}/libkernels.so)
   add_custom_target(inspect_cuda_inputs ALL DEPENDS ${outputs})
   add_dependencies(gt_inspect_test inspect_cuda_inputs)
   target_compile_definitions(gt_inspect_test PRIVATE GT_CUDA_INPUTS_DIR="${out}")

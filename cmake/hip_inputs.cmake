@@ -84,4 +84,8 @@ if(GT_HIPCC AND GT_OFFLOAD_BUNDLER AND GT_OBJCOPY AND TARGET gt_inspect_test AND
                                           ${GT_HIP_OLD_OUTPUTS})
   add_dependencies(gt_inspect_test gt_hip_inputs)
   target_compile_definitions(gt_inspect_test PRIVATE GT_HIP_INPUTS_DIR="${GT_HIP_INPUTS_DIR}")
+  if(TARGET gt_integration_test)
+    add_dependencies(gt_integration_test gt_hip_inputs)
+    target_compile_definitions(gt_integration_test PRIVATE GT_HIP_INPUTS_DIR="${GT_HIP_INPUTS_DIR}")
+  endif()
 endif()

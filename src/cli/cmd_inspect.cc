@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -95,16 +96,33 @@ int Disassemble(const std::vector<std::string>& paths, const std::string& kernel
   for (const std::string& path : paths) {
     std::string kind;
     std::string arch;
+    std::vector<std::string> symbols;  // the kernels NAME matches, as stored (the tools want those)
     auto summary = inspect::InspectFile(path, {}, [&](inspect::CodeObject&& co, std::string&&) {
       if (kind.empty()) kind = co.vendor;
       if (arch.empty() && co.vendor == "amd") arch = co.arch;
+      for (const inspect::Kernel& k : co.kernels) {
+        // AMD metadata names the kernel descriptor ("_Z3fooPf.kd"); the code is the function.
+        std::string sym = k.symbol;
+        if (co.vendor == "amd" && sym.size() > 3 && sym.compare(sym.size() - 3, 3, ".kd") == 0) sym.resize(sym.size() - 3);
+        if (KernelMatches(k, kernel) && std::find(symbols.begin(), symbols.end(), sym) == symbols.end()) {
+          symbols.push_back(sym);
+        }
+      }
     });
     if (!summary.ok()) {
       PrintError(summary.error().message);
       rc = kExitUsage;
       continue;
     }
-    std::vector<std::string> argv;
+    if (summary->code_objects > 0 && symbols.empty()) {
+      PrintError(fmt::format("{}: no kernel matches '{}' (`gputriage inspect --kernel` lists them)", path, kernel));
+      rc = kExitUsage;
+      continue;
+    }
+    if (symbols.size() > 20) symbols.resize(20);
+    std::string joined;
+    for (const std::string& sym : symbols) joined += (joined.empty() ? "" : ",") + sym;
+    std::vector<std::vector<std::string>> commands;
     if (kind == "nvidia") {
       std::string tool = find({"cuobjdump"});
       if (tool.empty()) {
@@ -112,7 +130,7 @@ int Disassemble(const std::vector<std::string>& paths, const std::string& kernel
                    "or the full toolkit); it was not found in PATH or /usr/local/cuda/bin");
         return kExitUsage;
       }
-      argv = {tool, "-sass", "-fun", kernel, path};
+      for (const std::string& sym : symbols) commands.push_back({tool, "-sass", "-fun", sym, path});
     } else if (kind == "amd") {
       std::string tool = find({"llvm-objdump", "llvm-objdump-15", "llvm-objdump-14"});
       if (tool.empty()) {
@@ -127,24 +145,26 @@ int Disassemble(const std::vector<std::string>& paths, const std::string& kernel
         rc = kExitUsage;
         continue;
       }
-      argv = {tool, "-d", "--mcpu=" + arch, "--disassemble-symbols=" + kernel, path};
+      commands.push_back({tool, "-d", "--mcpu=" + arch, "--disassemble-symbols=" + joined, path});
     } else {
       PrintError(fmt::format("{}: no GPU code objects to disassemble", path));
       rc = kExitUsage;
       continue;
     }
-    std::fflush(stdout);
-    pid_t child = fork();
-    if (child == 0) {
-      std::vector<char*> args;
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
+    for (std::vector<std::string>& argv : commands) {
+      std::fflush(stdout);
+      pid_t child = fork();
+      if (child == 0) {
+        std::vector<char*> args;
+        for (std::string& a : argv) args.push_back(a.data());
+        args.push_back(nullptr);
+        execv(args[0], args.data());
+        _exit(127);
+      }
+      int status = 0;
+      waitpid(child, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = kExitUsage;
     }
-    int status = 0;
-    waitpid(child, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = kExitUsage;
   }
   return rc;
 }

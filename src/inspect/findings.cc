@@ -166,8 +166,19 @@ void FileFindings::Add(const CodeObject& co) {
     binary_.insert(co.arch);
   }
   if (co.vendor == "amd" && !co.target_id.empty()) amd_targets_.insert(co.target_id);
+  size_t arch_bit = 64;
+  if (!co.arch.empty()) {
+    auto it = std::find(arch_index_.begin(), arch_index_.end(), co.arch);
+    if (it == arch_index_.end() && arch_index_.size() < 64) it = arch_index_.insert(arch_index_.end(), co.arch);
+    if (it != arch_index_.end()) arch_bit = static_cast<size_t>(it - arch_index_.begin());
+  }
   for (const Kernel& k : co.kernels) {
     ++kernels_;
+    if (arch_bit < 64) {
+      uint64_t h = std::hash<std::string>{}(k.symbol);
+      kernel_archs_[h] |= uint64_t{1} << arch_bit;
+      if (kernel_example_.size() < 4096 && !kernel_example_.count(h)) kernel_example_[h] = k.name.empty() ? k.symbol : k.name;
+    }
     std::string who = fmt::format("{} ({})", k.name.empty() ? k.symbol : k.name, co.arch);
     if (co.vendor == "amd" && k.wavefront_size) amd_wavefront_[co.arch] = *k.wavefront_size;
     if (k.sgpr_spill_count.value_or(0) + k.vgpr_spill_count.value_or(0) > 0) Note(spills_.count, spills_.first, who);
@@ -222,7 +233,35 @@ std::vector<core::Finding> FileFindings::Finish(const std::vector<MachineGpu>& g
           best_ptx = std::max(best_ptx, n);
         }
       }
-      if (exact || compatible) continue;
+      if (exact || compatible) {
+        // The file covers this GPU, but does every kernel? Some come only for other
+        // architectures (a kernel written for sm_90a or sm_100 only).
+        uint64_t usable = 0;
+        for (size_t i = 0; i < arch_index_.size(); ++i) {
+          const std::string& a = arch_index_[i];
+          int n = SmNumber(a);
+          bool ok = (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) || (a.rfind("compute_", 0) == 0 && n <= want);
+          if (ok) usable |= uint64_t{1} << i;
+        }
+        size_t lacking = 0;
+        std::string example;
+        for (const auto& [h, archs] : kernel_archs_) {
+          if ((archs & usable) != 0) continue;
+          if (lacking++ == 0 || example.empty()) {
+            if (auto e = kernel_example_.find(h); e != kernel_example_.end()) example = e->second;
+          }
+        }
+        if (lacking > 0) {
+          out.push_back(MakeFinding(
+              id_base + "kernels_missing_for_gpu", core::Severity::kInfo,
+              fmt::format("{}: {} kernel(s) have code for other architectures but none the {} GPU can run", path_, lacking, where),
+              fmt::format("Calling one of them on this GPU fails with \"no kernel image is available\"; usually these are "
+                          "paths the library takes only on other GPUs. {}", example.empty() ? "" : "First: " + example + "."),
+              "Nothing to do unless the failing kernel is one of these; then use a build with code for this GPU.",
+              {kCudaCompatibility}));
+        }
+        continue;
+      }
       std::string carried;
       for (const std::string& a : binary_) carried += (carried.empty() ? "" : ", ") + a;
       for (const std::string& a : ptx_) carried += (carried.empty() ? "" : ", ") + a;

@@ -50,6 +50,11 @@ class FileFindings {
   std::set<std::string> amd_targets_;  // full target ids
   std::map<std::string, uint32_t> amd_wavefront_;  // arch -> wavefront size seen
   KernelIssue spills_, stack_, shared_near_, lds_near_, bounds_over_;
+  // Which architectures carry each kernel (by a hash of its symbol; arch index bits), for
+  // "kernels with code for other GPUs but not this one". Bounded: hashes, not names.
+  std::vector<std::string> arch_index_;
+  std::map<uint64_t, uint64_t> kernel_archs_;
+  std::map<uint64_t, std::string> kernel_example_;  // a few names, for the finding's text
   size_t kernels_ = 0, errors_ = 0;
   std::string first_error_;
 };

@@ -79,6 +79,26 @@ TEST(InspectFindings, HipCoverageTargetFeaturesAndOverride) {
   EXPECT_NE(w[0].detail.find("wave32"), std::string::npos) << w[0].detail;
 }
 
+// A kernel that only an sm_100 cubin carries cannot run on sm_90, even though the file covers
+// sm_90 for its other kernels.
+TEST(InspectFindings, KernelsWithoutCodeForTheGpu) {
+  FileFindings f("libk.so");
+  CodeObject sm90 = Object("nvidia", "sm_90", "cubin");
+  CodeObject sm100 = Object("nvidia", "sm_100", "cubin");
+  Kernel common, blackwell_only;
+  common.symbol = "common";
+  blackwell_only.symbol = "blackwell_only";
+  sm90.kernels = {common};
+  sm100.kernels = {common, blackwell_only};
+  f.Add(sm90);
+  f.Add(sm100);
+  std::vector<core::Finding> h200 = f.Finish({{"sm_90", "sm_90", ""}}, std::nullopt);
+  ASSERT_EQ(Ids(h200), std::vector<std::string>{"inspect.kernels_missing_for_gpu"});
+  EXPECT_NE(h200[0].title.find("1 kernel(s) have code for other architectures"), std::string::npos) << h200[0].title;
+  EXPECT_NE(h200[0].detail.find("First: blackwell_only."), std::string::npos) << h200[0].detail;
+  EXPECT_TRUE(Ids(f.Finish({{"sm_100", "sm_100", ""}}, std::nullopt)).empty());
+}
+
 TEST(InspectFindings, KernelResourceFindings) {
   FileFindings f("libk.so");
   CodeObject amd = Object("amd", "gfx90a", "hsaco-v4", "gfx90a");

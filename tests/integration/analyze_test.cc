@@ -176,9 +176,14 @@ TEST(AnalyzeCommand, AHundredMegabyteLineIsCutAndMemoryStaysBounded) {
   EXPECT_EQ(j["input"]["lines"], 2);
   EXPECT_EQ(j["category"], "illegal-address");
   EXPECT_EQ(j["gpu_signature"]["error"], "cudaErrorIllegalAddress");
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan keeps freed memory in its quarantine (256 MiB by default): RSS says nothing here.
+  GTEST_SKIP() << "peak RSS is not meaningful under AddressSanitizer; checked in the default build";
+#else
   struct rusage usage {};
   ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &usage), 0);
   EXPECT_LT(usage.ru_maxrss, 64 * 1024) << "peak RSS of the largest child, KiB";
+#endif
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
 // `gputriage inspect` run as a user would, on GPU code built by nvcc during the build.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -100,6 +105,91 @@ TEST(InspectCommand, KernelFilter) {
             std::string::npos)
       << o.out;
   EXPECT_EQ(o.out.find("big_shared"), std::string::npos);
+}
+// --pid: every file a running process mapped; here a Python process that loaded an nvcc-built
+// shared library (ctypes; no CUDA call is made, so no GPU is needed).
+TEST(InspectCommand, PidInspectsTheLibrariesAProcessMapped) {
+  if (system("python3 -c 'import ctypes' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 with ctypes";
+  std::string lib = kInputs + "/libkernels.so";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    execlp("python3", "python3", "-c",
+           "import ctypes, sys, time; ctypes.CDLL(sys.argv[1]); print('ready', flush=True); time.sleep(60)",
+           lib.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[16] = {};
+  ssize_t n = read(fds[0], buf, sizeof buf - 1);
+  close(fds[0]);
+  ASSERT_GT(n, 0) << "the python child did not start";
+  Out o = Gt({"inspect", "--json", "--no-snapshot", "--pid", std::to_string(child)});
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  Json j = Json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out.substr(0, 300) << o.err;
+  bool found = false;
+  for (const Json& f : j["files"]) {
+    if (f["path"].get<std::string>().find("libkernels.so") == std::string::npos) continue;
+    found = true;
+    ASSERT_EQ(f["code_objects"].size(), 2u) << f.dump().substr(0, 500);  // sm_90 SASS + compute_90 PTX
+    EXPECT_EQ(f["code_objects"][0]["arch"], "sm_90");
+  }
+  EXPECT_TRUE(found) << "libkernels.so is among the process's files";
+  Out none = Gt({"inspect", "--pid", "999999999"});
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("/proc/999999999/maps"), std::string::npos) << none.err;
+}
+#endif
+
+#ifdef GT_HIP_INPUTS_DIR
+const std::string kHip = GT_HIP_INPUTS_DIR;
+
+// A hipcc-built host object: a code object per target id, with the AMD kernel fields.
+TEST(InspectCommand, JsonContractOnAHipccObject) {
+  Out o = Gt({"inspect", "--json", "--no-snapshot", kHip + "/kernels.o"});
+  Json j = Json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out.substr(0, 300) << o.err;
+  const Json& objects = j["files"][0]["code_objects"];
+  ASSERT_EQ(objects.size(), 3u);
+  std::set<std::string> targets;
+  for (const Json& co : objects) {
+    EXPECT_EQ(co["vendor"], "amd");
+    EXPECT_EQ(co["format"], "hsaco-v4");
+    targets.insert(co["target_id"].get<std::string>());
+    ASSERT_FALSE(co["kernels"].empty());
+    for (const char* key : {"name", "sgpr_count", "vgpr_count", "lds_bytes", "scratch_bytes", "max_workgroup_size", "wavefront_size"}) {
+      EXPECT_TRUE(co["kernels"][0].contains(key)) << key;
+    }
+  }
+  EXPECT_EQ(targets, (std::set<std::string>{"gfx90a:sramecc+:xnack-", "gfx1030", "gfx906"}));
+  // An AMD GPU of another generation has no code here.
+  testing::TempDir tmp;
+  std::string snap = tmp / "gfx1100.json";
+  std::ofstream(snap) << Json{{"gpus", {{{"pci_address", "0000:03:00.0"}, {"gfx_arch", "gfx1100"}}}}}.dump();
+  Out missing = Gt({"inspect", "--json", "--snapshot", snap, kHip + "/kernels.o"});
+  EXPECT_EQ(missing.status, 1);
+  Json m = Json::parse(missing.out, nullptr, false);
+  ASSERT_FALSE(m.is_discarded());
+  bool missing_arch = false;
+  for (const Json& f : m["findings"]) missing_arch = missing_arch || f["id"] == "inspect.missing_arch";
+  EXPECT_TRUE(missing_arch) << m["findings"].dump();
+}
+
+// --disasm through llvm-objdump on a standalone code object; a bundle is refused with the
+// command that extracts one.
+TEST(InspectCommand, DisasmThroughLlvmObjdump) {
+  Out bundled = Gt({"inspect", "--disasm", "--kernel", "lds_reverse", kHip + "/kernels.o"});
+  EXPECT_EQ(bundled.status, 2);
+  EXPECT_NE(bundled.err.find("clang-offload-bundler --unbundle"), std::string::npos) << bundled.err;
+  Out o = Gt({"inspect", "--disasm", "--kernel", "lds_reverse", kHip + "/kernels-gfx90a.co"});
+  if (o.status == 2 && o.err.find("needs llvm-objdump") != std::string::npos) GTEST_SKIP() << o.err;
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("s_endpgm"), std::string::npos) << o.out.substr(0, 1000);
 }
 #endif
 
