@@ -123,13 +123,20 @@ TEST(InspectCommand, PidInspectsTheLibrariesAProcessMapped) {
     _exit(127);
   }
   close(fds[1]);
-  char buf[16] = {};
-  ssize_t n = read(fds[0], buf, sizeof buf - 1);
-  close(fds[0]);
-  ASSERT_GT(n, 0) << "the python child did not start";
+  // Wait for "ready" (a python launcher may write before it); keep the pipe open while the
+  // child lives, or its next write would kill it.
+  std::string seen;
+  char buf[256];
+  while (seen.find("ready") == std::string::npos) {
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  ASSERT_NE(seen.find("ready"), std::string::npos) << "the python child did not start: " << seen;
   Out o = Gt({"inspect", "--json", "--no-snapshot", "--pid", std::to_string(child)});
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
+  close(fds[0]);
   Json j = Json::parse(o.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << o.out.substr(0, 300) << o.err;
   bool found = false;
