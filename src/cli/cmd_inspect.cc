@@ -294,7 +294,9 @@ int Inspect(InspectFlags& flags) {
     } else if (summary.ok() && (summary->code_objects > 0 || flags.pid == 0)) {
       std::fputs(fmt::format("{}: {}, {} GPU code object(s)\n", path, summary->kind, summary->code_objects).c_str(), stdout);
       for (const auto& [key, counts] : per_arch) {
-        std::fputs(fmt::format("  {:<24} {:>6} object(s) {:>8} kernel(s)\n", key, counts.first, counts.second).c_str(), stdout);
+        if (!flags.kernel.empty() && counts.second == 0) continue;  // no matching kernel there
+        std::fputs(fmt::format("  {:<24} {:>6} object(s) {:>8} kernel(s){}\n", key, counts.first, counts.second,
+                               flags.kernel.empty() ? "" : " matching").c_str(), stdout);
       }
       for (const std::string& p : summary->problems) std::fputs(fmt::format("  problem: {}\n", p).c_str(), stdout);
       std::fputs(human.c_str(), stdout);
