@@ -84,16 +84,16 @@ std::string ArchName(std::string_view prefix, uint32_t arch, std::string_view su
   return fmt::format("{}_{}{}", prefix, arch, suffix);
 }
 
-core::Result<std::string> Decompress(const std::string& stored, const FatbinEntry& e) {
+core::Result<void> Decompress(const std::string& stored, const FatbinEntry& e, std::string& out) {
   if (e.uncompressed_size == 0 || e.uncompressed_size > kMaxEntryBytes) {
     return core::MakeError("uncompressed size {} is not plausible", e.uncompressed_size);
   }
-  std::string out(e.uncompressed_size, '\0');
+  out.resize(e.uncompressed_size);
   if (stored.size() >= 4 && Load<uint32_t>(stored, 0) == 0xFD2FB528) {
     size_t n = ZSTD_decompress(out.data(), out.size(), stored.data(), stored.size());
     if (ZSTD_isError(n)) return core::MakeError("zstd: {}", ZSTD_getErrorName(n));
     if (n != out.size()) return core::MakeError("zstd: {} bytes decoded, the entry header says {}", n, out.size());
-    return out;
+    return {};
   }
   if (e.flags & kFlagLz4) {
     // An LZ4 block. Some entries carry padding after the block: decode what fits.
@@ -103,10 +103,21 @@ core::Result<std::string> Decompress(const std::string& stored, const FatbinEntr
     if (static_cast<size_t>(n) != out.size()) {
       return core::MakeError("LZ4: {} bytes decoded, the entry header says {}", n, out.size());
     }
-    return out;
+    return {};
   }
   return core::MakeError("compressed (flags {:#x}) in a way this version does not know", e.flags);
 }
+
+// Each decoding thread reuses its two buffers across entries (a library has thousands); one
+// grown past 8 MiB by a large entry is released after it, so idle threads hold little.
+struct EntryBuffers {
+  std::string stored, bytes;
+  void Trim() {
+    constexpr size_t kKeep = 8u << 20;
+    if (stored.capacity() > kKeep) std::string().swap(stored);
+    if (bytes.capacity() > kKeep) std::string().swap(bytes);
+  }
+};
 
 }  // namespace
 
@@ -182,23 +193,24 @@ CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::
     co.error = fmt::format("entry of {} bytes is not plausible", e.payload_size);
     return co;
   }
-  std::string stored;
-  if (!read(e.payload_offset, e.payload_size, &stored)) {
+  thread_local EntryBuffers buffers;
+  struct TrimAtExit {
+    EntryBuffers& b;
+    ~TrimAtExit() { b.Trim(); }
+  } trim{buffers};
+  if (!read(e.payload_offset, e.payload_size, &buffers.stored)) {
     co.error = "entry runs past the end of the data";
     return co;
   }
-  std::string bytes;
+  const std::string* bytes = &buffers.stored;
   if (co.compressed) {
-    auto d = Decompress(stored, e);
-    if (!d.ok()) {
+    if (auto d = Decompress(buffers.stored, e, buffers.bytes); !d.ok()) {
       co.error = "cannot decompress: " + d.error().message;
       return co;
     }
-    bytes = std::move(*d);
-  } else {
-    bytes = std::move(stored);
+    bytes = &buffers.bytes;
   }
-  CodeObject parsed = e.kind == 1 ? ReadPtx(bytes, co.origin, e.arch, e.suffix()) : ReadCubin(bytes, co.origin, e.arch, e.suffix());
+  CodeObject parsed = e.kind == 1 ? ReadPtx(*bytes, co.origin, e.arch, e.suffix()) : ReadCubin(*bytes, co.origin, e.arch, e.suffix());
   parsed.compressed = co.compressed;
   return parsed;
 }
