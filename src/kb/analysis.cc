@@ -186,7 +186,14 @@ class Analyzer::Scan {
   static constexpr int kGeneralCap = 32;
   static constexpr size_t kChunkBytes = 1 << 20;
 
-  Scan(Matcher& matcher, bool prefilter) : matcher_(matcher), prefilter_(prefilter) { matcher_.Reset(); }
+  // Compiled prefilters by their pattern list, shared by the scans of one Analyzer: a new scan
+  // starts from the same list, and compiling ~200 patterns is most of analysing a short log.
+  using FilterCache = std::map<std::string, std::shared_ptr<const RE2::Set>>;
+
+  Scan(Matcher& matcher, bool prefilter, FilterCache& cache)
+      : matcher_(matcher), prefilter_(prefilter), filter_cache_(cache) {
+    matcher_.Reset();
+  }
 
   void Line(LineSource source, std::string_view raw, uint64_t number, std::string_view input) {
     std::string_view line = raw;
@@ -502,6 +509,12 @@ class Analyzer::Scan {
     if (xid_lines_ < kXidLines) wanted.emplace_back(R"(Xid \()");
     if (vm_faults_.size() < kVmFaults) wanted.emplace_back(VmFaultLinePattern());
     if (wanted.empty()) return;
+    std::string key;
+    for (const std::string& pattern : wanted) key += pattern + '\n';
+    if (auto cached = filter_cache_.find(key); cached != filter_cache_.end()) {
+      filter_ = cached->second;
+      return;
+    }
     RE2::Options options;
     options.set_encoding(RE2::Options::EncodingLatin1);
     options.set_log_errors(false);
@@ -522,6 +535,7 @@ class Analyzer::Scan {
       return;
     }
     filter_ = std::move(set);
+    if (filter_cache_.size() < 16) filter_cache_.emplace(std::move(key), filter_);
   }
 
   struct ChunkLine {
@@ -536,7 +550,8 @@ class Analyzer::Scan {
   std::string chunk_;
   std::vector<ChunkLine> chunk_lines_;
   std::string chunk_input_;
-  std::unique_ptr<RE2::Set> filter_;
+  std::shared_ptr<const RE2::Set> filter_;
+  FilterCache& filter_cache_;
   bool filter_stale_ = true;
   bool filter_broken_ = false;
 };
@@ -571,7 +586,8 @@ core::Result<std::unique_ptr<Analyzer>> Analyzer::Create(const KnowledgeBase& kb
 Analyzer::~Analyzer() = default;
 
 void Analyzer::Begin(std::string label) {
-  scan_ = std::make_unique<Scan>(*matcher_, prefilter_);
+  if (!filter_cache_) filter_cache_ = std::make_unique<std::map<std::string, std::shared_ptr<const RE2::Set>>>();
+  scan_ = std::make_unique<Scan>(*matcher_, prefilter_, *filter_cache_);
   scan_->source_ = std::move(label);
 }
 

@@ -3,6 +3,7 @@
 // verdict (hardware, driver-firmware, library, application, unknown) and what to do next.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,7 @@ class Analyzer {
   std::unique_ptr<Matcher> matcher_;
   std::unique_ptr<Scan> scan_;
   bool prefilter_ = true;
+  std::unique_ptr<std::map<std::string, std::shared_ptr<const re2::RE2::Set>>> filter_cache_;
 };
 
 /// How a `run --repeat` went, from a bundle's repeat.json.
