@@ -22,7 +22,7 @@ struct InspectOptions {
   unsigned threads = 0;  ///< 0: one per CPU, at most 8
   /// Bytes of fatbin entries (stored + decompressed) being decoded at once, over all threads:
   /// bounds memory whatever the file (an entry larger than this is decoded alone).
-  uint64_t memory_budget = 128ull << 20;
+  uint64_t memory_budget = 96ull << 20;
   /// Runs on the decoding thread for each code object before it is handed on (to filter and
   /// render it in parallel); what it returns goes to the sink with the object.
   std::function<std::string(CodeObject&)> prepare;

@@ -109,11 +109,11 @@ core::Result<void> Decompress(const std::string& stored, const FatbinEntry& e, s
 }
 
 // Each decoding thread reuses its two buffers across entries (a library has thousands); one
-// grown past 8 MiB by a large entry is released after it, so idle threads hold little.
+// grown past 2 MiB by a large entry is released after it, so idle threads hold little.
 struct EntryBuffers {
   std::string stored, bytes;
   void Trim() {
-    constexpr size_t kKeep = 8u << 20;
+    constexpr size_t kKeep = 2u << 20;
     if (stored.capacity() > kKeep) std::string().swap(stored);
     if (bytes.capacity() > kKeep) std::string().swap(bytes);
   }
