@@ -9,7 +9,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -21,6 +20,9 @@
 #include "inspect/findings.h"
 #include "inspect/inspect.h"
 #include "inspect/occupancy.h"
+#include "store/data_home.h"
+#include "store/snapshot_arg.h"
+#include "store/snapshot_store.h"
 
 namespace gputriage::cli {
 namespace {
@@ -205,15 +207,17 @@ int Inspect(InspectFlags& flags) {
   if (!flags.no_snapshot) {
     std::optional<Json> snapshot;
     if (!flags.snapshot.empty()) {
-      std::ifstream in(flags.snapshot);
-      std::stringstream text;
-      text << in.rdbuf();
-      Json j = Json::parse(text.str(), nullptr, false);
-      if (!in || j.is_discarded()) {
-        PrintError(fmt::format("{}: not a readable JSON snapshot", flags.snapshot));
+      // A file, "-", or a stored snapshot (id, "latest", "previous"), as `snapshot diff` reads them.
+      std::optional<store::SnapshotStore> db;
+      if (auto path = store::DefaultDatabasePath(); path.ok()) {
+        if (auto opened = store::SnapshotStore::Open(*path); opened.ok()) db = std::move(*opened);
+      }
+      auto loaded = store::LoadSnapshotArg(db ? &*db : nullptr, flags.snapshot);
+      if (!loaded.ok()) {
+        PrintError(loaded.error().message);
         return kExitUsage;
       }
-      snapshot = std::move(j);
+      snapshot = std::move(*loaded);
     } else if (auto taken = TakeSnapshot(SnapshotFlags{}); taken.ok()) {
       snapshot = std::move(*taken);
     }
@@ -368,9 +372,10 @@ Command InspectCommand() {
                      "Print {files: [{path, kind, code_objects: [{vendor, arch, target_id, format, "
                      "compressed, size, error, kernels: [...]}], problems}], findings, gpus}");
         app.add_option("--snapshot", flags->snapshot,
-                       "Check coverage against the GPUs of this snapshot (gputriage snapshot --json) "
-                       "instead of this machine's")
-            ->type_name("FILE");
+                       "Check coverage against the GPUs of this snapshot instead of this machine's: a "
+                       "JSON file (gputriage snapshot --json), - for stdin, or a stored snapshot's id, "
+                       "'latest', 'previous'")
+            ->type_name("SNAPSHOT");
         app.add_flag("--no-snapshot", flags->no_snapshot, "Do not check architecture coverage");
         app.add_option("--threads", flags->threads, "Threads decoding fatbin entries (default: one per CPU, at most 8)");
         app.add_flag("--low-memory", flags->low_memory,

@@ -148,18 +148,6 @@ void DecodeInOrder(const File& file, const std::vector<FatbinEntry>& entries, co
   for (std::thread& t : pool) t.join();
 }
 
-CodeObject HeaderOnly(const FatbinEntry& e, const std::string& origin) {
-  CodeObject co;
-  co.vendor = "nvidia";
-  co.arch = fmt::format("{}_{}{}", e.kind == 1 ? "compute" : "sm", e.arch, e.suffix());
-  co.target_id = co.arch;
-  co.format = e.kind == 1 ? "ptx" : "cubin";
-  co.origin = fmt::format("{}+{:#x}", origin, e.payload_offset);
-  co.compressed = e.compressed();
-  co.size = e.compressed() ? e.uncompressed_size : e.payload_size;
-  return co;
-}
-
 std::string Magic(const std::string& head, size_t n) { return head.substr(0, std::min(n, head.size())); }
 
 }  // namespace
@@ -217,7 +205,7 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
           ByteReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
           std::vector<FatbinEntry> entries = ListFatbinEntries(read, nv.offset, nv.size, &summary.problems);
           if (options.headers_only) {
-            for (const FatbinEntry& e : entries) one(HeaderOnly(e, path + ":.nv_fatbin"));
+            for (const FatbinEntry& e : entries) one(FatbinEntryObject(e, path + ":.nv_fatbin"));
           } else {
             DecodeInOrder(file, entries, path + ":.nv_fatbin", options, threads, counted);
           }
@@ -237,7 +225,7 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     ByteReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
     std::vector<FatbinEntry> entries = ListFatbinEntries(read, 0, size, &summary.problems);
     if (options.headers_only) {
-      for (const FatbinEntry& e : entries) one(HeaderOnly(e, path));
+      for (const FatbinEntry& e : entries) one(FatbinEntryObject(e, path));
     } else {
       DecodeInOrder(file, entries, path, options, threads, counted);
     }

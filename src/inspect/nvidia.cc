@@ -181,7 +181,7 @@ std::vector<FatbinEntry> ListFatbinEntries(const ByteReader& read, uint64_t begi
   return out;
 }
 
-CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::string_view origin) {
+CodeObject FatbinEntryObject(const FatbinEntry& e, std::string_view origin) {
   CodeObject co;
   co.vendor = "nvidia";
   co.arch = ArchName(e.kind == 1 ? "compute" : "sm", e.arch, e.suffix());
@@ -189,6 +189,12 @@ CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::
   co.format = e.kind == 1 ? "ptx" : "cubin";
   co.origin = fmt::format("{}+{:#x}", origin, e.payload_offset);
   co.compressed = e.compressed();
+  co.size = e.compressed() ? e.uncompressed_size : e.payload_size;
+  return co;
+}
+
+CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::string_view origin) {
+  CodeObject co = FatbinEntryObject(e, origin);
   if (e.payload_size > kMaxEntryBytes) {
     co.error = fmt::format("entry of {} bytes is not plausible", e.payload_size);
     return co;

@@ -52,6 +52,10 @@ using ByteReader = std::function<bool(uint64_t offset, size_t size, std::string*
 std::vector<FatbinEntry> ListFatbinEntries(const ByteReader& read, uint64_t begin, uint64_t length,
                                            std::vector<std::string>* problems);
 
+/// What an entry's header alone says: vendor, arch ("sm_90a", "compute_90"), format, origin,
+/// compression and size; no kernels. DecodeFatbinEntry starts from it.
+CodeObject FatbinEntryObject(const FatbinEntry& entry, std::string_view origin);
+
 /// Decodes one entry: decompresses it (LZ4 or zstd) and reads the cubin or the PTX. Errors are
 /// in the result's `error`.
 CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& entry, std::string_view origin);

@@ -177,7 +177,7 @@ TEST(InspectCommand, JsonContractOnAHipccObject) {
   // An AMD GPU of another generation has no code here.
   testing::TempDir tmp;
   std::string snap = tmp / "gfx1100.json";
-  std::ofstream(snap) << Json{{"gpus", {{{"pci_address", "0000:03:00.0"}, {"gfx_arch", "gfx1100"}}}}}.dump();
+  std::ofstream(snap) << Json{{"schema_version", 1}, {"gpus", {{{"pci_address", "0000:03:00.0"}, {"gfx_arch", "gfx1100"}}}}}.dump();
   Out missing = Gt({"inspect", "--json", "--snapshot", snap, kHip + "/kernels.o"});
   EXPECT_EQ(missing.status, 1);
   Json m = Json::parse(missing.out, nullptr, false);
