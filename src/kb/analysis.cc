@@ -17,6 +17,7 @@
 #include "core/text.h"
 #include "forensics/report.h"
 #include "forensics/siginfo.h"
+#include "inspect/findings.h"
 #include "kb/vm_fault.h"
 
 namespace gputriage::kb {
@@ -791,16 +792,10 @@ Facts FactsFromSnapshot(const Json& snapshot) {
           }
         }
       }
-      std::string arch = core::StringAt(g, "gfx_arch");
-      if (!arch.empty()) facts.gpu_archs.push_back(arch);
-      const Json& cc = core::NodeAt(g, {"nvidia", "compute_capability"});
-      if (cc.is_string()) {
-        std::string v = cc.get<std::string>();
-        v.erase(std::remove(v.begin(), v.end(), '.'), v.end());
-        facts.gpu_archs.push_back("sm_" + v);
-      }
     }
   }
+  // "sm_90" / "gfx90a", read as `inspect` reads them.
+  for (const inspect::MachineGpu& g : inspect::GpusFromSnapshot(snapshot)) facts.gpu_archs.push_back(g.arch);
   const Json& torch = core::NodeAt(snapshot, {"software", "python", "torch"});
   if (torch.is_object()) {
     if (auto v = core::StringAt(torch, "version"); !v.empty()) facts.versions.push_back({"torch", v});
