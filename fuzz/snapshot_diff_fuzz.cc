@@ -1,8 +1,9 @@
 // Fuzzes snapshot JSON parsing (ParseSnapshotJson, which `gputriage diff FILE` runs on any file
-// it is given) and the semantic diff over arbitrary JSON shapes. The input is either one JSON
-// document, diffed against itself and against an empty snapshot, or a JSON array of two
-// documents, diffed both ways. Checks that nothing throws, that a snapshot never differs from
-// itself, and that the JSON form of every diff serializes.
+// it is given), the typed model's lenient reading and writing of arbitrary JSON shapes, and the
+// semantic diff. The input is either one JSON document, diffed against itself and against an
+// empty snapshot, or a JSON array of two documents, diffed both ways. Checks that nothing throws,
+// that a snapshot never differs from itself, that writing what was read and reading it again
+// changes nothing, and that the JSON form of every diff serializes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -17,8 +18,19 @@ using gputriage::core::Json;
 using gputriage::store::DiffSnapshots;
 using gputriage::store::DiffToJson;
 
-void CheckDiff(const Json& before, const Json& after) {
-  auto changes = DiffSnapshots(before, after);
+using gputriage::core::Snapshot;
+using gputriage::core::SnapshotFromJsonUnchecked;
+
+Snapshot Read(const Json& json) {
+  Snapshot snapshot = SnapshotFromJsonUnchecked(json);
+  // The typed model's JSON form reads back to itself.
+  Json written = gputriage::core::ToJson(snapshot);
+  if (gputriage::core::ToJson(SnapshotFromJsonUnchecked(written)) != written) std::abort();
+  return snapshot;
+}
+
+void CheckDiff(const Json& before_json, const Json& after_json) {
+  auto changes = DiffSnapshots(Read(before_json), Read(after_json));
   for (const auto& change : changes) {
     if (change.kind.empty() || change.path.empty() || change.summary.empty()) std::abort();
   }
@@ -36,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckDiff(document[0], document[1]);
     CheckDiff(document[1], document[0]);
   }
-  if (!DiffSnapshots(document, document).empty()) std::abort();
+  if (!DiffSnapshots(Read(document), Read(document)).empty()) std::abort();
   CheckDiff(document, Json::object());
   CheckDiff(Json::object(), document);
   return 0;

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "core/json_read.h"
 #include "core/text.h"
 
 namespace gputriage::checks {
@@ -16,15 +15,9 @@ namespace {
 
 using core::Evidence;
 using core::Finding;
-using core::Json;
 using core::Severity;
 
 constexpr size_t kMaxEvidence = 8;
-
-std::string GpuLabel(const Json& gpu) {
-  std::string name = core::StringAt(gpu, "name", core::StringAt(gpu, "pci_name", "GPU"));
-  return fmt::format("{} ({})", core::StringAt(gpu, "pci_address", "?"), name);
-}
 
 Finding Make(std::string id, Severity severity, std::string title, std::string detail,
              std::vector<Evidence> evidence, std::string fix,
@@ -47,27 +40,25 @@ struct RecordGroup {
   std::string last_time;
 };
 
-std::string RecordText(const Json& record) {
-  std::string time = core::StringAt(record, "time");
-  if (time.empty()) {
-    if (auto m = core::NumberAt(record, "monotonic_s")) time = fmt::format("{:.6f}", *m);
-  }
-  return (time.empty() ? "" : "[" + time + "] ") + core::StringAt(record, "message");
+std::string RecordText(const core::KernelLogRecord& record) {
+  std::string time = record.time.value_or("");
+  if (time.empty() && record.monotonic_s) time = fmt::format("{:.6f}", *record.monotonic_s);
+  return (time.empty() ? "" : "[" + time + "] ") + record.message.value_or("");
 }
 
-void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto, const Json& record) {
+void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto,
+                const core::KernelLogRecord& record) {
   auto [it, inserted] = groups.try_emplace(proto.id, std::move(proto));
   RecordGroup& group = it->second;
   ++group.count;
-  group.last_time = core::StringAt(record, "time");
+  group.last_time = record.time.value_or("");
   // Keep the newest records: the latest event is the one a user is chasing.
   group.evidence.push_back({"kernel log", RecordText(record)});
   if (group.evidence.size() > kMaxEvidence) group.evidence.erase(group.evidence.begin());
 }
 
-RecordGroup XidGroup(const Json& record, const Knowledge& knowledge) {
-  const Json& xid = record["xid"];
-  int code = xid.value("code", -1);
+RecordGroup XidGroup(const core::XidRecord& xid, const Knowledge& knowledge) {
+  int64_t code = xid.code ? static_cast<int64_t>(*xid.code) : -1;
   RecordGroup g;
   g.id = fmt::format("kmsg.nvidia_xid_{}", code);
   auto entry = knowledge.xid.find(code);
@@ -158,9 +149,9 @@ const RE2& CompiledRule(size_t index) {
   return *kCompiled[index];
 }
 
-std::optional<RecordGroup> RuleGroup(const Json& record) {
-  std::string cls = core::StringAt(record, "class");
-  std::string message = core::StringAt(record, "message");
+std::optional<RecordGroup> RuleGroup(const core::KernelLogRecord& record) {
+  std::string cls = record.log_class.value_or("");
+  std::string message = record.message.value_or("");
   const auto& rules = MessageRules();
   for (size_t i = 0; i < rules.size(); ++i) {
     const MessageRule& rule = rules[i];
@@ -185,12 +176,10 @@ std::optional<RecordGroup> RuleGroup(const Json& record) {
 
 }  // namespace
 
-void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
-  const Json& gpus = core::NodeAt(snapshot, {"gpus"});
-  if (!gpus.is_array() || gpus.empty()) {
-    const Json& root = core::NodeAt(snapshot, {"root"});
-    std::string where =
-        root.is_string() ? "in the tree " + root.get<std::string>() : "on this machine";
+void CheckGpusPresent(const core::Snapshot& snapshot, std::vector<Finding>& out) {
+  const std::vector<core::Gpu>& gpus = snapshot.GpuList();
+  if (gpus.empty()) {
+    std::string where = snapshot.root ? "in the tree " + *snapshot.root : "on this machine";
     out.push_back(Make("gpu.none_found", Severity::kError, "No GPU found " + where,
                        "No NVIDIA (0x10de) or AMD (0x1002) display or accelerator device is on "
                        "the PCI bus, and no GPU driver lists one.",
@@ -200,103 +189,100 @@ void CheckGpusPresent(const Json& snapshot, std::vector<Finding>& out) {
                        "VM or container (lspci should list it)."));
     return;
   }
-  for (const Json& gpu : gpus) {
-    std::string driver = core::StringAt(gpu, "driver");
-    if (!gpu.is_object() || core::StringAt(gpu, "source") == "driver") continue;  // known only from the driver's files
+  for (const core::Gpu& gpu : gpus) {
+    if (gpu.source == "driver") continue;  // known only from the driver's files
+    std::string driver = gpu.driver.value_or("");
     if (driver.empty()) {
       out.push_back(Make("gpu.no_driver", Severity::kError,
-                         "GPU " + GpuLabel(gpu) + " has no kernel driver bound",
+                         "GPU " + gpu.Label() + " has no kernel driver bound",
                          "The device is on the PCI bus but no driver claimed it, so no program "
                          "can use it.",
-                         {{"/sys/bus/pci/devices/" + core::StringAt(gpu, "pci_address") + "/driver", "absent"}},
-                         core::StringAt(gpu, "vendor") == "nvidia"
+                         {{"/sys/bus/pci/devices/" + gpu.pci_address.value_or("") + "/driver", "absent"}},
+                         gpu.vendor == "nvidia"
                              ? "Load the NVIDIA driver (modprobe nvidia) and check the kernel log "
                                "for why it did not bind."
                              : "Load amdgpu (modprobe amdgpu) and check the kernel log for why it "
                                "did not bind."));
     } else if (driver == "vfio-pci" || driver == "pci-stub") {
       out.push_back(Make("gpu.passthrough_driver", Severity::kInfo,
-                         "GPU " + GpuLabel(gpu) + " is bound to " + driver,
+                         "GPU " + gpu.Label() + " is bound to " + driver,
                          "The device is reserved for passthrough to a VM; this host cannot use it.",
                          {{"driver", driver}}, ""));
     }
   }
   // NVIDIA GPUs bound to the nvidia driver that NVML does not list.
-  const Json& nvml_count = core::NodeAt(snapshot, {"software", "nvidia", "device_count"});
-  if (!nvml_count.is_number()) return;
-  for (const Json& gpu : gpus) {
-    if (core::StringAt(gpu, "vendor") != "nvidia" || core::StringAt(gpu, "driver") != "nvidia") continue;
-    if (gpu.contains("nvidia") && gpu["nvidia"].contains("uuid")) continue;
+  const core::Software* software = snapshot.software ? &*snapshot.software : nullptr;
+  if (!software || !software->nvidia || !software->nvidia->device_count) return;
+  uint64_t nvml_count = *software->nvidia->device_count;
+  for (const core::Gpu& gpu : gpus) {
+    if (gpu.vendor != "nvidia" || gpu.driver != "nvidia") continue;
+    if (gpu.nvidia && gpu.nvidia->uuid) continue;
     out.push_back(Make("nvidia.gpu_not_in_nvml", Severity::kError,
-                       "GPU " + GpuLabel(gpu) + " is on the bus but NVML does not list it",
+                       "GPU " + gpu.Label() + " is on the bus but NVML does not list it",
                        "The driver is bound but NVML reports no device at this address; the GPU "
                        "may have failed initialisation or fallen off the bus.",
-                       {{"NVML", fmt::format("nvmlDeviceGetCount: {}", nvml_count.dump())}},
+                       {{"NVML", fmt::format("nvmlDeviceGetCount: {}", nvml_count)}},
                        "Check the kernel log for NVRM errors for this address."));
   }
 }
 
-void CheckPciLinks(const Json& snapshot, std::vector<Finding>& out) {
-  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
-    const Json& link = core::NodeAt(gpu, {"link"});
-    auto cw = core::NumberAt(link, "current_width"), mw = core::NumberAt(link, "max_width");
-    auto cs = core::NumberAt(link, "current_speed_gts"), ms = core::NumberAt(link, "max_speed_gts");
-    std::string path = "/sys/bus/pci/devices/" + core::StringAt(gpu, "pci_address");
-    if (cw && mw && *cw < *mw) {
+void CheckPciLinks(const core::Snapshot& snapshot, std::vector<Finding>& out) {
+  for (const core::Gpu& gpu : snapshot.GpuList()) {
+    if (!gpu.link) continue;
+    const core::PciLink& link = *gpu.link;
+    std::string path = "/sys/bus/pci/devices/" + gpu.pci_address.value_or("");
+    if (link.current_width && link.max_width && *link.current_width < *link.max_width) {
       out.push_back(Make(
           "pci.link_width_downtrained", Severity::kWarning,
-          fmt::format("PCIe link of {} runs at x{} of x{}", GpuLabel(gpu), *cw, *mw),
+          fmt::format("PCIe link of {} runs at x{} of x{}", gpu.Label(), *link.current_width,
+                      *link.max_width),
           "The link trained to fewer lanes than the device supports; host-device bandwidth is cut "
           "accordingly. Lanes, unlike speed, are not lowered for power saving.",
-          {{path + "/current_link_width", fmt::format("{}", *cw)},
-           {path + "/max_link_width", fmt::format("{}", *mw)}},
+          {{path + "/current_link_width", fmt::format("{}", *link.current_width)},
+           {path + "/max_link_width", fmt::format("{}", *link.max_width)}},
           "Reseat the GPU, check the riser/cable and the slot's wiring (some slots are x8)."));
     }
-    if (cs && ms && *cs < *ms) {
+    if (link.current_speed_gts && link.max_speed_gts && *link.current_speed_gts < *link.max_speed_gts) {
       out.push_back(Make(
           "pci.link_speed_below_max", Severity::kInfo,
-          fmt::format("PCIe link of {} runs at {:g} GT/s of {:g} GT/s", GpuLabel(gpu), *cs, *ms),
+          fmt::format("PCIe link of {} runs at {:g} GT/s of {:g} GT/s", gpu.Label(),
+                      *link.current_speed_gts, *link.max_speed_gts),
           "GPUs lower the link speed when idle to save power, so this is normal at idle; if it "
           "stays low under load, the link is downtrained.",
-          {{path + "/current_link_speed", fmt::format("{:g} GT/s", *cs)},
-           {path + "/max_link_speed", fmt::format("{:g} GT/s", *ms)}},
+          {{path + "/current_link_speed", fmt::format("{:g} GT/s", *link.current_speed_gts)},
+           {path + "/max_link_speed", fmt::format("{:g} GT/s", *link.max_speed_gts)}},
           "Check again while the GPU is busy; if still low, reseat the GPU or check the slot."));
     }
   }
 }
 
-void CheckBars(const Json& snapshot, std::vector<Finding>& out) {
-  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
-    std::optional<double> memory;
-    if (auto m = core::NumberAt(core::NodeAt(gpu, {"nvidia"}), "memory_total_bytes")) memory = m;
-    if (auto m = core::NumberAt(core::NodeAt(gpu, {"amd"}), "vram_total_bytes")) memory = m;
-    const Json& bars = core::NodeAt(gpu, {"bars"});
-    if (!memory || !bars.is_array() || bars.empty()) continue;
-    double largest = 0;
-    for (const Json& bar : bars) largest = std::max(largest, core::NumberAt(bar, "size_bytes").value_or(0));
-    if (largest <= 0 || largest >= *memory) continue;
+void CheckBars(const core::Snapshot& snapshot, std::vector<Finding>& out) {
+  for (const core::Gpu& gpu : snapshot.GpuList()) {
+    std::optional<uint64_t> memory = gpu.MemoryBytes();
+    if (!memory || !gpu.bars || gpu.bars->empty()) continue;
+    uint64_t largest = 0;
+    for (const core::PciBar& bar : *gpu.bars) largest = std::max(largest, bar.size_bytes.value_or(0));
+    if (largest == 0 || largest >= *memory) continue;
     out.push_back(Make(
         "pci.small_bar", Severity::kInfo,
         fmt::format("{} exposes {:.0f} MiB of {:.0f} MiB device memory through its largest BAR",
-                    GpuLabel(gpu), largest / 1048576.0, *memory / 1048576.0),
+                    gpu.Label(), largest / 1048576.0, *memory / 1048576.0),
         "Without a large (resizable) BAR the CPU and peers cannot map all device memory; "
         "peer-to-peer transfers and some runtime features are slower or disabled, and mmap of "
         "device memory past the window fails (SIGBUS).",
-        {{"/sys/bus/pci/devices/" + core::StringAt(gpu, "pci_address") + "/resource",
-          fmt::format("largest BAR {} bytes", static_cast<uint64_t>(largest))}},
+        {{"/sys/bus/pci/devices/" + gpu.pci_address.value_or("") + "/resource",
+          fmt::format("largest BAR {} bytes", largest)}},
         "Enable 'Above 4G decoding' and 'Resizable BAR' in the firmware setup if the platform "
         "supports it."));
   }
 }
 
-void CheckKernelLog(const Json& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
-  const Json& records = core::NodeAt(snapshot, {"kernel_log", "records"});
-  if (!records.is_array()) return;
+void CheckKernelLog(const core::Snapshot& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
+  if (!snapshot.kernel_log || !snapshot.kernel_log->records) return;
   std::map<std::string, RecordGroup> groups;
-  for (const Json& record : records) {
-    if (!record.is_object()) continue;
-    if (record.contains("xid") && record["xid"].is_object()) {
-      AddToGroup(groups, XidGroup(record, knowledge), record);
+  for (const core::KernelLogRecord& record : *snapshot.kernel_log->records) {
+    if (record.xid) {
+      AddToGroup(groups, XidGroup(*record.xid, knowledge), record);
       continue;
     }
     if (auto group = RuleGroup(record)) AddToGroup(groups, std::move(*group), record);
@@ -309,105 +295,121 @@ void CheckKernelLog(const Json& snapshot, const Knowledge& knowledge, std::vecto
   }
 }
 
-void CheckNvidiaHealth(const Json& snapshot, std::vector<Finding>& out) {
-  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
-    const Json& nv = core::NodeAt(gpu, {"nvidia"});
-    if (!nv.is_object()) continue;
-    std::string label = GpuLabel(gpu);
-    if (auto n = core::NumberAt(core::NodeAt(nv, {"ecc"}), "volatile_uncorrected"); n && *n > 0) {
-      out.push_back(Make("nvidia.ecc_uncorrected", Severity::kError,
-                         fmt::format("{} had {:.0f} uncorrected ECC errors since the driver loaded",
-                                     label, *n),
-                         "Uncorrectable memory errors kill the contexts that touch the memory.",
-                         {{"NVML nvmlDeviceGetTotalEccErrors(volatile, uncorrected)",
-                           fmt::format("{:.0f}", *n)}},
-                         "Drain the GPU; if remapping is pending, reset it; replace if errors "
-                         "recur."));
+namespace {
+
+std::string RemappedRowsText(const core::NvidiaRemappedRows& rows) {
+  return fmt::format("correctable {}, uncorrectable {}, pending {}, failure {}",
+                     rows.correctable ? fmt::format("{}", *rows.correctable) : "?",
+                     rows.uncorrectable ? fmt::format("{}", *rows.uncorrectable) : "?",
+                     rows.pending ? (*rows.pending ? "yes" : "no") : "?",
+                     rows.failure ? (*rows.failure ? "yes" : "no") : "?");
+}
+
+void CheckNvidiaGpu(const core::Gpu& gpu, const core::NvidiaGpu& nv, std::vector<Finding>& out) {
+  std::string label = gpu.Label();
+  if (nv.ecc && nv.ecc->volatile_uncorrected.value_or(0) > 0) {
+    uint64_t n = *nv.ecc->volatile_uncorrected;
+    out.push_back(Make("nvidia.ecc_uncorrected", Severity::kError,
+                       fmt::format("{} had {} uncorrected ECC errors since the driver loaded", label, n),
+                       "Uncorrectable memory errors kill the contexts that touch the memory.",
+                       {{"NVML nvmlDeviceGetTotalEccErrors(volatile, uncorrected)", fmt::format("{}", n)}},
+                       "Drain the GPU; if remapping is pending, reset it; replace if errors "
+                       "recur."));
+  }
+  if (nv.remapped_rows && nv.remapped_rows->failure.value_or(false)) {
+    out.push_back(Make("nvidia.row_remap_failure", Severity::kCritical,
+                       label + ": row remapping failed",
+                       "The GPU ran out of spare rows to remap failing memory.",
+                       {{"NVML nvmlDeviceGetRemappedRows", RemappedRowsText(*nv.remapped_rows)}},
+                       "Replace the GPU (RMA)."));
+  } else if (nv.remapped_rows && nv.remapped_rows->pending.value_or(false)) {
+    out.push_back(Make("nvidia.row_remap_pending", Severity::kError,
+                       label + ": a memory row remap is pending",
+                       "Failing memory rows will be remapped at the next GPU reset; until then "
+                       "the bad memory can still be hit.",
+                       {{"NVML nvmlDeviceGetRemappedRows", RemappedRowsText(*nv.remapped_rows)}},
+                       "Reset the GPU (or reboot) when it is idle."));
+  }
+  if (nv.retired_pages && nv.retired_pages->pending.value_or(false)) {
+    out.push_back(Make("nvidia.page_retirement_pending", Severity::kError,
+                       label + ": page retirement is pending",
+                       "Pages with ECC errors will be retired at the next driver reload.",
+                       {{"NVML nvmlDeviceGetRetiredPagesPendingStatus", "pending"}},
+                       "Reset the GPU or reload the driver when it is idle."));
+  }
+  static const std::set<std::string> kBadThrottle = {
+      "hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown"};
+  std::string active;
+  if (nv.throttle_reasons && nv.throttle_reasons->active) {
+    for (const std::string& reason : *nv.throttle_reasons->active) {
+      if (kBadThrottle.count(reason)) active += (active.empty() ? "" : ", ") + reason;
     }
-    const Json& remap = core::NodeAt(nv, {"remapped_rows"});
-    if (core::TrueAt(remap, "failure")) {
-      out.push_back(Make("nvidia.row_remap_failure", Severity::kCritical,
-                         label + ": row remapping failed",
-                         "The GPU ran out of spare rows to remap failing memory.",
-                         {{"NVML nvmlDeviceGetRemappedRows", remap.dump()}},
-                         "Replace the GPU (RMA)."));
-    } else if (core::TrueAt(remap, "pending")) {
-      out.push_back(Make("nvidia.row_remap_pending", Severity::kError,
-                         label + ": a memory row remap is pending",
-                         "Failing memory rows will be remapped at the next GPU reset; until then "
-                         "the bad memory can still be hit.",
-                         {{"NVML nvmlDeviceGetRemappedRows", remap.dump()}},
-                         "Reset the GPU (or reboot) when it is idle."));
-    }
-    const Json& retired = core::NodeAt(nv, {"retired_pages"});
-    if (core::TrueAt(retired, "pending")) {
-      out.push_back(Make("nvidia.page_retirement_pending", Severity::kError,
-                         label + ": page retirement is pending",
-                         "Pages with ECC errors will be retired at the next driver reload.",
-                         {{"NVML nvmlDeviceGetRetiredPagesPendingStatus", "pending"}},
-                         "Reset the GPU or reload the driver when it is idle."));
-    }
-    static const std::set<std::string> kBadThrottle = {
-        "hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown"};
-    std::vector<std::string> active;
-    for (const Json& reason : core::NodeAt(nv, {"throttle_reasons", "active"})) {
-      if (reason.is_string() && kBadThrottle.count(reason.get<std::string>())) {
-        active.push_back(reason.get<std::string>());
-      }
-    }
-    if (!active.empty()) {
-      std::string list;
-      for (const std::string& a : active) list += (list.empty() ? "" : ", ") + a;
-      out.push_back(Make("nvidia.throttling", Severity::kWarning,
-                         label + " is throttled: " + list,
-                         "The GPU is slowing its clocks for thermal or power reasons.",
-                         {{"NVML nvmlDeviceGetCurrentClocksEventReasons", list}},
-                         "Check cooling, fans, inlet temperature and power delivery."));
-    }
-    const Json& mig = core::NodeAt(nv, {"mig_mode"});
-    if (core::NumberAt(mig, "current").value_or(0) == 1) {
-      out.push_back(Make("nvidia.mig_enabled", Severity::kInfo, label + " has MIG enabled",
-                         "Jobs see MIG instances, not the whole GPU.",
-                         {{"NVML nvmlDeviceGetMigMode", mig.dump()}}, ""));
-    }
+  }
+  if (!active.empty()) {
+    out.push_back(Make("nvidia.throttling", Severity::kWarning, label + " is throttled: " + active,
+                       "The GPU is slowing its clocks for thermal or power reasons.",
+                       {{"NVML nvmlDeviceGetCurrentClocksEventReasons", active}},
+                       "Check cooling, fans, inlet temperature and power delivery."));
+  }
+  if (nv.mig_mode && nv.mig_mode->current.value_or(false)) {
+    std::string pending = nv.mig_mode->pending ? (*nv.mig_mode->pending ? "enabled" : "disabled") : "unknown";
+    out.push_back(Make("nvidia.mig_enabled", Severity::kInfo, label + " has MIG enabled",
+                       "Jobs see MIG instances, not the whole GPU.",
+                       {{"NVML nvmlDeviceGetMigMode", "current enabled, pending " + pending}}, ""));
   }
 }
 
-void CheckAmdHealth(const Json& snapshot, std::vector<Finding>& out) {
-  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
-    const Json& ras = core::NodeAt(gpu, {"amd", "ras"});
-    if (!ras.is_object()) continue;
-    double ue = 0, ce = 0;
+}  // namespace
+
+void CheckNvidiaHealth(const core::Snapshot& snapshot, std::vector<Finding>& out) {
+  for (const core::Gpu& gpu : snapshot.GpuList()) {
+    if (gpu.nvidia) CheckNvidiaGpu(gpu, *gpu.nvidia, out);
+  }
+}
+
+void CheckAmdHealth(const core::Snapshot& snapshot, std::vector<Finding>& out) {
+  for (const core::Gpu& gpu : snapshot.GpuList()) {
+    if (!gpu.amd || !gpu.amd->ras) continue;
+    uint64_t ue = 0, ce = 0;
     std::vector<Evidence> evidence;
-    for (const auto& [block, counts] : ras.items()) {
-      double u = core::NumberAt(counts, "ue").value_or(0), c = core::NumberAt(counts, "ce").value_or(0);
+    for (const auto& [block, counts] : *gpu.amd->ras) {
+      uint64_t u = counts.ue.value_or(0), c = counts.ce.value_or(0);
       if (u > 0 || c > 0) {
-        evidence.push_back({"ras/" + block + "_err_count", fmt::format("ue: {:.0f} ce: {:.0f}", u, c)});
+        evidence.push_back({"ras/" + block + "_err_count", fmt::format("ue: {} ce: {}", u, c)});
       }
       ue += u;
       ce += c;
     }
     if (ue > 0) {
       out.push_back(Make("amd.ras_uncorrectable", Severity::kCritical,
-                         fmt::format("{}: {:.0f} uncorrectable RAS errors", GpuLabel(gpu), ue),
+                         fmt::format("{}: {} uncorrectable RAS errors", gpu.Label(), ue),
                          "The GPU's RAS counters show uncorrectable errors.", evidence,
                          "Drain the GPU and have it checked; keep the kernel log."));
     } else if (ce > 0) {
       out.push_back(Make("amd.ras_correctable", Severity::kWarning,
-                         fmt::format("{}: {:.0f} correctable RAS errors", GpuLabel(gpu), ce),
+                         fmt::format("{}: {} correctable RAS errors", gpu.Label(), ce),
                          "Corrected errors; a rising count can precede uncorrectable ones.",
                          evidence, "Watch the counters over time (snapshot diff)."));
     }
   }
 }
 
-void CheckDriverMismatch(const Json& snapshot, std::vector<Finding>& out) {
-  std::string kernel = core::StringAt(core::NodeAt(snapshot, {"software", "kernel_modules", "nvidia"}), "version");
-  if (kernel.empty()) kernel = core::StringAt(core::NodeAt(snapshot, {"software", "nvidia", "procfs"}), "driver_version");
-  if (kernel.empty()) return;
+void CheckDriverMismatch(const core::Snapshot& snapshot, std::vector<Finding>& out) {
+  if (!snapshot.software) return;
+  const core::Software& software = *snapshot.software;
+  std::string kernel;
+  if (software.kernel_modules) {
+    if (auto it = software.kernel_modules->find("nvidia"); it != software.kernel_modules->end()) {
+      kernel = it->second.version.value_or("");
+    }
+  }
+  if (kernel.empty() && software.nvidia && software.nvidia->procfs) {
+    kernel = software.nvidia->procfs->driver_version.value_or("");
+  }
+  if (kernel.empty() || !software.libraries) return;
   std::vector<Evidence> mismatched;
-  for (const Json& lib : core::NodeAt(snapshot, {"software", "libraries"})) {
-    std::string name = core::StringAt(lib, "name"), version = core::StringAt(lib, "version"), path = core::StringAt(lib, "path");
+  for (const core::GpuLibrary& lib : *software.libraries) {
+    std::string name = lib.name.value_or(""), version = lib.version.value_or(""), path = lib.path.value_or("");
     // User-space driver libraries carry the driver version in their file name. The CUDA
     // forward-compatibility package (.../compat/) legitimately carries another one.
     if (name != "libcuda" && name != "libnvidia-ml" && name != "libnvidia-ptxjitcompiler") continue;
@@ -427,16 +429,17 @@ void CheckDriverMismatch(const Json& snapshot, std::vector<Finding>& out) {
       "release so module and libraries match."));
 }
 
-void CheckEnvironment(const Json& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
-  const Json& variables = core::NodeAt(snapshot, {"env", "variables"});
-  if (!variables.is_object()) return;
+void CheckEnvironment(const core::Snapshot& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
+  if (!snapshot.env || !snapshot.env->variables) return;
+  const std::map<std::string, std::string>& variables = *snapshot.env->variables;
   std::set<std::string> archs;
-  for (const Json& gpu : core::NodeAt(snapshot, {"gpus"})) {
-    if (gpu.contains("gfx_arch") && gpu["gfx_arch"].is_string()) archs.insert(gpu["gfx_arch"].get<std::string>());
+  for (const core::Gpu& gpu : snapshot.GpuList()) {
+    if (gpu.gfx_arch) archs.insert(*gpu.gfx_arch);
   }
   for (const EnvVarRule& rule : knowledge.env_vars) {
-    if (!variables.contains(rule.name) || !variables[rule.name].is_string()) continue;
-    std::string value = variables[rule.name].get<std::string>();
+    auto it = variables.find(rule.name);
+    if (it == variables.end()) continue;
+    const std::string& value = it->second;
     if (rule.match != "any" && !RE2::PartialMatch(value, RE2(rule.match))) continue;
     std::string detail = rule.effect;
     if (!rule.risk.empty()) detail += " " + rule.risk;
@@ -451,11 +454,8 @@ void CheckEnvironment(const Json& snapshot, const Knowledge& knowledge, std::vec
   }
 }
 
-std::vector<Finding> RunDoctorChecks(const Json& snapshot, const Knowledge& knowledge) {
-  std::vector<Finding> out;
-  for (const Json& f : core::NodeAt(snapshot, {"findings"})) {
-    if (f.is_object()) out.push_back(f.get<Finding>());
-  }
+std::vector<Finding> RunDoctorChecks(const core::Snapshot& snapshot, const Knowledge& knowledge) {
+  std::vector<Finding> out = snapshot.findings;
   CheckGpusPresent(snapshot, out);
   CheckPciLinks(snapshot, out);
   CheckBars(snapshot, out);

@@ -1,5 +1,7 @@
 #include "checks/doctor.h"
 
+#include "core/snapshot.h"
+
 #include <gtest/gtest.h>
 
 namespace gputriage::checks {
@@ -14,6 +16,12 @@ const Knowledge& Kb() {
     return loaded.ok() ? *loaded : Knowledge{};
   }();
   return kb;
+}
+
+// The checks read the typed model; tests write the snapshot's JSON form and read it as a saved
+// snapshot would be read.
+std::vector<core::Finding> RunDoctorChecks(const Json& snapshot, const Knowledge& knowledge) {
+  return checks::RunDoctorChecks(core::SnapshotFromJsonUnchecked(snapshot), knowledge);
 }
 
 const core::Finding* Find(const std::vector<core::Finding>& findings, const std::string& id) {
@@ -177,6 +185,33 @@ TEST(DoctorTest, NvmlHealthCounters) {
   }
 }
 
+// MIG mode as the NVML collector writes it: booleans (a reader expecting a number never saw it).
+TEST(DoctorTest, MigEnabledAsTheCollectorWritesIt) {
+  Json gpu = Gpu("0000:00:06.0");
+  gpu["nvidia"] = {{"uuid", "GPU-1"}, {"mig_mode", {{"current", true}, {"pending", true}}}};
+  auto findings = RunDoctorChecks(Json{{"gpus", {gpu}}}, Kb());
+  const auto* f = Find(findings, "nvidia.mig_enabled");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "0000:00:06.0 (NVIDIA H200) has MIG enabled");
+  EXPECT_EQ(f->evidence.at(0).text, "current enabled, pending enabled");
+  gpu["nvidia"]["mig_mode"] = {{"current", false}, {"pending", false}};
+  EXPECT_EQ(Find(RunDoctorChecks(Json{{"gpus", {gpu}}}, Kb()), "nvidia.mig_enabled"), nullptr);
+}
+
+// software.nvidia.device_count comes from nvmlDeviceGetCount; a GPU bound to the driver that
+// NVML does not list is an error.
+TEST(DoctorTest, GpuBoundButMissingFromNvml) {
+  Json listed = Gpu("0000:00:06.0");
+  listed["nvidia"] = {{"uuid", "GPU-1"}};
+  Json missing = Gpu("0000:00:07.0");
+  Json snapshot = {{"gpus", {listed, missing}}, {"software", {{"nvidia", {{"device_count", 1}}}}}};
+  auto findings = RunDoctorChecks(snapshot, Kb());
+  const auto* f = Find(findings, "nvidia.gpu_not_in_nvml");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "GPU 0000:00:07.0 (NVIDIA H200) is on the bus but NVML does not list it");
+  EXPECT_EQ(f->evidence.at(0).text, "nvmlDeviceGetCount: 1");
+}
+
 }  // namespace
 }  // namespace gputriage::checks
 
@@ -184,6 +219,9 @@ namespace gputriage::checks {
 namespace {
 
 TEST(DoctorTest, OddShapesDoNotThrow) {
+  auto RunDoctorChecks = [](const Json& json, const Knowledge& knowledge) {
+    return checks::RunDoctorChecks(core::SnapshotFromJsonUnchecked(json), knowledge);
+  };
   for (const char* text : {"null", "[]", "{\"gpus\": {\"a\": 1}}", "{\"gpus\": [1, \"x\", null]}",
                            "{\"gpus\": [{\"nvidia\": {\"remapped_rows\": 5, \"mig_mode\": {\"current\": \"x\"}}}]}",
                            "{\"kernel_log\": {\"records\": [{\"xid\": 5}, 3, {\"class\": 7}]}}",

@@ -126,14 +126,14 @@ std::string RenderAnalysis(const kb::Analysis& a) {
   return out;
 }
 
-core::Result<Json> ReadJsonFile(const std::string& path) {
+core::Result<core::Snapshot> ReadSnapshotFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return core::MakeError("{}: {}", path, std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
   Json j = Json::parse(text.str(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return core::MakeError("{}: not a JSON snapshot", path);
-  return j;
+  return core::SnapshotFromJson(j, path);
 }
 
 core::Result<kb::KnowledgeBase> LoadKb(const std::string& dir) {
@@ -145,7 +145,7 @@ core::Result<kb::KnowledgeBase> LoadKb(const std::string& dir) {
 // What changed from the last good snapshot to the failure's, for the verdict's reasons. Changes
 // that mean failing hardware (ECC counters up, retired pages, a GPU gone) count as hardware
 // evidence too.
-void AddBaselineChanges(const Json& baseline, const Json& snapshot, kb::Facts& facts) {
+void AddBaselineChanges(const core::Snapshot& baseline, const core::Snapshot& snapshot, kb::Facts& facts) {
   for (const store::Change& c : store::DiffSnapshots(baseline, snapshot)) {
     if (facts.changes.size() < 20) facts.changes.push_back(c.summary);
     if (c.kind == store::change_kind::kEccErrorsIncreased || c.kind == store::change_kind::kRetiredPagesIncreased ||
@@ -167,9 +167,9 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, const
     PrintError("refusing to analyze: " + analyzer.error().message);
     return kExitInternal;
   }
-  std::optional<Json> snapshot;
+  std::optional<core::Snapshot> snapshot;
   if (!snapshot_path.empty()) {
-    auto loaded = ReadJsonFile(snapshot_path);
+    auto loaded = ReadSnapshotFile(snapshot_path);
     if (!loaded.ok()) {
       PrintError(loaded.error().message);
       return kExitUsage;
@@ -200,7 +200,7 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, const
         processes.push_back(std::move(pj));
       }
       if (!snapshot) {
-        if (auto bundled = ReadJsonFile(path + "/snapshot.json"); bundled.ok()) snapshot = std::move(*bundled);
+        if (auto bundled = ReadSnapshotFile(path + "/snapshot.json"); bundled.ok()) snapshot = std::move(*bundled);
       }
     } else if (path != "-" && IsElfCore(path)) {
       auto report = forensics::AnalyzeCore(path, exe);

@@ -14,7 +14,6 @@
 
 #include "cli/common.h"
 #include "cli/render.h"
-#include "core/json_read.h"
 #include "core/subprocess.h"
 #include "core/version.h"
 #include "inspect/findings.h"
@@ -205,7 +204,7 @@ int Inspect(InspectFlags& flags) {
   if (const char* o = std::getenv("HSA_OVERRIDE_GFX_VERSION"); o && *o) hsa_override = o;
   bool snapshot_used = false;
   if (!flags.no_snapshot) {
-    std::optional<Json> snapshot;
+    std::optional<core::Snapshot> snapshot;
     if (!flags.snapshot.empty()) {
       // A file, "-", or a stored snapshot (id, "latest", "previous"), as `snapshot diff` reads them.
       std::optional<store::SnapshotStore> db;
@@ -222,10 +221,9 @@ int Inspect(InspectFlags& flags) {
       snapshot = std::move(*taken);
     }
     if (snapshot) {
-      gpus = inspect::GpusFromSnapshot(*snapshot);
+      gpus = core::GpuArchitectures(*snapshot);
       snapshot_used = true;
-      const Json& v = core::NodeAt(*snapshot, {"env", "variables", "HSA_OVERRIDE_GFX_VERSION"});
-      if (v.is_string() && !flags.snapshot.empty()) hsa_override = v.get<std::string>();
+      if (auto v = snapshot->EnvValue("HSA_OVERRIDE_GFX_VERSION"); v && !flags.snapshot.empty()) hsa_override = v;
     }
   }
   inspect::InspectOptions options;

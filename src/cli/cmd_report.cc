@@ -86,7 +86,11 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
       input.manifest = ReadJson(path + "/manifest.json");
       input.repeat = ReadJson(path + "/repeat.json");
       input.process = ReadJson(path + "/process.json");
-      if (!input.snapshot) input.snapshot = ReadJson(path + "/snapshot.json");
+      if (!input.snapshot) {
+        if (auto bundled = ReadJson(path + "/snapshot.json")) {
+          if (auto typed = core::SnapshotFromJson(*bundled, path + "/snapshot.json"); typed.ok()) input.snapshot = *typed;
+        }
+      }
       input.stderr_tail = ReadText(path + "/stderr.tail").value_or("");
       input.kmsg = ReadText(path + "/kmsg.log").value_or("");
     } else {
@@ -101,11 +105,17 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     }
   }
   if (!snapshot_path.empty()) {
-    input.snapshot = ReadJson(snapshot_path);
-    if (!input.snapshot) {
+    std::optional<Json> json = ReadJson(snapshot_path);
+    if (!json) {
       PrintError(fmt::format("{}: not a readable JSON snapshot", snapshot_path));
       return kExitUsage;
     }
+    auto typed = core::SnapshotFromJson(*json, snapshot_path);
+    if (!typed.ok()) {
+      PrintError(typed.error().message);
+      return kExitUsage;
+    }
+    input.snapshot = std::move(*typed);
   }
   kb::Facts facts;
   if (input.snapshot) facts = kb::FactsFromSnapshot(*input.snapshot);

@@ -37,16 +37,14 @@ int RunTake(const SnapshotFlags& flags, bool json, bool save) {
       return kExitInternal;
     }
     saved_id = *id;
-    (*snapshot)["id"] = *id;
+    snapshot->id = *id;
   }
   if (json) {
-    PrintJson(*snapshot);
+    PrintJson(core::ToJson(*snapshot));
   } else {
     std::string text = RenderSnapshotSummary(*snapshot);
-    std::vector<core::Finding> findings =
-        snapshot->value("findings", std::vector<core::Finding>{});
-    text += RenderFindings(findings);
-    text += fmt::format("collected in {:.0f} ms", snapshot->value("collection_ms", 0.0));
+    text += RenderFindings(snapshot->findings);
+    text += fmt::format("collected in {:.0f} ms", snapshot->collection_ms.value_or(0.0));
     if (saved_id) text += fmt::format("; saved as snapshot {}", *saved_id);
     text += " (--json for everything)\n";
     std::fputs(text.c_str(), stdout);
@@ -96,7 +94,7 @@ int RunShow(const std::string& arg, bool json) {
     return kExitUsage;
   }
   if (json) {
-    PrintJson(*snapshot);
+    PrintJson(core::ToJson(*snapshot));
   } else {
     std::fputs(RenderSnapshotSummary(*snapshot).c_str(), stdout);
   }

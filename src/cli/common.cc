@@ -72,9 +72,8 @@ void SnapshotFlags::Add(CLI::App& app) {
       ->check(CLI::Range(0.1, 600.0));
 }
 
-core::Result<core::Json> TakeSnapshot(const SnapshotFlags& flags) {
-  auto os = core::OsViewFromOptions(flags.root);
-  if (!os.ok()) return os.error();
+core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags) {
+  GT_ASSIGN_OR_RETURN(core::OsView os, core::OsViewFromOptions(flags.root));
   collect::SnapshotOptions options;
   options.probe_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.probe_timeout_s * 1000));
   if (auto self = SelfExecutable()) {
@@ -92,7 +91,12 @@ core::Result<core::Json> TakeSnapshot(const SnapshotFlags& flags) {
                  flags.python->c_str(), options.python_timeout.count() / 1000.0);
   }
   options.environment = env::CurrentEnvironment();
-  return collect::CollectSnapshot(*os, options);
+  return SnapshotSetup{std::move(os), std::move(options)};
+}
+
+core::Result<core::Snapshot> TakeSnapshot(const SnapshotFlags& flags) {
+  GT_ASSIGN_OR_RETURN(SnapshotSetup setup, SetUpSnapshot(flags));
+  return collect::CollectSnapshot(setup.os, setup.options);
 }
 
 }  // namespace gputriage::cli

@@ -12,6 +12,8 @@
 
 #include "core/model.h"
 #include "core/os_view.h"
+#include "collect/snapshot.h"
+#include "core/snapshot.h"
 
 namespace gputriage::cli {
 
@@ -64,10 +66,6 @@ std::optional<std::string> SelfExecutable();
 
 }  // namespace gputriage::cli
 
-namespace gputriage::collect {
-struct SnapshotOptions;
-}
-
 namespace gputriage::cli {
 
 /// Options shared by `snapshot` and `doctor`.
@@ -78,7 +76,14 @@ struct SnapshotFlags {
   void Add(CLI::App& app);
 };
 
+/// The rooted view and collection options the flags ask for; fails for a bad --root.
+struct SnapshotSetup {
+  core::OsView os;
+  collect::SnapshotOptions options;
+};
+core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags);
+
 /// Collects a snapshot with the flags; errors (bad --root) are returned for the caller to print.
-core::Result<core::Json> TakeSnapshot(const SnapshotFlags& flags);
+core::Result<core::Snapshot> TakeSnapshot(const SnapshotFlags& flags);
 
 }  // namespace gputriage::cli

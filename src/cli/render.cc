@@ -3,126 +3,100 @@
 #include <fmt/format.h>
 
 #include "cli/common.h"
-#include "core/json_read.h"
+#include "core/snapshot.h"
+#include "core/text.h"
 
 namespace gputriage::cli {
 
-void RenderSnapshotParts(const core::Json& snapshot, std::string& out);
-
 namespace {
 
-using core::Json;
-
-std::string Str(const Json& obj, const char* key, const std::string& fallback = "") {
-  if (!obj.is_object() || !obj.contains(key)) return fallback;
-  const Json& v = obj[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number() || v.is_boolean()) return v.dump();
-  return fallback;
-}
-
-std::string LinkText(const Json& gpu) {
-  if (!gpu.is_object() || !gpu.contains("link")) return "";
-  const Json& link = gpu["link"];
-  auto part = [&](const char* speed, const char* width) {
+std::string LinkText(const core::Gpu& gpu) {
+  if (!gpu.link) return "";
+  const core::PciLink& link = *gpu.link;
+  auto part = [](const std::optional<double>& speed, const std::optional<uint64_t>& width) {
     std::string s;
-    if (auto v = core::NumberAt(link, speed)) s += fmt::format("{:g} GT/s", *v);
-    if (auto v = core::NumberAt(link, width)) s += fmt::format(" x{:g}", *v);
+    if (speed) s += fmt::format("{:g} GT/s", *speed);
+    if (width) s += fmt::format(" x{}", *width);
     return s;
   };
-  std::string current = part("current_speed_gts", "current_width");
-  std::string max = part("max_speed_gts", "max_width");
+  std::string current = part(link.current_speed_gts, link.current_width);
+  std::string max = part(link.max_speed_gts, link.max_width);
   if (current.empty()) return "";
   return "PCIe " + current + (max.empty() ? "" : " (max " + max + ")");
 }
 
-void RenderHost(const Json& host, std::string& out) {
-  std::string os = host.contains("os") ? Str(host["os"], "pretty_name") : "";
-  std::string kernel = host.contains("kernel") ? Str(host["kernel"], "release") : "";
-  std::string line = "host      " + Str(host, "hostname", "?");
+void RenderHost(const core::Host& host, std::string& out) {
+  std::string os = host.os ? host.os->pretty_name.value_or("") : "";
+  std::string kernel = host.kernel ? host.kernel->release.value_or("") : "";
+  std::string line = "host      " + host.hostname.value_or("?");
   if (!os.empty() || !kernel.empty()) line += " (" + os + (kernel.empty() ? "" : ", kernel " + kernel) + ")";
-  if (auto cpus = core::NumberAt(host.value("cpu", Json::object()), "logical_cpus")) {
-    line += fmt::format(", {:g} CPUs", *cpus);
-  }
-  if (auto bytes = core::NumberAt(host.value("memory", Json::object()), "total_bytes")) {
-    line += ", " + FormatBytes(*bytes);
-  }
-  if (host.contains("virtualization")) {
-    const Json& v = host["virtualization"];
-    if (v.contains("container")) line += ", container: " + Str(v, "container");
-    if (v.value("is_vm", false)) line += ", VM";
+  if (host.cpu && host.cpu->logical_cpus) line += fmt::format(", {} CPUs", *host.cpu->logical_cpus);
+  if (host.memory && host.memory->total_bytes) line += ", " + FormatBytes(static_cast<double>(*host.memory->total_bytes));
+  if (host.virtualization) {
+    if (host.virtualization->container) line += ", container: " + *host.virtualization->container;
+    if (host.virtualization->is_vm.value_or(false)) line += ", VM";
   }
   out += line + "\n";
 }
 
-void RenderGpus(const Json& gpus, std::string& out) {
-  if (!gpus.is_array() || gpus.empty()) {
+void RenderGpus(const std::vector<core::Gpu>& gpus, std::string& out) {
+  if (gpus.empty()) {
     out += "gpus      none found\n";
     return;
   }
-  for (const Json& gpu : gpus) {
-    std::string line = fmt::format("gpu       {}  {}", Str(gpu, "pci_address", "?"),
-                                   Str(gpu, "name", Str(gpu, "pci_name", "unknown GPU")));
-    if (gpu.contains("gfx_arch")) line += " (" + Str(gpu, "gfx_arch") + ")";
-    line += "  driver " + Str(gpu, "driver", "none");
+  for (const core::Gpu& gpu : gpus) {
+    std::string name = gpu.name ? *gpu.name : gpu.pci_name.value_or("unknown GPU");
+    std::string line = fmt::format("gpu       {}  {}", gpu.pci_address.value_or("?"), name);
+    if (gpu.gfx_arch) line += " (" + *gpu.gfx_arch + ")";
+    line += "  driver " + gpu.driver.value_or("none");
     std::string link = LinkText(gpu);
     if (!link.empty()) line += "  " + link;
     out += line + "\n";
   }
 }
 
-void RenderSoftware(const Json& software, std::string& out) {
+void AddInstallations(const std::optional<core::Installations>& installs, const char* label,
+                      std::vector<std::string>& parts) {
+  if (!installs || !installs->installations) return;
+  for (const core::Installation& install : *installs->installations) {
+    if (install.version && !install.link_target) parts.push_back(label + *install.version);
+  }
+}
+
+void RenderSoftware(const core::Software& software, std::string& out) {
   std::vector<std::string> parts;
-  if (software.contains("nvidia") && software["nvidia"].contains("driver_version")) {
-    parts.push_back("NVIDIA driver " + Str(software["nvidia"], "driver_version"));
+  if (software.nvidia && software.nvidia->driver_version) {
+    parts.push_back("NVIDIA driver " + *software.nvidia->driver_version);
   }
-  if (software.contains("nvidia") && software["nvidia"].contains("cuda_driver_version")) {
-    parts.push_back("CUDA driver API " + Str(software["nvidia"], "cuda_driver_version"));
+  if (software.nvidia && software.nvidia->cuda_driver_version) {
+    parts.push_back("CUDA driver API " + *software.nvidia->cuda_driver_version);
   }
-  if (software.contains("cuda")) {
-    for (const Json& install : software["cuda"].value("installations", Json::array())) {
-      if (install.contains("version") && !install.contains("link_target")) {
-        parts.push_back("CUDA toolkit " + Str(install, "version"));
-      }
-    }
-  }
-  if (software.contains("amd") && software["amd"].contains("rocm")) {
-    for (const Json& install : software["amd"]["rocm"].value("installations", Json::array())) {
-      if (install.contains("version") && !install.contains("link_target")) {
-        parts.push_back("ROCm " + Str(install, "version"));
-      }
-    }
-  }
-  if (software.contains("python") && software["python"].contains("torch")) {
-    const Json& torch = software["python"]["torch"];
-    std::string t = "torch " + Str(torch, "version", "?");
-    if (torch.contains("cuda")) t += " (CUDA " + Str(torch, "cuda") + ")";
-    if (torch.contains("hip")) t += " (HIP " + Str(torch, "hip") + ")";
+  AddInstallations(software.cuda, "CUDA toolkit ", parts);
+  if (software.amd) AddInstallations(software.amd->rocm, "ROCm ", parts);
+  if (software.python && software.python->torch) {
+    const core::TorchInstall& torch = *software.python->torch;
+    std::string t = "torch " + torch.version.value_or("?");
+    if (torch.cuda) t += " (CUDA " + *torch.cuda + ")";
+    if (torch.hip) t += " (HIP " + *torch.hip + ")";
     parts.push_back(t);
   }
-  if (software.contains("libraries")) {
-    parts.push_back(fmt::format("{} GPU libraries", software["libraries"].size()));
-  }
-  if (software.contains("packages")) {
-    parts.push_back(fmt::format("{} GPU packages", software["packages"].size()));
-  }
+  if (software.libraries) parts.push_back(fmt::format("{} GPU libraries", software.libraries->size()));
+  if (software.packages) parts.push_back(fmt::format("{} GPU packages", software.packages->size()));
   std::string line = "software  ";
   for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
   out += line + "\n";
 }
 
-void RenderKernelLog(const Json& log, std::string& out) {
-  if (!log.is_object() || log.empty()) {
+void RenderKernelLog(const std::optional<core::KernelLog>& log, std::string& out) {
+  if (!log || !log->source) {
     out += "kernel    log not collected\n";
     return;
   }
-  std::string line = fmt::format("kernel    {} log records, {} GPU-related",
-                                 log.value("records_total", 0), log.value("gpu_records_total", 0));
-  if (log.contains("counts") && !log["counts"].empty()) {
+  std::string line = fmt::format("kernel    {} log records, {} GPU-related", log->records_total.value_or(0),
+                                 log->gpu_records_total.value_or(0));
+  if (log->counts && !log->counts->empty()) {
     std::string counts;
-    for (const auto& [cls, n] : log["counts"].items()) {
-      counts += (counts.empty() ? "" : ", ") + cls + " " + n.dump();
-    }
+    for (const auto& [cls, n] : *log->counts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", cls, n);
     line += " (" + counts + ")";
   }
   out += line + "\n";
@@ -140,31 +114,25 @@ std::string FormatBytes(double bytes) {
   return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, kUnits[unit]);
 }
 
-std::string RenderSnapshotSummary(const Json& snapshot) {
+std::string RenderSnapshotSummary(const core::Snapshot& snapshot) {
   std::string out;
-  if (!snapshot.is_object()) return "not a snapshot object\n";
-  // A snapshot read from a file may be damaged; render what has the expected shape.
-  try {
-    RenderSnapshotParts(snapshot, out);
-  } catch (const Json::exception& e) {
-    out += fmt::format("(summary incomplete: a field has an unexpected type: {})\n", e.what());
+  RenderHost(snapshot.host.value_or(core::Host{}), out);
+  RenderGpus(snapshot.GpuList(), out);
+  RenderSoftware(snapshot.software.value_or(core::Software{}), out);
+  RenderKernelLog(snapshot.kernel_log, out);
+  if (snapshot.env && snapshot.env->variables) {
+    out += fmt::format("env       {} GPU-stack variables ({} redacted)\n", snapshot.env->variables->size(),
+                       snapshot.env->redacted ? snapshot.env->redacted->size() : 0);
+  }
+  for (const core::NotCollected& note : snapshot.not_collected) {
+    out += fmt::format("not collected: {}: {}\n", note.item, note.reason);
+  }
+  if (!snapshot.read_problems.empty()) {
+    out += fmt::format("ignored: {} member{} of an unexpected type (a damaged or hand-edited snapshot):\n",
+                       snapshot.read_problems.size(), snapshot.read_problems.size() == 1 ? "" : "s");
+    for (const std::string& problem : snapshot.read_problems) out += "  " + problem + "\n";
   }
   return out;
-}
-
-void RenderSnapshotParts(const Json& snapshot, std::string& out) {
-  RenderHost(snapshot.value("host", Json::object()), out);
-  RenderGpus(snapshot.value("gpus", Json::array()), out);
-  RenderSoftware(snapshot.value("software", Json::object()), out);
-  RenderKernelLog(snapshot.value("kernel_log", Json::object()), out);
-  const Json env = snapshot.value("env", Json::object());
-  if (env.contains("variables")) {
-    out += fmt::format("env       {} GPU-stack variables ({} redacted)\n", env["variables"].size(),
-                       env.value("redacted", Json::array()).size());
-  }
-  for (const Json& note : snapshot.value("not_collected", Json::array())) {
-    out += fmt::format("not collected: {}: {}\n", Str(note, "item"), Str(note, "reason"));
-  }
 }
 
 std::string RenderFindings(const std::vector<core::Finding>& findings, size_t max_evidence) {

@@ -5,11 +5,12 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/snapshot.h"
 
 namespace gputriage::cli {
 
 /// A short summary of a snapshot: host, one line per GPU, software, kernel log, env, notes.
-std::string RenderSnapshotSummary(const core::Json& snapshot);
+std::string RenderSnapshotSummary(const core::Snapshot& snapshot);
 
 /// Findings, most severe first, each with its evidence (at most `max_evidence` lines) and fix.
 std::string RenderFindings(const std::vector<core::Finding>& findings, size_t max_evidence = 3);

@@ -102,4 +102,19 @@ core::Section RunPythonProbe(const std::string& python, std::chrono::millisecond
   return section;
 }
 
+std::optional<std::string> FindTorchLibDir(const std::string& python, std::chrono::milliseconds timeout) {
+  core::RunOptions options;
+  options.timeout = timeout;
+  options.extra_env = {"PYTHONDONTWRITEBYTECODE=1"};
+  auto outcome = core::RunWithTimeout(
+      {python, "-c",
+       "import importlib.util as u, os; s = u.find_spec('torch'); "
+       "print(os.path.join(os.path.dirname(s.origin), 'lib') if s and s.origin else '')"},
+      options);
+  if (!outcome.ok() || outcome->timed_out || outcome->exit_code.value_or(1) != 0) return std::nullopt;
+  std::string dir(core::Trim(outcome->stdout_data));
+  if (dir.empty()) return std::nullopt;
+  return dir;
+}
+
 }  // namespace gputriage::collect

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "core/model.h"
@@ -14,5 +15,9 @@ namespace gputriage::collect {
 /// device_count, devices: [{name, capability, arch}], arch_list}, jax: {...}, tensorflow:
 /// {...}}. A failed import is recorded as the error text of that framework.
 core::Section RunPythonProbe(const std::string& python, std::chrono::milliseconds timeout);
+
+/// torch/lib of the `python` interpreter's torch, from importlib's spec (no import: tens of
+/// milliseconds), under a watchdog; nullopt when there is no such interpreter or no torch.
+std::optional<std::string> FindTorchLibDir(const std::string& python, std::chrono::milliseconds timeout);
 
 }  // namespace gputriage::collect

@@ -143,6 +143,27 @@ std::vector<std::string> LdLibraryPath(const std::vector<std::string>& environme
   return dirs;
 }
 
+// The interpreter's torch (--python) is the one the user's job imports: where the file scan
+// found none, or found it without its library directory, take the probe's answer.
+void AdoptProbedTorch(const Json& probe, Json& software) {
+  auto torch = probe.find("torch");
+  if (torch == probe.end() || !torch->is_object()) return;
+  auto lib_dir = torch->find("lib_dir");
+  if (lib_dir == torch->end() || !lib_dir->is_string()) return;
+  Json& python = software["python"];
+  if (!python.is_object()) python = Json::object();
+  if (!python.contains("torch") || !python["torch"].is_object()) {
+    Json adopted = Json::object();
+    for (const char* key : {"version", "cuda", "hip"}) {
+      if (auto v = torch->find(key); v != torch->end() && v->is_string()) adopted[key] = *v;
+    }
+    std::string dir = lib_dir->get<std::string>();
+    adopted["path"] = dir.substr(0, dir.rfind('/'));
+    python["torch"] = std::move(adopted);
+  }
+  if (!python["torch"].contains("lib_dir")) python["torch"]["lib_dir"] = *lib_dir;
+}
+
 }  // namespace
 
 void MergeVendorSection(const std::string& probe, const Section& section, Json& gpus,
@@ -188,7 +209,11 @@ core::Result<Json> RunProbeInProcess(const core::OsView& os, const std::string& 
   return Json(probe->collect(os));
 }
 
-Json CollectSnapshot(const core::OsView& os, const SnapshotOptions& options) {
+core::Snapshot CollectSnapshot(const core::OsView& os, const SnapshotOptions& options) {
+  return core::SnapshotFromJsonUnchecked(CollectSnapshotJson(os, options));
+}
+
+Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options) {
   auto start = std::chrono::steady_clock::now();
   double started_at = core::NowEpochSeconds();
   Section total;
@@ -246,7 +271,10 @@ Json CollectSnapshot(const core::OsView& os, const SnapshotOptions& options) {
   }
   if (python) {
     Section py = python->get();
-    if (!py.data.empty()) software.data["python_probe"] = py.data;
+    if (!py.data.empty()) {
+      software.data["python_probe"] = py.data;
+      AdoptProbedTorch(py.data, software.data);
+    }
     Absorb(total, std::move(py));
   }
   Section host_section = host.get();

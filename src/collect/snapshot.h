@@ -11,6 +11,7 @@
 
 #include "core/model.h"
 #include "core/os_view.h"
+#include "core/snapshot.h"
 
 namespace gputriage::collect {
 
@@ -29,8 +30,13 @@ struct SnapshotOptions {
 };
 
 /// Collects a snapshot. Never fails: everything that could not be collected is listed in
-/// `not_collected`, and probe hangs become findings. Layout: docs/snapshot-schema.md.
-core::Json CollectSnapshot(const core::OsView& os, const SnapshotOptions& options);
+/// `not_collected`, and probe hangs become findings.
+core::Snapshot CollectSnapshot(const core::OsView& os, const SnapshotOptions& options);
+
+/// The same as the collectors write it, before it is read into the typed model: the sections
+/// assembled as docs/snapshot-schema.md lays them out. CollectSnapshot reads this; tests check
+/// that the typed model keeps every member of it.
+core::Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options);
 
 /// Runs the vendor probe `name` in this process and returns its section as JSON (what the
 /// helper process prints). Fails for an unknown probe name.

@@ -198,6 +198,8 @@ void AddTorch(const core::OsView& os, const std::string& site, Json& python) {
   torch["path"] = torch_dir;
   Json bundled = Json::array();
   if (auto libs = os.TryListDir(torch_dir + "/lib"); libs.ok()) {
+    // Where libtorch_cuda.so / libtorch_hip.so live: doctor checks their GPU code.
+    torch["lib_dir"] = torch_dir + "/lib";
     for (const std::string& lib : *libs) {
       if (lib.find(".so") != std::string::npos) bundled.push_back(lib);
     }

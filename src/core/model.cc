@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/json_read.h"
+#include "core/json_fields.h"
 
 namespace gputriage::core {
 
@@ -23,68 +23,47 @@ std::optional<Severity> ParseSeverity(std::string_view name) {
   return std::nullopt;
 }
 
+bool ParseEnum(std::string_view name, Severity& out) {
+  std::optional<Severity> parsed = ParseSeverity(name);
+  if (parsed) out = *parsed;
+  return parsed.has_value();
+}
+
 namespace {
 
 template <typename T>
-std::vector<T> ListAt(const Json& j, const char* key) {
-  std::vector<T> out;
-  if (!j.is_object() || !j.contains(key) || !j[key].is_array()) return out;
-  for (const Json& item : j[key]) {
-    if constexpr (std::is_same_v<T, std::string>) {
-      if (item.is_string()) out.push_back(item.get<std::string>());
-    } else {
-      if (item.is_object()) out.push_back(item.get<T>());
-    }
-  }
-  return out;
+void ToJsonVia(Json& j, const T& value) {
+  j = json_fields::WriteValue(value);
+}
+
+// Lenient: members of another type keep their defaults; never throws.
+template <typename T>
+void FromJsonVia(const Json& j, T& value) {
+  value = T{};
+  json_fields::ReadValue(j, value);
 }
 
 }  // namespace
 
-void to_json(Json& j, const Evidence& e) { j = Json{{"source", e.source}, {"text", e.text}}; }
-
-void from_json(const Json& j, Evidence& e) {
-  e.source = StringAt(j, "source");
-  e.text = StringAt(j, "text");
-}
-
-void to_json(Json& j, const Finding& f) {
-  j = Json{{"id", f.id},
-           {"layer", f.layer},
-           {"severity", SeverityName(f.severity)},
-           {"title", f.title},
-           {"detail", f.detail},
-           {"evidence", f.evidence},
-           {"fix", f.fix},
-           {"references", f.references}};
-}
-
-void from_json(const Json& j, Finding& f) {
-  f.id = StringAt(j, "id");
-  f.layer = j.is_object() && j.contains("layer") && j["layer"].is_number_integer() ? j["layer"].get<int>() : 1;
-  f.severity = ParseSeverity(StringAt(j, "severity")).value_or(Severity::kInfo);
-  f.title = StringAt(j, "title");
-  f.detail = StringAt(j, "detail");
-  f.evidence = ListAt<Evidence>(j, "evidence");
-  f.fix = StringAt(j, "fix");
-  f.references = ListAt<std::string>(j, "references");
-}
-
-void to_json(Json& j, const NotCollected& n) { j = Json{{"item", n.item}, {"reason", n.reason}}; }
-
-void from_json(const Json& j, NotCollected& n) {
-  n.item = StringAt(j, "item");
-  n.reason = StringAt(j, "reason");
-}
+void to_json(Json& j, const Evidence& e) { ToJsonVia(j, e); }
+void from_json(const Json& j, Evidence& e) { FromJsonVia(j, e); }
+void to_json(Json& j, const Finding& f) { ToJsonVia(j, f); }
+void from_json(const Json& j, Finding& f) { FromJsonVia(j, f); }
+void to_json(Json& j, const NotCollected& n) { ToJsonVia(j, n); }
+void from_json(const Json& j, NotCollected& n) { FromJsonVia(j, n); }
 
 void to_json(Json& j, const Section& s) {
-  j = Json{{"data", s.data}, {"not_collected", s.not_collected}, {"findings", s.findings}};
+  j = Json{{"data", s.data},
+           {"not_collected", json_fields::WriteValue(s.not_collected)},
+           {"findings", json_fields::WriteValue(s.findings)}};
 }
 
 void from_json(const Json& j, Section& s) {
-  s.data = j.is_object() && j.contains("data") && j["data"].is_object() ? j["data"] : Json::object();
-  s.not_collected = ListAt<NotCollected>(j, "not_collected");
-  s.findings = ListAt<Finding>(j, "findings");
+  s = Section{};
+  if (!j.is_object()) return;
+  if (auto data = j.find("data"); data != j.end() && data->is_object()) s.data = *data;
+  if (auto notes = j.find("not_collected"); notes != j.end()) json_fields::ReadValue(*notes, s.not_collected);
+  if (auto found = j.find("findings"); found != j.end()) json_fields::ReadValue(*found, s.findings);
 }
 
 void SortBySeverity(std::vector<Finding>& findings) {

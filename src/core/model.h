@@ -23,11 +23,21 @@ enum class Severity { kInfo = 0, kWarning = 1, kError = 2, kCritical = 3 };
 std::string_view SeverityName(Severity severity);
 std::optional<Severity> ParseSeverity(std::string_view name);
 
+/// The JSON names of core's enums, for the models' field lists (found by argument-dependent
+/// lookup): EnumName(value) and ParseEnum(name, &value), false when `name` is not one of them.
+inline std::string_view EnumName(Severity severity) { return SeverityName(severity); }
+bool ParseEnum(std::string_view name, Severity& out);
+
 /// One piece of evidence: where it came from (a file, a log, a library call) and what it said.
 struct Evidence {
   std::string source;
   std::string text;
   bool operator==(const Evidence&) const = default;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("source", s.source);
+    v("text", s.text);
+  }
 };
 
 /// A conclusion with the evidence it rests on. `id` is stable across releases
@@ -41,6 +51,17 @@ struct Finding {
   std::vector<Evidence> evidence;
   std::string fix;
   std::vector<std::string> references;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("id", s.id);
+    v("layer", s.layer);
+    v("severity", s.severity);
+    v("title", s.title);
+    v("detail", s.detail);
+    v("evidence", s.evidence);
+    v("fix", s.fix);
+    v("references", s.references);
+  }
 };
 
 /// Something a collector could not collect, and why ("no permission to read /dev/kmsg").
@@ -48,6 +69,11 @@ struct NotCollected {
   std::string item;
   std::string reason;
   bool operator==(const NotCollected&) const = default;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("item", s.item);
+    v("reason", s.reason);
+  }
 };
 
 /// What one collector returns: its data, what it could not collect, and findings it raised

@@ -221,7 +221,7 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
     if (auto w = put("kmsg.log", o.kmsg_raw); !w.ok()) return cleanup_on_error(w.error());
   }
   if (input.snapshot) {
-    if (auto w = put("snapshot.json", input.snapshot->dump(2, ' ', false, Json::error_handler_t::replace) + "\n"); !w.ok()) {
+    if (auto w = put("snapshot.json", core::ToJson(*input.snapshot).dump(2, ' ', false, Json::error_handler_t::replace) + "\n"); !w.ok()) {
       return cleanup_on_error(w.error());
     }
   } else {

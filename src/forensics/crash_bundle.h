@@ -10,6 +10,7 @@
 
 #include "core/model.h"
 #include "core/result.h"
+#include "core/snapshot.h"
 #include "forensics/classify.h"
 #include "forensics/kmsg_watch.h"
 #include "forensics/supervisor.h"
@@ -47,7 +48,7 @@ struct BundleInput {
   std::string parent_dir;             ///< --bundle-dir; created when missing
   std::vector<std::string> argv;      ///< the job's command
   std::string tool_version;
-  std::optional<core::Json> snapshot;  ///< snapshot.json; nullopt with the reason below
+  std::optional<core::Snapshot> snapshot;  ///< snapshot.json; nullopt with the reason below
   std::string snapshot_missing_reason;
 };
 

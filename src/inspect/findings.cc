@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "core/json_read.h"
 #include "inspect/inspect.h"
 #include "inspect/occupancy.h"
 
@@ -30,7 +29,7 @@ int SmNumber(std::string_view arch) {
   return v;
 }
 
-std::string Processor(std::string_view target_id) { return std::string(target_id.substr(0, target_id.find(':'))); }
+std::string Processor(std::string_view target_id) { return core::ProcessorOfTarget(target_id); }
 
 // "gfx90a:sramecc+:xnack-" -> "xnack-" (or "" when the feature is not given, i.e. "any").
 std::string Feature(std::string_view target_id, std::string_view feature) {
@@ -90,39 +89,14 @@ std::optional<std::string> GfxFromOverride(std::string_view value) {
   return fmt::format("gfx{}{:x}{:x}", parts[0], parts[1], parts[2]);
 }
 
-std::vector<MachineGpu> GpusFromSnapshot(const core::Json& snapshot) {
-  std::vector<MachineGpu> out;
-  const core::Json& gpus = core::NodeAt(snapshot, {"gpus"});
-  if (!gpus.is_array()) return out;
-  for (const core::Json& g : gpus) {
-    MachineGpu m;
-    m.pci_address = core::StringAt(g, "pci_address");
-    std::string gfx = core::StringAt(g, "gfx_arch");
-    if (!gfx.empty()) {
-      m.arch = Processor(gfx);
-      m.target_id = gfx;
-    }
-    const core::Json& cc = core::NodeAt(g, {"nvidia", "compute_capability"});
-    if (cc.is_string()) {
-      std::string v = cc.get<std::string>();
-      v.erase(std::remove(v.begin(), v.end(), '.'), v.end());
-      m.arch = "sm_" + v;
-      m.target_id = m.arch;
-    }
-    if (!m.arch.empty()) out.push_back(std::move(m));
-  }
-  return out;
-}
-
-std::vector<core::Finding> LibraryCoverageFindings(const core::Json& snapshot) {
+std::vector<core::Finding> LibraryCoverageFindings(const core::Snapshot& snapshot) {
   std::vector<core::Finding> out;
-  std::vector<MachineGpu> gpus = GpusFromSnapshot(snapshot);
+  std::vector<MachineGpu> gpus = core::GpuArchitectures(snapshot);
   if (gpus.empty()) return out;
-  std::optional<std::string> hsa_override;
-  const core::Json& o = core::NodeAt(snapshot, {"env", "variables", "HSA_OVERRIDE_GFX_VERSION"});
-  if (o.is_string()) hsa_override = o.get<std::string>();
-  std::string lib_dir = core::StringAt(core::NodeAt(snapshot, {"software", "python", "torch"}), "lib_dir");
-  if (lib_dir.empty()) return out;
+  std::optional<std::string> hsa_override = snapshot.EnvValue("HSA_OVERRIDE_GFX_VERSION");
+  const core::TorchInstall* torch = snapshot.Torch();
+  if (torch == nullptr || !torch->lib_dir || torch->lib_dir->empty()) return out;
+  const std::string& lib_dir = *torch->lib_dir;
   for (const char* name : {"libtorch_cuda.so", "libtorch_hip.so"}) {
     std::string path = lib_dir + "/" + name;
     if (access(path.c_str(), R_OK) != 0) continue;

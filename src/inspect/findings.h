@@ -11,20 +11,14 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/snapshot.h"
 #include "inspect/model.h"
 
 namespace gputriage::inspect {
 
-/// A GPU of this machine, from a snapshot: "sm_90" or "gfx90a" (with "gfx90a:sramecc+:xnack-"
-/// when the features are known).
-struct MachineGpu {
-  std::string arch;
-  std::string target_id;
-  std::string pci_address;
-};
-
-/// The GPUs in a snapshot JSON (docs/snapshot-schema.md).
-std::vector<MachineGpu> GpusFromSnapshot(const core::Json& snapshot);
+/// A GPU of this machine: "sm_90" or "gfx90a" (with "gfx90a:sramecc+:xnack-" when the features
+/// are known), from the snapshot (core::GpuArchitectures).
+using MachineGpu = core::GpuArch;
 
 /// Accumulates one file's code objects (call Add for each, in any order), then Finish.
 class FileFindings {
@@ -62,7 +56,7 @@ class FileFindings {
 /// The coverage check `doctor` runs: the GPU libraries the snapshot points at (PyTorch's
 /// libtorch_cuda.so / libtorch_hip.so in software.python.torch.lib_dir) against the snapshot's
 /// GPUs, from the fatbin and bundle headers only. Nothing when there is no GPU or no library.
-std::vector<core::Finding> LibraryCoverageFindings(const core::Json& snapshot);
+std::vector<core::Finding> LibraryCoverageFindings(const core::Snapshot& snapshot);
 
 /// "10.3.0" -> "gfx1030", "9.0.10" -> "gfx90a", "11.0.0" -> "gfx1100"; nullopt when it does not
 /// parse (HSA_OVERRIDE_GFX_VERSION is major.minor.stepping, the stepping in hex).

@@ -145,8 +145,17 @@ TEST(InspectFindings, LibraryCoverageForDoctor) {
   std::filesystem::copy_file(std::string(GT_CUDA_INPUTS_DIR) + "/fatbin-size.o", dir + "/libtorch_cuda.so",
                              std::filesystem::copy_options::overwrite_existing);
   auto snapshot = [&](const std::string& cc) {
-    return core::Json{{"gpus", {{{"pci_address", "0000:00:06.0"}, {"nvidia", {{"compute_capability", cc}}}}}},
-                      {"software", {{"python", {{"torch", {{"lib_dir", dir}}}}}}}};
+    core::Snapshot s;
+    core::Gpu gpu;
+    gpu.pci_address = "0000:00:06.0";
+    gpu.nvidia = core::NvidiaGpu{};
+    gpu.nvidia->compute_capability = cc;
+    s.gpus = {gpu};
+    s.software = core::Software{};
+    s.software->python = core::PythonSoftware{};
+    s.software->python->torch = core::TorchInstall{};
+    s.software->python->torch->lib_dir = dir;
+    return s;
   };
   std::vector<core::Finding> h200 = LibraryCoverageFindings(snapshot("9.0"));
   ASSERT_EQ(h200.size(), 1u);
@@ -159,8 +168,8 @@ TEST(InspectFindings, LibraryCoverageForDoctor) {
   std::vector<core::Finding> blackwell = LibraryCoverageFindings(snapshot("12.0"));
   ASSERT_EQ(blackwell.size(), 1u);
   EXPECT_EQ(blackwell[0].id, "inspect.ptx_only");
-  core::Json no_lib = snapshot("7.5");
-  no_lib["software"]["python"]["torch"]["lib_dir"] = dir + "/absent";
+  core::Snapshot no_lib = snapshot("7.5");
+  no_lib.software->python->torch->lib_dir = dir + "/absent";
   EXPECT_TRUE(LibraryCoverageFindings(no_lib).empty());
   std::filesystem::remove_all(dir);
 }

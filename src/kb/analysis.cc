@@ -17,7 +17,7 @@
 #include "core/text.h"
 #include "forensics/report.h"
 #include "forensics/siginfo.h"
-#include "inspect/findings.h"
+#include "core/snapshot.h"
 #include "kb/vm_fault.h"
 
 namespace gputriage::kb {
@@ -752,67 +752,63 @@ Analysis Analyzer::AnalyzeText(std::string_view text, std::string_view name, con
   return Finish(facts);
 }
 
-Facts FactsFromSnapshot(const Json& snapshot) {
+namespace {
+
+// Hardware health a snapshot shows for one GPU, one line each.
+void AddHardwareAlerts(const core::Gpu& gpu, std::vector<std::string>& alerts) {
+  std::string pci = gpu.pci_address.value_or("");
+  if (const std::optional<core::NvidiaGpu>& nv = gpu.nvidia) {
+    uint64_t volatile_ue = nv->ecc ? nv->ecc->volatile_uncorrected.value_or(0) : 0;
+    uint64_t lifetime_ue = nv->ecc ? nv->ecc->aggregate_uncorrected.value_or(0) : 0;
+    if (volatile_ue > 0) {
+      alerts.push_back(fmt::format("GPU {}: {} uncorrectable ECC errors since the driver loaded", pci, volatile_ue));
+    } else if (lifetime_ue > 0) {
+      alerts.push_back(fmt::format("GPU {}: {} uncorrectable ECC errors over its lifetime", pci, lifetime_ue));
+    }
+    const std::optional<core::NvidiaRemappedRows>& rows = nv->remapped_rows;
+    if (rows && rows->uncorrectable.value_or(0) > 0) {
+      alerts.push_back(fmt::format("GPU {}: {} rows remapped for uncorrectable errors", pci, *rows->uncorrectable));
+    }
+    if (rows && rows->failure.value_or(false)) {
+      alerts.push_back(fmt::format("GPU {}: row remapping failed (the GPU is out of spare rows)", pci));
+    }
+    if ((rows && rows->pending.value_or(false)) || (nv->retired_pages && nv->retired_pages->pending.value_or(false))) {
+      alerts.push_back(fmt::format("GPU {}: a row remap or page retirement is pending a GPU reset", pci));
+    }
+  }
+  if (gpu.amd && gpu.amd->ras) {
+    for (const auto& [block, counts] : *gpu.amd->ras) {
+      if (counts.ue.value_or(0) > 0) {
+        alerts.push_back(fmt::format("GPU {}: {} uncorrectable RAS errors in block {}", pci, *counts.ue, block));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Facts FactsFromSnapshot(const core::Snapshot& snapshot) {
   Facts facts;
-  const Json& gpus = core::NodeAt(snapshot, {"gpus"});
-  if (gpus.is_array()) {
-    facts.gpu_count = gpus.size();
-    for (const Json& g : gpus) {
-      std::string pci = core::StringAt(g, "pci_address");
-      auto count = [&](std::initializer_list<const char*> path) -> uint64_t {
-        const Json& v = core::NodeAt(g, path);
-        return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() > 0) ? v.get<uint64_t>() : 0;
-      };
-      auto flag = [&](std::initializer_list<const char*> path) {
-        const Json& v = core::NodeAt(g, path);
-        return v.is_boolean() && v.get<bool>();
-      };
-      if (uint64_t n = count({"nvidia", "ecc", "volatile_uncorrected"})) {
-        facts.hardware_alerts.push_back(fmt::format("GPU {}: {} uncorrectable ECC errors since the driver loaded", pci, n));
-      } else if (uint64_t a = count({"nvidia", "ecc", "aggregate_uncorrected"})) {
-        facts.hardware_alerts.push_back(fmt::format("GPU {}: {} uncorrectable ECC errors over its lifetime", pci, a));
-      }
-      if (uint64_t n = count({"nvidia", "remapped_rows", "uncorrectable"})) {
-        facts.hardware_alerts.push_back(fmt::format("GPU {}: {} rows remapped for uncorrectable errors", pci, n));
-      }
-      if (flag({"nvidia", "remapped_rows", "failure"})) {
-        facts.hardware_alerts.push_back(fmt::format("GPU {}: row remapping failed (the GPU is out of spare rows)", pci));
-      }
-      if (flag({"nvidia", "remapped_rows", "pending"}) || flag({"nvidia", "retired_pages", "pending"})) {
-        facts.hardware_alerts.push_back(fmt::format("GPU {}: a row remap or page retirement is pending a GPU reset", pci));
-      }
-      const Json* ras = &core::NodeAt(g, {"amd", "ras"});
-      if (!ras->is_object()) ras = &core::NodeAt(g, {"ras"});
-      if (ras->is_object()) {
-        for (auto it = ras->begin(); it != ras->end(); ++it) {
-          const Json& ue = core::NodeAt(it.value(), {"ue"});
-          if (ue.is_number_integer() && ue.get<int64_t>() > 0) {
-            facts.hardware_alerts.push_back(
-                fmt::format("GPU {}: {} uncorrectable RAS errors in block {}", pci, ue.get<int64_t>(), it.key()));
-          }
-        }
-      }
-    }
+  if (snapshot.gpus) {
+    facts.gpu_count = snapshot.gpus->size();
+    for (const core::Gpu& gpu : *snapshot.gpus) AddHardwareAlerts(gpu, facts.hardware_alerts);
   }
-  // "sm_90" / "gfx90a", read as `inspect` reads them.
-  for (const inspect::MachineGpu& g : inspect::GpusFromSnapshot(snapshot)) facts.gpu_archs.push_back(g.arch);
-  const Json& torch = core::NodeAt(snapshot, {"software", "python", "torch"});
-  if (torch.is_object()) {
-    if (auto v = core::StringAt(torch, "version"); !v.empty()) facts.versions.push_back({"torch", v});
-    if (auto v = core::StringAt(torch, "cuda"); !v.empty()) facts.versions.push_back({"cuda", v});
-    if (auto v = core::StringAt(torch, "hip"); !v.empty()) facts.versions.push_back({"rocm", v});
+  for (const core::GpuArch& g : core::GpuArchitectures(snapshot)) facts.gpu_archs.push_back(g.arch);
+  if (const core::TorchInstall* torch = snapshot.Torch()) {
+    if (torch->version && !torch->version->empty()) facts.versions.push_back({"torch", *torch->version});
+    if (torch->cuda && !torch->cuda->empty()) facts.versions.push_back({"cuda", *torch->cuda});
+    if (torch->hip && !torch->hip->empty()) facts.versions.push_back({"rocm", *torch->hip});
   }
-  if (auto v = core::StringAt(core::NodeAt(snapshot, {"software", "nvidia"}), "driver_version"); !v.empty()) {
-    facts.versions.push_back({"nvidia-driver", v});
+  if (snapshot.software && snapshot.software->nvidia && snapshot.software->nvidia->driver_version &&
+      !snapshot.software->nvidia->driver_version->empty()) {
+    facts.versions.push_back({"nvidia-driver", *snapshot.software->nvidia->driver_version});
   }
-  if (auto v = core::StringAt(core::NodeAt(snapshot, {"host", "kernel"}), "release"); !v.empty()) {
-    facts.versions.push_back({"kernel", v});
+  if (snapshot.host && snapshot.host->kernel && snapshot.host->kernel->release &&
+      !snapshot.host->kernel->release->empty()) {
+    facts.versions.push_back({"kernel", *snapshot.host->kernel->release});
   }
-  const Json& vars = core::NodeAt(snapshot, {"env", "variables"});
-  if (vars.is_object()) {
-    for (auto it = vars.begin(); it != vars.end(); ++it) {
-      if (it.value().is_string()) facts.env.push_back({it.key(), it.value().get<std::string>()});
-    }
+  if (snapshot.env && snapshot.env->variables) {
+    for (const auto& [name, value] : *snapshot.env->variables) facts.env.push_back({name, value});
   }
   return facts;
 }

@@ -11,6 +11,7 @@
 
 #include "core/model.h"
 #include "core/result.h"
+#include "core/snapshot.h"
 #include "kb/knowledge_base.h"
 #include "kb/log_reader.h"
 #include "kb/matcher.h"
@@ -104,8 +105,8 @@ struct RepeatStats {
   int distinct_signatures = 0;
 };
 
-/// The facts conditions are checked against, from a snapshot JSON (docs/snapshot-schema.md).
-Facts FactsFromSnapshot(const core::Json& snapshot);
+/// The facts conditions are checked against, from a snapshot.
+Facts FactsFromSnapshot(const core::Snapshot& snapshot);
 
 /// analyze --json: {source, category, confidence, verdict, verdict_reasons, matches: [{id,
 /// title, category, verdict, score, fix, fixes, explanation, references, evidence,

@@ -189,7 +189,7 @@ TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
       {"pci_address": "0000:61:00.0", "nvidia": {"compute_capability": "9.0", "ecc": {"volatile_uncorrected": 2},
                                                   "remapped_rows": {"pending": true}}},
       {"pci_address": "0000:62:00.0", "nvidia": {"compute_capability": "9.0", "ecc": {"volatile_uncorrected": 0}}}]})");
-  Facts facts = FactsFromSnapshot(snapshot);
+  Facts facts = FactsFromSnapshot(core::SnapshotFromJsonUnchecked(snapshot));
   EXPECT_EQ(facts.gpu_count, 2u);
   ASSERT_EQ(facts.hardware_alerts.size(), 2u);
   Analysis ecc = (*analyzer)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n", "stderr", &facts);

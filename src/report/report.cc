@@ -24,54 +24,59 @@ std::string LastLines(std::string_view text, size_t n) {
   return out;
 }
 
-Json Environment(const std::optional<Json>& snapshot) {
+std::string InstallationText(const core::Installation& i) {
+  std::string version = i.version.value_or("");
+  return (version.empty() ? "version unknown" : version) + " at " + i.path.value_or("");
+}
+
+Json Installations(const std::optional<core::Installations>& installs) {
+  Json out = Json::array();
+  if (!installs || !installs->installations) return out;
+  for (const core::Installation& i : *installs->installations) out.push_back(InstallationText(i));
+  return out;
+}
+
+Json Environment(const std::optional<core::Snapshot>& snapshot) {
   Json env = Json::object();
   if (!snapshot) {
     env["not_collected"] = "no snapshot: pass --snapshot FILE (gputriage snapshot --json) or report a bundle";
     return env;
   }
-  const Json& s = *snapshot;
-  env["os"] = core::StringAt(core::NodeAt(s, {"host", "os"}), "pretty_name");
-  env["kernel"] = core::StringAt(core::NodeAt(s, {"host", "kernel"}), "release");
-  env["hostname"] = core::StringAt(core::NodeAt(s, {"host"}), "hostname");
+  const core::Snapshot& s = *snapshot;
+  const core::Host host = s.host.value_or(core::Host{});
+  env["os"] = host.os ? host.os->pretty_name.value_or("") : "";
+  env["kernel"] = host.kernel ? host.kernel->release.value_or("") : "";
+  env["hostname"] = host.hostname.value_or("");
   Json gpus = Json::array();
-  if (const Json& list = core::NodeAt(s, {"gpus"}); list.is_array()) {
-    for (const Json& g : list) {
-      std::string line = core::StringAt(g, "name", core::StringAt(g, "pci_name"));
-      if (auto arch = core::StringAt(g, "gfx_arch"); !arch.empty()) line += " (" + arch + ")";
-      if (auto pci = core::StringAt(g, "pci_address"); !pci.empty()) line += " at " + pci;
-      if (auto drv = core::StringAt(g, "driver"); !drv.empty()) line += ", driver " + drv;
-      gpus.push_back(line);
-    }
+  for (const core::Gpu& g : s.GpuList()) {
+    std::string line = g.name ? *g.name : g.pci_name.value_or("");
+    if (g.gfx_arch && !g.gfx_arch->empty()) line += " (" + *g.gfx_arch + ")";
+    if (g.pci_address && !g.pci_address->empty()) line += " at " + *g.pci_address;
+    if (g.driver && !g.driver->empty()) line += ", driver " + *g.driver;
+    gpus.push_back(line);
   }
   env["gpus"] = gpus;
-  env["nvidia_driver"] = core::StringAt(core::NodeAt(s, {"software", "nvidia"}), "driver_version");
-  env["cuda_driver"] = core::StringAt(core::NodeAt(s, {"software", "nvidia"}), "cuda_driver_version");
+  const core::Software software = s.software.value_or(core::Software{});
+  env["nvidia_driver"] = software.nvidia ? software.nvidia->driver_version.value_or("") : "";
+  env["cuda_driver"] = software.nvidia ? software.nvidia->cuda_driver_version.value_or("") : "";
   Json rocm = Json::array();
-  if (const Json& inst = core::NodeAt(s, {"software", "amd", "rocm", "installations"}); inst.is_array()) {
-    for (const Json& i : inst) rocm.push_back(core::StringAt(i, "version") + " at " + core::StringAt(i, "path"));
-  }
-  env["rocm"] = rocm;
-  Json cuda = Json::array();
-  if (const Json& inst = core::NodeAt(s, {"software", "cuda", "installations"}); inst.is_array()) {
-    for (const Json& i : inst) {
-      std::string version = core::StringAt(i, "version");
-      cuda.push_back((version.empty() ? "version unknown" : version) + " at " + core::StringAt(i, "path"));
+  if (software.amd && software.amd->rocm && software.amd->rocm->installations) {
+    for (const core::Installation& i : *software.amd->rocm->installations) {
+      rocm.push_back(i.version.value_or("") + " at " + i.path.value_or(""));
     }
   }
-  env["cuda_toolkits"] = cuda;
-  const Json& torch = core::NodeAt(s, {"software", "python", "torch"});
-  if (torch.is_object()) {
-    env["torch"] = fmt::format("{} (CUDA {}, HIP {})", core::StringAt(torch, "version", "?"),
-                               core::StringAt(torch, "cuda", "-"), core::StringAt(torch, "hip", "-"));
+  env["rocm"] = rocm;
+  env["cuda_toolkits"] = Installations(software.cuda);
+  if (const core::TorchInstall* torch = s.Torch()) {
+    env["torch"] = fmt::format("{} (CUDA {}, HIP {})", torch->version.value_or("?"), torch->cuda.value_or("-"),
+                               torch->hip.value_or("-"));
   }
   Json vars = Json::object();
-  if (const Json& v = core::NodeAt(s, {"env", "variables"}); v.is_object()) {
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (!it.value().is_string()) continue;
-      std::string value = env::RedactValue(it.key(), it.value().get<std::string>());
+  if (s.env && s.env->variables) {
+    for (const auto& [name, raw] : *s.env->variables) {
+      std::string value = env::RedactValue(name, raw);
       if (value.size() > 120) value = value.substr(0, 117) + "...";
-      vars[it.key()] = value;
+      vars[name] = value;
     }
   }
   env["gpu_environment_variables"] = vars;
@@ -190,12 +195,10 @@ Json BuildReport(const ReportInput& in) {
 
   Json tried = Json::array();
   if (in.snapshot) {
-    if (const Json& v = core::NodeAt(*in.snapshot, {"env", "variables"}); v.is_object()) {
-      for (const char* name : {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING",
-                               "HSA_OVERRIDE_GFX_VERSION", "PYTORCH_CUDA_ALLOC_CONF", "NCCL_P2P_DISABLE",
-                               "TORCH_USE_CUDA_DSA", "HSA_ENABLE_SDMA"}) {
-        if (v.contains(name)) tried.push_back(fmt::format("{}={} was set", name, Safe(v[name].get<std::string>())));
-      }
+    for (const char* name : {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING",
+                             "HSA_OVERRIDE_GFX_VERSION", "PYTORCH_CUDA_ALLOC_CONF", "NCCL_P2P_DISABLE",
+                             "TORCH_USE_CUDA_DSA", "HSA_ENABLE_SDMA"}) {
+      if (auto value = in.snapshot->EnvValue(name)) tried.push_back(fmt::format("{}={} was set", name, Safe(*value)));
     }
   }
   if (in.manifest) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/snapshot.h"
 #include "kb/analysis.h"
 
 namespace gputriage::report {
@@ -19,7 +20,7 @@ struct ReportInput {
   std::optional<core::Json> manifest;    ///< bundle manifest.json
   std::optional<core::Json> repeat;      ///< bundle repeat.json (run --repeat statistics)
   std::optional<core::Json> process;     ///< bundle process.json
-  std::optional<core::Json> snapshot;    ///< snapshot.json or --snapshot
+  std::optional<core::Snapshot> snapshot;  ///< snapshot.json or --snapshot
   std::string stderr_tail;
   std::string kmsg;                      ///< kmsg.log (raw records)
   kb::Analysis analysis;

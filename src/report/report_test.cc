@@ -19,10 +19,10 @@ ReportInput Sample() {
                     {"threads", Json::array()},
                     {"kernel_log", {{{"message", "NVRM: Xid (PCI:0000:00:06): 43, pid=474, name=python3"}, {"job_pid", 474}},
                                     {{"message", "unrelated"}, {"job_pid", nullptr}}}}};
-  in.snapshot = Json{{"host", {{"os", {{"pretty_name", "Ubuntu 24.04"}}}, {"kernel", {{"release", "6.8.0"}}}}},
+  in.snapshot = core::SnapshotFromJsonUnchecked(Json{{"host", {{"os", {{"pretty_name", "Ubuntu 24.04"}}}, {"kernel", {{"release", "6.8.0"}}}}},
                      {"gpus", {{{"name", "NVIDIA H200"}, {"pci_address", "0000:00:06.0"}, {"driver", "nvidia"}}}},
                      {"software", {{"nvidia", {{"driver_version", "580.159.04"}, {"cuda_driver_version", "13.0"}}}}},
-                     {"env", {{"variables", {{"CUDA_LAUNCH_BLOCKING", "1"}}}}}};
+                     {"env", {{"variables", {{"CUDA_LAUNCH_BLOCKING", "1"}}}}}});
   in.stderr_tail = "loading\nexport HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH\n<script>alert(1)</script>\n";
   in.analysis.category = "device-assert";
   in.analysis.confidence = 0.8;

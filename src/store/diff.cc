@@ -18,68 +18,28 @@ namespace {
 using core::Json;
 namespace kind = change_kind;
 
-// ---- Reading untrusted JSON without exceptions: every accessor checks the type first. ----
-
-/// `j[key]` when `j` is an object holding a non-null `key`, else null.
-const Json* Get(const Json* j, std::string_view key) {
-  if (j == nullptr || !j->is_object()) return nullptr;
-  auto it = j->find(std::string(key));
-  if (it == j->end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-/// Follows a dotted path of object keys ("nvidia.ecc.mode_current").
-const Json* GetPath(const Json* j, std::string_view dotted) {
-  for (std::string_view key : core::Split(dotted, '.')) {
-    j = Get(j, key);
-    if (j == nullptr) return nullptr;
-  }
-  return j;
-}
-
-const Json* GetObject(const Json* j, std::string_view dotted) {
-  const Json* value = GetPath(j, dotted);
-  return value != nullptr && value->is_object() ? value : nullptr;
-}
-
-const Json* GetArray(const Json* j, std::string_view dotted) {
-  const Json* value = GetPath(j, dotted);
-  return value != nullptr && value->is_array() ? value : nullptr;
-}
-
-std::optional<std::string> Str(const Json* j) {
-  if (j == nullptr || !j->is_string()) return std::nullopt;
-  return j->get<std::string>();
-}
-
-/// A number (a bool counts as 0/1, for flags such as retired_pages.pending).
-std::optional<double> Num(const Json* j) {
-  if (j == nullptr) return std::nullopt;
-  if (j->is_boolean()) return j->get<bool>() ? 1.0 : 0.0;
-  if (!j->is_number()) return std::nullopt;
-  return j->get<double>();
-}
-
-/// A scalar that identifies something (a version, an id): a string or a number, as text.
-std::optional<std::string> Scalar(const Json* j) {
-  if (j == nullptr) return std::nullopt;
-  if (j->is_string()) return j->get<std::string>();
-  if (j->is_number_integer()) return j->dump();
-  if (j->is_number_float()) return fmt::format("{}", j->get<double>());
-  if (j->is_boolean()) return std::string(j->get<bool>() ? "true" : "false");
-  return std::nullopt;
+template <typename T>
+std::optional<Json> JsonOf(const std::optional<T>& value) {
+  if (!value) return std::nullopt;
+  return Json(*value);
 }
 
 /// A value for a summary line: strings bare, numbers shortest, "(none)" for null.
 std::string Text(const Json& j) {
   if (j.is_null()) return "(none)";
-  if (auto scalar = Scalar(&j)) return *scalar;
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number_float()) return fmt::format("{}", j.get<double>());
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string Text(const Json* j) { return j == nullptr ? "(none)" : Text(*j); }
+std::string Text(const std::optional<std::string>& s) { return s ? *s : "(none)"; }
 
-Json ValueOrNull(const Json* j) { return j == nullptr ? Json() : *j; }
+/// A number for comparing counters (a flag counts as 0/1: retired_pages.pending).
+template <typename T>
+std::optional<double> Num(const std::optional<T>& value) {
+  if (!value) return std::nullopt;
+  return static_cast<double>(*value);
+}
 
 // ---- Paths: "gpus[0000:00:06.0].driver", "env.variables.HIP_VISIBLE_DEVICES". ----
 
@@ -91,33 +51,37 @@ std::string Key(std::string_view key) {
 
 std::string Item(std::string_view key) { return fmt::format("[{}]", key); }
 
-// ---- Keyed arrays: match entries of before and after by a name, not by position. ----
+// ---- Keyed lists: match entries of before and after by a name, not by position. ----
 
-using Entries = std::map<std::string, std::vector<const Json*>>;
+/// One entry of a keyed list: its key, version and JSON form.
+struct Component {
+  std::string display_key;  // the key as written (before normalisation)
+  std::optional<std::string> version;
+  Json value;
+};
 
-/// Entries of `array` that are objects with a string `key_field`, grouped by `normalize(key)`.
-template <typename Normalize>
-Entries IndexBy(const Json* array, std::string_view key_field, Normalize normalize) {
+using Entries = std::map<std::string, std::vector<Component>>;
+
+std::string Identity(const std::string& s) { return s; }
+
+/// The entries of `list` that have a non-empty key, grouped by `normalize(key)`.
+template <typename T, typename KeyOf, typename Normalize>
+Entries IndexBy(const std::vector<T>& list, KeyOf key_of, Normalize normalize) {
   Entries out;
-  if (array == nullptr || !array->is_array()) return out;
-  for (const Json& entry : *array) {
-    auto key = Str(Get(&entry, key_field));
+  for (const T& entry : list) {
+    const std::optional<std::string>& key = key_of(entry);
     if (!key || key->empty()) continue;
-    out[normalize(*key)].push_back(&entry);
+    out[normalize(*key)].push_back({*key, entry.version, core::ToJson(entry)});
   }
   return out;
 }
 
-std::string Identity(const std::string& s) { return s; }
-
 /// The distinct versions of `entries`, sorted and joined ("2.4.1" or "12.1, 12.4"); nullopt
 /// when none has a version.
-std::optional<std::string> Versions(const std::vector<const Json*>& entries) {
+std::optional<std::string> Versions(const std::vector<Component>& entries) {
   std::set<std::string> versions;
-  for (const Json* entry : entries) {
-    if (auto version = Scalar(Get(entry, "version")); version && !version->empty()) {
-      versions.insert(*version);
-    }
+  for (const Component& entry : entries) {
+    if (entry.version && !entry.version->empty()) versions.insert(*entry.version);
   }
   if (versions.empty()) return std::nullopt;
   std::string joined;
@@ -129,9 +93,9 @@ std::optional<std::string> Versions(const std::vector<const Json*>& entries) {
 }
 
 /// What a change records for a component: its version when known, else its entry.
-Json ComponentValue(const std::vector<const Json*>& entries) {
+Json ComponentValue(const std::vector<Component>& entries) {
   if (auto versions = Versions(entries)) return *versions;
-  return *entries.front();
+  return entries.front().value;
 }
 
 /// "ROCm", "CUDA", "NVIDIA", "AMD" or "package", from a package name.
@@ -160,75 +124,94 @@ std::string PythonName(const std::string& name) {
   return out;
 }
 
-/// "12.4" for CUDA's 12040 encoding; other values as they are.
-std::string CudaVersionText(const Json* j) {
-  if (j != nullptr && j->is_number_integer()) {
-    int64_t v = j->get<int64_t>();
-    if (v >= 1000 && v < 1000000) return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
-  }
-  return Text(j);
-}
-
 std::string GiB(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+/// A GPU value by name: what `field` says of a GPU, nullopt when unknown.
+struct GpuField {
+  const char* path;  // under the GPU object, as it appears in paths and summaries
+  std::optional<Json> (*get)(const core::Gpu& gpu);
+};
+
+const core::NvidiaGpu* Nv(const core::Gpu& gpu) { return gpu.nvidia ? &*gpu.nvidia : nullptr; }
+const core::AmdGpu* Amd(const core::Gpu& gpu) { return gpu.amd ? &*gpu.amd : nullptr; }
 
 /// A counter that only matters when it grows (an error count): what it is called in a
 /// summary and which kind its growth is.
 struct Counter {
-  const char* path;  // under the GPU object
+  GpuField field;
   std::string_view kind;
   const char* label;
 };
 
+#define GT_NV(member) [](const core::Gpu& g) { return Nv(g) ? JsonOf(Nv(g)->member) : std::nullopt; }
+#define GT_NV2(part, member) \
+  [](const core::Gpu& g) { return Nv(g) && Nv(g)->part ? JsonOf(Nv(g)->part->member) : std::nullopt; }
+#define GT_AMD(member) [](const core::Gpu& g) { return Amd(g) ? JsonOf(Amd(g)->member) : std::nullopt; }
+#define GT_GPU(member) [](const core::Gpu& g) { return JsonOf(g.member); }
+#define GT_AER(member) [](const core::Gpu& g) { return g.aer ? JsonOf(g.aer->member) : std::nullopt; }
+
 const Counter kGpuCounters[] = {
-    {"nvidia.ecc.volatile_corrected", kind::kEccErrorsIncreased, "ECC volatile corrected errors"},
-    {"nvidia.ecc.volatile_uncorrected", kind::kEccErrorsIncreased,
+    {{"nvidia.ecc.volatile_corrected", GT_NV2(ecc, volatile_corrected)}, kind::kEccErrorsIncreased,
+     "ECC volatile corrected errors"},
+    {{"nvidia.ecc.volatile_uncorrected", GT_NV2(ecc, volatile_uncorrected)}, kind::kEccErrorsIncreased,
      "ECC volatile uncorrected errors"},
-    {"nvidia.ecc.aggregate_corrected", kind::kEccErrorsIncreased, "ECC aggregate corrected errors"},
-    {"nvidia.ecc.aggregate_uncorrected", kind::kEccErrorsIncreased,
+    {{"nvidia.ecc.aggregate_corrected", GT_NV2(ecc, aggregate_corrected)}, kind::kEccErrorsIncreased,
+     "ECC aggregate corrected errors"},
+    {{"nvidia.ecc.aggregate_uncorrected", GT_NV2(ecc, aggregate_uncorrected)}, kind::kEccErrorsIncreased,
      "ECC aggregate uncorrected errors"},
-    {"nvidia.retired_pages.single_bit_ecc", kind::kRetiredPagesIncreased,
-     "retired pages (single-bit ECC)"},
-    {"nvidia.retired_pages.double_bit_ecc", kind::kRetiredPagesIncreased,
-     "retired pages (double-bit ECC)"},
-    {"nvidia.retired_pages.pending", kind::kRetiredPagesIncreased, "page retirement pending"},
-    {"nvidia.remapped_rows.correctable", kind::kRetiredPagesIncreased,
-     "remapped rows (correctable)"},
-    {"nvidia.remapped_rows.uncorrectable", kind::kRetiredPagesIncreased,
-     "remapped rows (uncorrectable)"},
-    {"nvidia.remapped_rows.pending", kind::kRetiredPagesIncreased, "row remapping pending"},
-    {"nvidia.remapped_rows.failure", kind::kRetiredPagesIncreased, "row remapping failure"},
-    {"aer.correctable_total", kind::kPcieErrorsIncreased, "AER correctable errors"},
-    {"aer.nonfatal_total", kind::kPcieErrorsIncreased, "AER non-fatal errors"},
-    {"aer.fatal_total", kind::kPcieErrorsIncreased, "AER fatal errors"},
-    {"nvidia.pcie_replay_counter", kind::kPcieErrorsIncreased, "PCIe replays"},
+    {{"nvidia.retired_pages.single_bit_ecc", GT_NV2(retired_pages, single_bit_ecc)},
+     kind::kRetiredPagesIncreased, "retired pages (single-bit ECC)"},
+    {{"nvidia.retired_pages.double_bit_ecc", GT_NV2(retired_pages, double_bit_ecc)},
+     kind::kRetiredPagesIncreased, "retired pages (double-bit ECC)"},
+    {{"nvidia.retired_pages.pending", GT_NV2(retired_pages, pending)}, kind::kRetiredPagesIncreased,
+     "page retirement pending"},
+    {{"nvidia.remapped_rows.correctable", GT_NV2(remapped_rows, correctable)},
+     kind::kRetiredPagesIncreased, "remapped rows (correctable)"},
+    {{"nvidia.remapped_rows.uncorrectable", GT_NV2(remapped_rows, uncorrectable)},
+     kind::kRetiredPagesIncreased, "remapped rows (uncorrectable)"},
+    {{"nvidia.remapped_rows.pending", GT_NV2(remapped_rows, pending)}, kind::kRetiredPagesIncreased,
+     "row remapping pending"},
+    {{"nvidia.remapped_rows.failure", GT_NV2(remapped_rows, failure)}, kind::kRetiredPagesIncreased,
+     "row remapping failure"},
+    {{"aer.correctable_total", GT_AER(correctable_total)}, kind::kPcieErrorsIncreased,
+     "AER correctable errors"},
+    {{"aer.nonfatal_total", GT_AER(nonfatal_total)}, kind::kPcieErrorsIncreased, "AER non-fatal errors"},
+    {{"aer.fatal_total", GT_AER(fatal_total)}, kind::kPcieErrorsIncreased, "AER fatal errors"},
+    {{"nvidia.pcie_replay_counter", GT_NV(pcie_replay_counter)}, kind::kPcieErrorsIncreased, "PCIe replays"},
 };
 
 /// Fields that say which board sits at an address, or how it is configured; a change means
 /// another board, new firmware, or a reconfiguration (MIG, ECC mode).
-const char* const kGpuIdentityFields[] = {
-    "vendor",
-    "vendor_id",
-    "device_id",
-    "subsystem_vendor_id",
-    "subsystem_device_id",
-    "revision",
-    "gfx_arch",
-    "nvidia.uuid",
-    "nvidia.serial",
-    "nvidia.vbios_version",
-    "nvidia.mig_mode.current",
-    "nvidia.ecc.mode_current",
-    "nvidia.persistence_mode",
-    "nvidia.compute_mode",
-    "amd.unique_id",
-    "amd.serial_number",
-    "amd.vbios_version",
-    "amd.product_name",
+const GpuField kGpuIdentityFields[] = {
+    {"vendor", GT_GPU(vendor)},
+    {"vendor_id", GT_GPU(vendor_id)},
+    {"device_id", GT_GPU(device_id)},
+    {"subsystem_vendor_id", GT_GPU(subsystem_vendor_id)},
+    {"subsystem_device_id", GT_GPU(subsystem_device_id)},
+    {"revision", GT_GPU(revision)},
+    {"gfx_arch", GT_GPU(gfx_arch)},
+    {"nvidia.uuid", GT_NV(uuid)},
+    {"nvidia.serial", GT_NV(serial)},
+    {"nvidia.vbios_version", GT_NV(vbios_version)},
+    {"nvidia.mig_mode.current", GT_NV2(mig_mode, current)},
+    {"nvidia.ecc.mode_current", GT_NV2(ecc, mode_current)},
+    {"nvidia.persistence_mode", GT_NV(persistence_mode)},
+    {"nvidia.compute_mode", GT_NV(compute_mode)},
+    {"amd.unique_id", GT_AMD(unique_id)},
+    {"amd.serial_number", GT_AMD(serial_number)},
+    {"amd.vbios_version", GT_AMD(vbios_version)},
+    {"amd.product_name", GT_AMD(product_name)},
 };
+
+#undef GT_NV
+#undef GT_NV2
+#undef GT_AMD
+#undef GT_GPU
+#undef GT_AER
 
 class Differ {
  public:
-  Differ(const Json& before, const Json& after) : before_(&before), after_(&after) {}
+  Differ(const core::Snapshot& before, const core::Snapshot& after) : before_(before), after_(after) {}
 
   std::vector<Change> Run() {
     DiffGpus();
@@ -255,13 +238,11 @@ class Differ {
 
   // ---- gpus ----
 
-  static std::map<std::string, const Json*> GpusByAddress(const Json* gpus) {
-    std::map<std::string, const Json*> out;
-    if (gpus == nullptr || !gpus->is_array()) return out;
-    for (size_t i = 0; i < gpus->size(); ++i) {
-      const Json& gpu = (*gpus)[i];
-      if (!gpu.is_object()) continue;
-      auto address = Str(Get(&gpu, "pci_address"));
+  static std::map<std::string, const core::Gpu*> GpusByAddress(const std::vector<core::Gpu>& gpus) {
+    std::map<std::string, const core::Gpu*> out;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      const core::Gpu& gpu = gpus[i];
+      const std::optional<std::string>& address = gpu.pci_address;
       std::string key =
           address && !address->empty() ? core::ToLower(*address) : fmt::format("#{}", i);
       // A repeated address (a broken collector) keeps its first entry; the rest get a suffix.
@@ -272,30 +253,29 @@ class Differ {
     return out;
   }
 
-  static Json GpuBrief(const std::string& address, const Json& gpu) {
+  static Json GpuBrief(const std::string& address, const core::Gpu& gpu) {
     Json brief = Json::object();
     brief["pci_address"] = address;
-    for (const char* field : {"vendor", "name", "device_id"}) {
-      if (const Json* value = Get(&gpu, field)) brief[field] = *value;
+    if (gpu.vendor) brief["vendor"] = *gpu.vendor;
+    if (gpu.name) brief["name"] = *gpu.name;
+    if (gpu.device_id) brief["device_id"] = *gpu.device_id;
+    if (const core::NvidiaGpu* nv = Nv(gpu)) {
+      if (nv->uuid) brief["uuid"] = *nv->uuid;
+      if (nv->serial) brief["serial"] = *nv->serial;
     }
-    if (const Json* uuid = GetPath(&gpu, "nvidia.uuid")) brief["uuid"] = *uuid;
-    if (const Json* serial = GetPath(&gpu, "nvidia.serial")) brief["serial"] = *serial;
-    if (const Json* serial = GetPath(&gpu, "amd.serial_number")) brief["serial"] = *serial;
+    if (const core::AmdGpu* amd = Amd(gpu); amd && amd->serial_number) brief["serial"] = *amd->serial_number;
     return brief;
   }
 
-  static std::string GpuLabel(const std::string& address, const Json& gpu) {
-    auto name = Str(Get(&gpu, "name"));
-    if (!name) name = Str(Get(&gpu, "pci_name"));
+  static std::string GpuLabel(const std::string& address, const core::Gpu& gpu) {
+    std::optional<std::string> name = gpu.name ? gpu.name : gpu.pci_name;
     return name ? fmt::format("GPU {} ({})", address, *name) : fmt::format("GPU {}", address);
   }
 
   void DiffGpus() {
-    const Json* before_gpus = GetArray(before_, "gpus");
-    const Json* after_gpus = GetArray(after_, "gpus");
-    if (before_gpus == nullptr || after_gpus == nullptr) return;  // not collected on one side
-    auto before = GpusByAddress(before_gpus);
-    auto after = GpusByAddress(after_gpus);
+    if (!before_.gpus || !after_.gpus) return;  // not collected on one side
+    auto before = GpusByAddress(*before_.gpus);
+    auto after = GpusByAddress(*after_.gpus);
     for (const auto& [address, gpu] : before) {
       std::string path = "gpus" + Item(address);
       auto match = after.find(address);
@@ -313,20 +293,20 @@ class Differ {
     }
   }
 
-  void DiffGpu(const std::string& address, const std::string& path, const Json& before,
-               const Json& after) {
+  void DiffGpu(const std::string& address, const std::string& path, const core::Gpu& before,
+               const core::Gpu& after) {
     DiffGpuIdentity(address, path, before, after);
     DiffGpuDriver(address, path, before, after);
     DiffLink(address, path, before, after);
     for (const Counter& counter : kGpuCounters) {
-      DiffCounter(address, path, counter.path, counter.kind, counter.label, before, after);
+      DiffCounter(address, path, counter, before, after);
     }
     DiffAmdRas(address, path, before, after);
     DiffGpuNvidiaDriver(address, path, before, after);
   }
 
-  void DiffGpuIdentity(const std::string& address, const std::string& path, const Json& before,
-                       const Json& after) {
+  void DiffGpuIdentity(const std::string& address, const std::string& path, const core::Gpu& before,
+                       const core::Gpu& after) {
     Json old_values = Json::object();
     Json new_values = Json::object();
     std::string details;
@@ -338,34 +318,30 @@ class Differ {
     };
     // The name comes from the driver (NVML, KFD) when it answered, else from pci.ids; a
     // snapshot taken without the driver must not look like another board.
-    auto old_name = Str(Get(&before, "name"));
-    auto new_name = Str(Get(&after, "name"));
-    if (old_name && new_name && *old_name != *new_name) {
-      bool old_from_ids = Str(Get(&before, "pci_name")) == old_name;
-      bool new_from_ids = Str(Get(&after, "pci_name")) == new_name;
-      if (old_from_ids == new_from_ids) note("name", *old_name, *new_name);
+    if (before.name && after.name && *before.name != *after.name) {
+      bool old_from_ids = before.pci_name == before.name;
+      bool new_from_ids = after.pci_name == after.name;
+      if (old_from_ids == new_from_ids) note("name", *before.name, *after.name);
     }
-    for (const char* field : kGpuIdentityFields) {
-      const Json* old_value = GetPath(&before, field);
-      const Json* new_value = GetPath(&after, field);
-      if (old_value == nullptr || new_value == nullptr || *old_value == *new_value) continue;
-      note(field, *old_value, *new_value);
+    for (const GpuField& field : kGpuIdentityFields) {
+      std::optional<Json> old_value = field.get(before);
+      std::optional<Json> new_value = field.get(after);
+      if (!old_value || !new_value || *old_value == *new_value) continue;
+      note(field.path, *old_value, *new_value);
     }
     if (details.empty()) return;
     Add(kind::kGpuChanged, path, std::move(old_values), std::move(new_values),
         fmt::format("GPU {}: {}", address, details));
   }
 
-  void DiffGpuDriver(const std::string& address, const std::string& path, const Json& before,
-                     const Json& after) {
+  void DiffGpuDriver(const std::string& address, const std::string& path, const core::Gpu& before,
+                     const core::Gpu& after) {
     // An absent driver means no driver is bound (docs/snapshot-schema.md), so it compares.
-    auto old_driver = Str(Get(&before, "driver"));
-    auto new_driver = Str(Get(&after, "driver"));
-    if (old_driver == new_driver) return;
-    Add(kind::kDriverChanged, path + ".driver", old_driver ? Json(*old_driver) : Json(),
-        new_driver ? Json(*new_driver) : Json(),
-        fmt::format("GPU {} driver {} -> {}", address, old_driver.value_or("(none)"),
-                    new_driver.value_or("(none)")));
+    if (before.driver == after.driver) return;
+    Add(kind::kDriverChanged, path + ".driver", before.driver ? Json(*before.driver) : Json(),
+        after.driver ? Json(*after.driver) : Json(),
+        fmt::format("GPU {} driver {} -> {}", address, before.driver.value_or("(none)"),
+                    after.driver.value_or("(none)")));
   }
 
   static std::string LinkText(std::optional<double> width, std::optional<double> speed,
@@ -379,15 +355,15 @@ class Differ {
     return out;
   }
 
-  void DiffLink(const std::string& address, const std::string& path, const Json& before,
-                const Json& after) {
-    const Json* old_link = GetObject(&before, "link");
-    const Json* new_link = GetObject(&after, "link");
-    if (old_link == nullptr || new_link == nullptr) return;
-    auto old_width = Num(Get(old_link, "current_width"));
-    auto new_width = Num(Get(new_link, "current_width"));
-    auto old_speed = Num(Get(old_link, "current_speed_gts"));
-    auto new_speed = Num(Get(new_link, "current_speed_gts"));
+  void DiffLink(const std::string& address, const std::string& path, const core::Gpu& before,
+                const core::Gpu& after) {
+    if (!before.link || !after.link) return;
+    const core::PciLink& old_link = *before.link;
+    const core::PciLink& new_link = *after.link;
+    auto old_width = Num(old_link.current_width);
+    auto new_width = Num(new_link.current_width);
+    auto old_speed = Num(old_link.current_speed_gts);
+    auto new_speed = Num(new_link.current_speed_gts);
     bool widths = old_width && new_width;
     bool speeds = old_speed && new_speed;
     bool width_fell = widths && *new_width < *old_width;
@@ -405,245 +381,278 @@ class Differ {
       // GPUs drop the link speed on their own when idle (NVIDIA to 2.5 GT/s); width is stable.
       summary += " (the speed also drops when the GPU idles: compare under load)";
     }
-    auto new_max_width = Num(Get(new_link, "max_width"));
-    auto new_max_speed = Num(Get(new_link, "max_speed_gts"));
+    auto new_max_width = Num(new_link.max_width);
+    auto new_max_speed = Num(new_link.max_speed_gts);
     if (downtrained && ((new_max_width && new_width && *new_max_width > *new_width) ||
                         (new_max_speed && new_speed && *new_max_speed > *new_speed))) {
       summary +=
           fmt::format(", below its maximum {}", LinkText(new_max_width, new_max_speed, true, true));
     }
-    Add(downtrained ? kind::kLinkDowntrained : kind::kLinkRestored, path + ".link", *old_link,
-        *new_link, std::move(summary));
+    Add(downtrained ? kind::kLinkDowntrained : kind::kLinkRestored, path + ".link",
+        core::ToJson(old_link), core::ToJson(new_link), std::move(summary));
   }
 
-  void DiffCounter(const std::string& address, const std::string& gpu_path, std::string_view field,
-                   std::string_view change_kind, const char* label, const Json& before,
-                   const Json& after) {
-    const Json* old_value = GetPath(&before, field);
-    const Json* new_value = GetPath(&after, field);
-    auto old_count = Num(old_value);
-    auto new_count = Num(new_value);
+  static std::optional<double> CounterValue(const Json& j) {
+    if (j.is_boolean()) return j.get<bool>() ? 1.0 : 0.0;
+    if (j.is_number()) return j.get<double>();
+    return std::nullopt;
+  }
+
+  void DiffCounter(const std::string& address, const std::string& gpu_path, const Counter& counter,
+                   const core::Gpu& before, const core::Gpu& after) {
+    std::optional<Json> old_value = counter.field.get(before);
+    std::optional<Json> new_value = counter.field.get(after);
+    if (!old_value || !new_value) return;
+    auto old_count = CounterValue(*old_value);
+    auto new_count = CounterValue(*new_value);
     // A counter that went down was reset (driver reload, reboot): not a change.
     if (!old_count || !new_count || !(*new_count > *old_count)) return;
-    Add(change_kind, gpu_path + "." + std::string(field), *old_value, *new_value,
-        fmt::format("GPU {} {} {} -> {}", address, label, Text(old_value), Text(new_value)));
+    Add(counter.kind, gpu_path + "." + counter.field.path, *old_value, *new_value,
+        fmt::format("GPU {} {} {} -> {}", address, counter.label, Text(*old_value), Text(*new_value)));
   }
 
-  void DiffAmdRas(const std::string& address, const std::string& path, const Json& before,
-                  const Json& after) {
-    const Json* old_ras = GetObject(&before, "amd.ras");
-    const Json* new_ras = GetObject(&after, "amd.ras");
-    if (old_ras == nullptr || new_ras == nullptr) return;
-    for (const auto& [block, counts] : new_ras->items()) {
-      if (!counts.is_object() || Get(old_ras, block) == nullptr) continue;
+  void DiffAmdRas(const std::string& address, const std::string& path, const core::Gpu& before,
+                  const core::Gpu& after) {
+    const core::AmdGpu* old_amd = Amd(before);
+    const core::AmdGpu* new_amd = Amd(after);
+    if (!old_amd || !new_amd || !old_amd->ras || !new_amd->ras) return;
+    for (const auto& [block, counts] : *new_amd->ras) {
+      auto old_block = old_amd->ras->find(block);
+      if (old_block == old_amd->ras->end()) continue;
       std::string field = "amd.ras" + Key(block);
       for (const char* which : {"ue", "ce"}) {
-        const Json* old_value = Get(Get(old_ras, block), which);
-        const Json* new_value = Get(&counts, which);
-        auto old_count = Num(old_value);
-        auto new_count = Num(new_value);
+        bool ue = std::string_view(which) == "ue";
+        const std::optional<uint64_t>& old_count = ue ? old_block->second.ue : old_block->second.ce;
+        const std::optional<uint64_t>& new_count = ue ? counts.ue : counts.ce;
         if (!old_count || !new_count || !(*new_count > *old_count)) continue;
-        Add(kind::kEccErrorsIncreased, path + "." + field + "." + which, *old_value, *new_value,
+        Add(kind::kEccErrorsIncreased, path + "." + field + "." + which, *old_count, *new_count,
             fmt::format("GPU {} RAS {} {} errors {} -> {}", address, block,
-                        std::string_view(which) == "ue" ? "uncorrectable" : "correctable",
-                        Text(old_value), Text(new_value)));
+                        ue ? "uncorrectable" : "correctable", *old_count, *new_count));
       }
     }
   }
 
   // Per-GPU copies of the NVIDIA driver version, used only when the snapshot has no
   // software.nvidia section; reported once per distinct change.
-  void DiffGpuNvidiaDriver(const std::string& address, const std::string& path, const Json& before,
-                           const Json& after) {
-    if (GetObject(before_, "software.nvidia") != nullptr &&
-        GetObject(after_, "software.nvidia") != nullptr) {
-      return;
-    }
-    for (const char* field : {"driver_version", "cuda_driver_version"}) {
-      const Json* old_value = GetPath(&before, std::string("nvidia.") + field);
-      const Json* new_value = GetPath(&after, std::string("nvidia.") + field);
-      if (old_value == nullptr || new_value == nullptr || *old_value == *new_value) continue;
-      std::string key = fmt::format("{}:{}:{}", field, Text(old_value), Text(new_value));
+  void DiffGpuNvidiaDriver(const std::string& address, const std::string& path, const core::Gpu& before,
+                           const core::Gpu& after) {
+    if (SoftwareNvidia(before_) && SoftwareNvidia(after_)) return;
+    const core::NvidiaGpu* old_nv = Nv(before);
+    const core::NvidiaGpu* new_nv = Nv(after);
+    if (!old_nv || !new_nv) return;
+    struct Field {
+      const char* name;
+      const std::optional<std::string> core::NvidiaGpu::*member;
+      const char* label;
+    };
+    for (const Field& field : {Field{"driver_version", &core::NvidiaGpu::driver_version, "NVIDIA driver"},
+                               Field{"cuda_driver_version", &core::NvidiaGpu::cuda_driver_version,
+                                     "CUDA driver API"}}) {
+      const std::optional<std::string>& old_value = old_nv->*field.member;
+      const std::optional<std::string>& new_value = new_nv->*field.member;
+      if (!old_value || !new_value || *old_value == *new_value) continue;
+      std::string key = fmt::format("{}:{}:{}", field.name, *old_value, *new_value);
       if (!reported_gpu_driver_changes_.insert(key).second) continue;
-      bool cuda = std::string_view(field) == "cuda_driver_version";
-      Add(kind::kDriverChanged, fmt::format("{}.nvidia.{}", path, field), *old_value, *new_value,
-          cuda ? fmt::format("CUDA driver API {} -> {} (GPU {})", CudaVersionText(old_value),
-                             CudaVersionText(new_value), address)
-               : fmt::format("NVIDIA driver {} -> {} (GPU {})", Text(old_value), Text(new_value),
-                             address));
+      Add(kind::kDriverChanged, fmt::format("{}.nvidia.{}", path, field.name), *old_value, *new_value,
+          fmt::format("{} {} -> {} (GPU {})", field.label, *old_value, *new_value, address));
     }
   }
 
   // ---- host ----
 
-  void DiffHostValue(std::string_view field, std::string_view label) {
-    const Json* old_value = GetPath(before_, field);
-    const Json* new_value = GetPath(after_, field);
-    if (old_value == nullptr || new_value == nullptr || *old_value == *new_value) return;
-    Add(kind::kHostChanged, std::string(field), *old_value, *new_value,
-        fmt::format("{} {} -> {}", label, Text(old_value), Text(new_value)));
+  static const core::Host* HostOf(const core::Snapshot& s) { return s.host ? &*s.host : nullptr; }
+
+  void DiffHostValue(std::string_view path, std::string_view label,
+                     std::optional<Json> (*get)(const core::Host&)) {
+    const core::Host* old_host = HostOf(before_);
+    const core::Host* new_host = HostOf(after_);
+    if (!old_host || !new_host) return;
+    std::optional<Json> old_value = get(*old_host);
+    std::optional<Json> new_value = get(*new_host);
+    if (!old_value || !new_value || *old_value == *new_value) return;
+    Add(kind::kHostChanged, std::string(path), *old_value, *new_value,
+        fmt::format("{} {} -> {}", label, Text(*old_value), Text(*new_value)));
   }
 
-  static std::string FlagText(const std::string& name, const Json& value) {
-    if (value.is_null() || value == true ||
-        (value.is_string() && value.get<std::string>().empty())) {
-      return name;
-    }
-    return fmt::format("{}={}", name, Text(value));
+  static std::string FlagText(const std::string& name, const std::optional<std::string>& value) {
+    if (!value || value->empty()) return name;
+    return fmt::format("{}={}", name, *value);
   }
+
+  static Json FlagJson(const std::optional<std::string>& value) { return value ? Json(*value) : Json(true); }
 
   void DiffHost() {
-    const Json* kernel_before = GetPath(before_, "host.kernel.release");
-    const Json* kernel_after = GetPath(after_, "host.kernel.release");
-    if (kernel_before != nullptr && kernel_after != nullptr && *kernel_before != *kernel_after) {
-      Add(kind::kKernelChanged, "host.kernel.release", *kernel_before, *kernel_after,
-          fmt::format("kernel {} -> {}", Text(kernel_before), Text(kernel_after)));
+    const core::Host* old_host = HostOf(before_);
+    const core::Host* new_host = HostOf(after_);
+    if (!old_host || !new_host) return;
+    if (old_host->kernel && new_host->kernel && old_host->kernel->release && new_host->kernel->release &&
+        *old_host->kernel->release != *new_host->kernel->release) {
+      Add(kind::kKernelChanged, "host.kernel.release", *old_host->kernel->release, *new_host->kernel->release,
+          fmt::format("kernel {} -> {}", *old_host->kernel->release, *new_host->kernel->release));
     }
-    DiffHostValue("host.hostname", "hostname");
-    if (GetPath(before_, "host.os.pretty_name") != nullptr &&
-        GetPath(after_, "host.os.pretty_name") != nullptr) {
-      DiffHostValue("host.os.pretty_name", "OS");
+    DiffHostValue("host.hostname", "hostname", [](const core::Host& h) { return JsonOf(h.hostname); });
+    bool pretty = old_host->os && old_host->os->pretty_name && new_host->os && new_host->os->pretty_name;
+    if (pretty) {
+      DiffHostValue("host.os.pretty_name", "OS",
+                    [](const core::Host& h) { return h.os ? JsonOf(h.os->pretty_name) : std::nullopt; });
     } else {
-      DiffHostValue("host.os.version_id", "OS version");
+      DiffHostValue("host.os.version_id", "OS version",
+                    [](const core::Host& h) { return h.os ? JsonOf(h.os->version_id) : std::nullopt; });
     }
-    DiffHostValue("host.cpu.model", "CPU");
-    DiffHostValue("host.cpu.logical_cpus", "logical CPUs");
-    DiffHostValue("host.iommu.enabled", "IOMMU enabled");
-    DiffHostValue("host.iommu.groups", "IOMMU groups");
-    DiffHostValue("host.virtualization.hypervisor", "hypervisor");
-    DiffHostValue("host.virtualization.container", "container");
-    DiffMemoryTotal();
-    DiffCmdline();
+    DiffHostValue("host.cpu.model", "CPU",
+                  [](const core::Host& h) { return h.cpu ? JsonOf(h.cpu->model) : std::nullopt; });
+    DiffHostValue("host.cpu.logical_cpus", "logical CPUs",
+                  [](const core::Host& h) { return h.cpu ? JsonOf(h.cpu->logical_cpus) : std::nullopt; });
+    DiffHostValue("host.iommu.enabled", "IOMMU enabled",
+                  [](const core::Host& h) { return h.iommu ? JsonOf(h.iommu->enabled) : std::nullopt; });
+    DiffHostValue("host.iommu.groups", "IOMMU groups",
+                  [](const core::Host& h) { return h.iommu ? JsonOf(h.iommu->groups) : std::nullopt; });
+    DiffHostValue("host.virtualization.hypervisor", "hypervisor", [](const core::Host& h) {
+      return h.virtualization ? JsonOf(h.virtualization->hypervisor) : std::nullopt;
+    });
+    DiffHostValue("host.virtualization.container", "container", [](const core::Host& h) {
+      return h.virtualization ? JsonOf(h.virtualization->container) : std::nullopt;
+    });
+    DiffMemoryTotal(*old_host, *new_host);
+    DiffCmdline(*old_host, *new_host);
   }
 
-  void DiffMemoryTotal() {
-    const Json* old_value = GetPath(before_, "host.memory.total_bytes");
-    const Json* new_value = GetPath(after_, "host.memory.total_bytes");
-    auto old_bytes = Num(old_value);
-    auto new_bytes = Num(new_value);
+  void DiffMemoryTotal(const core::Host& before, const core::Host& after) {
+    if (!before.memory || !after.memory) return;
+    auto old_bytes = before.memory->total_bytes;
+    auto new_bytes = after.memory->total_bytes;
     if (!old_bytes || !new_bytes) return;
     // MemTotal moves by a few MiB between kernels (reserved memory); a lost DIMM or a changed
     // memory limit moves it by far more than 1%.
-    if (std::fabs(*new_bytes - *old_bytes) <= 0.01 * std::max(*old_bytes, *new_bytes)) return;
-    Add(kind::kHostChanged, "host.memory.total_bytes", *old_value, *new_value,
-        fmt::format("memory total {} -> {}", GiB(*old_bytes), GiB(*new_bytes)));
+    double old_total = static_cast<double>(*old_bytes), new_total = static_cast<double>(*new_bytes);
+    if (std::fabs(new_total - old_total) <= 0.01 * std::max(old_total, new_total)) return;
+    Add(kind::kHostChanged, "host.memory.total_bytes", *old_bytes, *new_bytes,
+        fmt::format("memory total {} -> {}", GiB(old_total), GiB(new_total)));
   }
 
-  void DiffCmdline() {
-    const Json* old_flags = GetObject(before_, "host.cmdline.flags");
-    const Json* new_flags = GetObject(after_, "host.cmdline.flags");
-    if (old_flags == nullptr || new_flags == nullptr) return;
-    for (const auto& [name, value] : old_flags->items()) {
+  void DiffCmdline(const core::Host& before, const core::Host& after) {
+    if (!before.cmdline || !after.cmdline || !before.cmdline->flags || !after.cmdline->flags) return;
+    const auto& old_flags = *before.cmdline->flags;
+    const auto& new_flags = *after.cmdline->flags;
+    for (const auto& [name, value] : old_flags) {
       std::string path = "host.cmdline.flags" + Key(name);
-      auto match = new_flags->find(name);
-      if (match == new_flags->end()) {
-        Add(kind::kHostChanged, path, value, Json(),
+      auto match = new_flags.find(name);
+      if (match == new_flags.end()) {
+        Add(kind::kHostChanged, path, FlagJson(value), Json(),
             fmt::format("kernel command line -{}", FlagText(name, value)));
-      } else if (*match != value) {
-        Add(kind::kHostChanged, path, value, *match,
+      } else if (match->second != value) {
+        Add(kind::kHostChanged, path, FlagJson(value), FlagJson(match->second),
             fmt::format("kernel command line {} -> {}", FlagText(name, value),
-                        FlagText(name, *match)));
+                        FlagText(name, match->second)));
       }
     }
-    for (const auto& [name, value] : new_flags->items()) {
-      if (old_flags->contains(name)) continue;
-      Add(kind::kHostChanged, "host.cmdline.flags" + Key(name), Json(), value,
+    for (const auto& [name, value] : new_flags) {
+      if (old_flags.count(name) != 0) continue;
+      Add(kind::kHostChanged, "host.cmdline.flags" + Key(name), Json(), FlagJson(value),
           fmt::format("kernel command line +{}", FlagText(name, value)));
     }
   }
 
   // ---- software ----
 
-  void DiffSoftware() {
-    DiffKernelModules();
-    DiffNvidiaDriver();
-    DiffComponents(GetArray(before_, "software.packages"), GetArray(after_, "software.packages"),
-                   "name", "software.packages", Identity,
-                   [](const std::string& name) { return StackLabel(name) + " " + name; });
-    DiffComponents(GetArray(before_, "software.libraries"), GetArray(after_, "software.libraries"),
-                   "name", "software.libraries", Identity,
-                   [](const std::string& name) { return "library " + name; });
-    // The AMD probe's data lands in software.amd (collect/snapshot.cc MergeVendorSection);
-    // docs/snapshot-schema.md also names software.rocm. Compare whichever both snapshots have.
-    for (const char* rocm : {"software.rocm.installations", "software.amd.rocm.installations"}) {
-      const Json* old_rocm = GetArray(before_, rocm);
-      const Json* new_rocm = GetArray(after_, rocm);
-      if (old_rocm == nullptr || new_rocm == nullptr) continue;
-      DiffComponents(old_rocm, new_rocm, "path", rocm, Identity,
-                     [](const std::string& path) { return "ROCm installation " + path; });
-      break;
-    }
-    DiffComponents(GetArray(before_, "software.cuda.installations"),
-                   GetArray(after_, "software.cuda.installations"), "path",
-                   "software.cuda.installations", Identity,
-                   [](const std::string& path) { return "CUDA installation " + path; });
-    DiffPython();
+  static const core::Software* SoftwareOf(const core::Snapshot& s) {
+    return s.software ? &*s.software : nullptr;
+  }
+  static const core::NvidiaSoftware* SoftwareNvidia(const core::Snapshot& s) {
+    return s.software && s.software->nvidia ? &*s.software->nvidia : nullptr;
   }
 
-  void DiffKernelModules() {
-    const Json* old_modules = GetObject(before_, "software.kernel_modules");
-    const Json* new_modules = GetObject(after_, "software.kernel_modules");
-    if (old_modules == nullptr || new_modules == nullptr) return;
-    for (const auto& [name, old_module] : old_modules->items()) {
+  void DiffSoftware() {
+    const core::Software* old_sw = SoftwareOf(before_);
+    const core::Software* new_sw = SoftwareOf(after_);
+    if (!old_sw || !new_sw) return;
+    DiffKernelModules(*old_sw, *new_sw);
+    DiffNvidiaDriver();
+    if (old_sw->packages && new_sw->packages) {
+      DiffComponents(IndexBy(*old_sw->packages, [](const core::Package& p) { return p.name; }, Identity),
+                     IndexBy(*new_sw->packages, [](const core::Package& p) { return p.name; }, Identity),
+                     "software.packages",
+                     [](const std::string& name) { return StackLabel(name) + " " + name; });
+    }
+    if (old_sw->libraries && new_sw->libraries) {
+      auto name = [](const core::GpuLibrary& l) { return l.name; };
+      DiffComponents(IndexBy(*old_sw->libraries, name, Identity), IndexBy(*new_sw->libraries, name, Identity),
+                     "software.libraries", [](const std::string& n) { return "library " + n; });
+    }
+    // The AMD probe's ROCm installations (collect/snapshot.cc MergeVendorSection).
+    const core::Installations* old_rocm = old_sw->amd && old_sw->amd->rocm ? &*old_sw->amd->rocm : nullptr;
+    const core::Installations* new_rocm = new_sw->amd && new_sw->amd->rocm ? &*new_sw->amd->rocm : nullptr;
+    DiffInstallations(old_rocm, new_rocm, "software.amd.rocm.installations", "ROCm installation ");
+    DiffInstallations(old_sw->cuda ? &*old_sw->cuda : nullptr, new_sw->cuda ? &*new_sw->cuda : nullptr,
+                      "software.cuda.installations", "CUDA installation ");
+    DiffPython(*old_sw, *new_sw);
+  }
+
+  void DiffInstallations(const core::Installations* before, const core::Installations* after,
+                         const std::string& path, const std::string& label) {
+    if (!before || !after || !before->installations || !after->installations) return;
+    auto key = [](const core::Installation& i) { return i.path; };
+    DiffComponents(IndexBy(*before->installations, key, Identity), IndexBy(*after->installations, key, Identity),
+                   path, [label](const std::string& p) { return label + p; });
+  }
+
+  void DiffKernelModules(const core::Software& before, const core::Software& after) {
+    if (!before.kernel_modules || !after.kernel_modules) return;
+    const auto& old_modules = *before.kernel_modules;
+    const auto& new_modules = *after.kernel_modules;
+    for (const auto& [name, old_module] : old_modules) {
       std::string path = "software.kernel_modules" + Key(name);
-      const Json* new_module = Get(new_modules, name);
-      if (new_module == nullptr) {
-        Add(kind::kDriverChanged, path, old_module, Json(),
-            fmt::format("kernel module {} {} is gone", name, Text(Get(&old_module, "version"))));
+      auto match = new_modules.find(name);
+      if (match == new_modules.end()) {
+        Add(kind::kDriverChanged, path, core::ToJson(old_module), Json(),
+            fmt::format("kernel module {} {} is gone", name, Text(old_module.version)));
         continue;
       }
-      const Json* old_version = Get(&old_module, "version");
-      const Json* new_version = Get(new_module, "version");
-      if (old_version != nullptr && new_version != nullptr && *old_version != *new_version) {
-        Add(kind::kDriverChanged, path + ".version", *old_version, *new_version,
-            fmt::format("kernel module {} {} -> {}", name, Text(old_version), Text(new_version)));
+      const core::KernelModule& new_module = match->second;
+      if (old_module.version && new_module.version && *old_module.version != *new_module.version) {
+        Add(kind::kDriverChanged, path + ".version", *old_module.version, *new_module.version,
+            fmt::format("kernel module {} {} -> {}", name, *old_module.version, *new_module.version));
         continue;
       }
       // Same version string, different source hash: a rebuilt or patched module.
-      const Json* old_src = Get(&old_module, "srcversion");
-      const Json* new_src = Get(new_module, "srcversion");
-      if (old_src != nullptr && new_src != nullptr && *old_src != *new_src) {
-        Add(kind::kDriverChanged, path + ".srcversion", *old_src, *new_src,
+      if (old_module.srcversion && new_module.srcversion && *old_module.srcversion != *new_module.srcversion) {
+        Add(kind::kDriverChanged, path + ".srcversion", *old_module.srcversion, *new_module.srcversion,
             fmt::format("kernel module {} rebuilt from other sources (srcversion {} -> {})", name,
-                        Text(old_src), Text(new_src)));
+                        *old_module.srcversion, *new_module.srcversion));
       }
     }
-    for (const auto& [name, new_module] : new_modules->items()) {
-      if (Get(old_modules, name) != nullptr || new_module.is_null()) continue;
-      Add(kind::kDriverChanged, "software.kernel_modules" + Key(name), Json(), new_module,
-          fmt::format("kernel module {} {} appeared", name, Text(Get(&new_module, "version"))));
+    for (const auto& [name, new_module] : new_modules) {
+      if (old_modules.count(name) != 0) continue;
+      Add(kind::kDriverChanged, "software.kernel_modules" + Key(name), Json(), core::ToJson(new_module),
+          fmt::format("kernel module {} {} appeared", name, Text(new_module.version)));
     }
   }
 
   void DiffNvidiaDriver() {
-    const Json* old_nvidia = GetObject(before_, "software.nvidia");
-    const Json* new_nvidia = GetObject(after_, "software.nvidia");
-    if (old_nvidia == nullptr || new_nvidia == nullptr) return;
-    const Json* old_driver = Get(old_nvidia, "driver_version");
-    const Json* new_driver = Get(new_nvidia, "driver_version");
-    if (old_driver != nullptr && new_driver != nullptr && *old_driver != *new_driver) {
-      Add(kind::kDriverChanged, "software.nvidia.driver_version", *old_driver, *new_driver,
-          fmt::format("NVIDIA driver {} -> {}", Text(old_driver), Text(new_driver)));
+    const core::NvidiaSoftware* old_nvidia = SoftwareNvidia(before_);
+    const core::NvidiaSoftware* new_nvidia = SoftwareNvidia(after_);
+    if (!old_nvidia || !new_nvidia) return;
+    if (old_nvidia->driver_version && new_nvidia->driver_version &&
+        *old_nvidia->driver_version != *new_nvidia->driver_version) {
+      Add(kind::kDriverChanged, "software.nvidia.driver_version", *old_nvidia->driver_version,
+          *new_nvidia->driver_version,
+          fmt::format("NVIDIA driver {} -> {}", *old_nvidia->driver_version, *new_nvidia->driver_version));
     }
-    const Json* old_cuda = Get(old_nvidia, "cuda_driver_version");
-    const Json* new_cuda = Get(new_nvidia, "cuda_driver_version");
-    if (old_cuda != nullptr && new_cuda != nullptr && *old_cuda != *new_cuda) {
-      Add(kind::kDriverChanged, "software.nvidia.cuda_driver_version", *old_cuda, *new_cuda,
-          fmt::format("CUDA driver API {} -> {}", CudaVersionText(old_cuda),
-                      CudaVersionText(new_cuda)));
+    if (old_nvidia->cuda_driver_version && new_nvidia->cuda_driver_version &&
+        *old_nvidia->cuda_driver_version != *new_nvidia->cuda_driver_version) {
+      Add(kind::kDriverChanged, "software.nvidia.cuda_driver_version", *old_nvidia->cuda_driver_version,
+          *new_nvidia->cuda_driver_version,
+          fmt::format("CUDA driver API {} -> {}", *old_nvidia->cuda_driver_version,
+                      *new_nvidia->cuda_driver_version));
     }
   }
 
-  /// Added, removed and re-versioned entries of a keyed array, when both snapshots have it.
-  template <typename Normalize, typename Label>
-  void DiffComponents(const Json* old_array, const Json* new_array, std::string_view key_field,
-                      const std::string& base_path, Normalize normalize, Label label,
-                      const std::set<std::string>& skip = {}) {
-    if (old_array == nullptr || new_array == nullptr) return;
-    Entries old_entries = IndexBy(old_array, key_field, normalize);
-    Entries new_entries = IndexBy(new_array, key_field, normalize);
-    auto display = [&](const std::string& key, const std::vector<const Json*>& entries) {
-      return label(Str(Get(entries.front(), key_field)).value_or(key));
+  /// Added, removed and re-versioned entries of a keyed list.
+  template <typename Label>
+  void DiffComponents(const Entries& old_entries, const Entries& new_entries, const std::string& base_path,
+                      Label label, const std::set<std::string>& skip = {}) {
+    auto display = [&](const std::vector<Component>& entries) {
+      return label(entries.front().display_key);
     };
     for (const auto& [key, old_list] : old_entries) {
       if (skip.count(key) != 0) continue;
@@ -652,97 +661,101 @@ class Differ {
       if (match == new_entries.end()) {
         auto version = Versions(old_list);
         Add(kind::kComponentRemoved, path, ComponentValue(old_list), Json(),
-            version ? fmt::format("{} {} removed", display(key, old_list), *version)
-                    : fmt::format("{} removed", display(key, old_list)));
+            version ? fmt::format("{} {} removed", display(old_list), *version)
+                    : fmt::format("{} removed", display(old_list)));
         continue;
       }
       auto old_version = Versions(old_list);
       auto new_version = Versions(match->second);
       if (!old_version || !new_version || *old_version == *new_version) continue;
       Add(kind::kComponentVersionChanged, path, *old_version, *new_version,
-          fmt::format("{} {} -> {}", display(key, old_list), *old_version, *new_version));
+          fmt::format("{} {} -> {}", display(old_list), *old_version, *new_version));
     }
     for (const auto& [key, new_list] : new_entries) {
       if (skip.count(key) != 0 || old_entries.count(key) != 0) continue;
       auto version = Versions(new_list);
       Add(kind::kComponentAdded, base_path + Item(key), Json(), ComponentValue(new_list),
-          version ? fmt::format("{} {} added", display(key, new_list), *version)
-                  : fmt::format("{} added", display(key, new_list)));
+          version ? fmt::format("{} {} added", display(new_list), *version)
+                  : fmt::format("{} added", display(new_list)));
     }
   }
 
-  void DiffPython() {
-    const Json* old_python = GetObject(before_, "software.python");
-    const Json* new_python = GetObject(after_, "software.python");
-    if (old_python == nullptr || new_python == nullptr) return;
-    const Json* old_torch = GetObject(old_python, "torch");
-    const Json* new_torch = GetObject(new_python, "torch");
+  void DiffPython(const core::Software& before, const core::Software& after) {
+    if (!before.python || !after.python) return;
+    const core::PythonSoftware& old_python = *before.python;
+    const core::PythonSoftware& new_python = *after.python;
+    const std::optional<core::TorchInstall>& old_torch = old_python.torch;
+    const std::optional<core::TorchInstall>& new_torch = new_python.torch;
     // torch has its own section with more detail; do not report it twice.
     std::set<std::string> skip;
-    if (old_torch != nullptr || new_torch != nullptr) skip.insert("torch");
-    DiffComponents(
-        GetArray(old_python, "packages"), GetArray(new_python, "packages"), "name",
-        "software.python.packages", PythonName,
-        [](const std::string& name) { return "Python package " + name; }, skip);
-    if (old_torch == nullptr && new_torch == nullptr) return;
-    if (old_torch == nullptr || new_torch == nullptr) {
-      const Json* present = old_torch != nullptr ? old_torch : new_torch;
-      std::string version = Text(Get(present, "version"));
-      if (old_torch != nullptr) {
-        Add(kind::kComponentRemoved, "software.python.torch", ValueOrNull(Get(present, "version")),
-            Json(), fmt::format("PyTorch {} removed", version));
+    if (old_torch || new_torch) skip.insert("torch");
+    if (old_python.packages && new_python.packages) {
+      auto name = [](const core::Package& p) { return p.name; };
+      DiffComponents(IndexBy(*old_python.packages, name, PythonName),
+                     IndexBy(*new_python.packages, name, PythonName), "software.python.packages",
+                     [](const std::string& n) { return "Python package " + n; }, skip);
+    }
+    if (!old_torch && !new_torch) return;
+    if (!old_torch || !new_torch) {
+      const core::TorchInstall& present = old_torch ? *old_torch : *new_torch;
+      Json version = present.version ? Json(*present.version) : Json();
+      if (old_torch) {
+        Add(kind::kComponentRemoved, "software.python.torch", version, Json(),
+            fmt::format("PyTorch {} removed", Text(version)));
       } else {
-        Add(kind::kComponentAdded, "software.python.torch", Json(),
-            ValueOrNull(Get(present, "version")), fmt::format("PyTorch {} added", version));
+        Add(kind::kComponentAdded, "software.python.torch", Json(), version,
+            fmt::format("PyTorch {} added", Text(version)));
       }
       return;
     }
-    const std::pair<const char*, const char*> fields[] = {
-        {"version", "PyTorch"}, {"cuda", "PyTorch CUDA"}, {"hip", "PyTorch HIP"}};
-    for (const auto& [field, label] : fields) {
-      const Json* old_value = Get(old_torch, field);
-      const Json* new_value = Get(new_torch, field);
-      if (old_value == nullptr || new_value == nullptr || *old_value == *new_value) continue;
-      Add(kind::kComponentVersionChanged, std::string("software.python.torch.") + field, *old_value,
-          *new_value, fmt::format("{} {} -> {}", label, Text(old_value), Text(new_value)));
+    struct Field {
+      const char* name;
+      std::optional<std::string> core::TorchInstall::*member;
+      const char* label;
+    };
+    for (const Field& field : {Field{"version", &core::TorchInstall::version, "PyTorch"},
+                               Field{"cuda", &core::TorchInstall::cuda, "PyTorch CUDA"},
+                               Field{"hip", &core::TorchInstall::hip, "PyTorch HIP"}}) {
+      const std::optional<std::string>& old_value = (*old_torch).*field.member;
+      const std::optional<std::string>& new_value = (*new_torch).*field.member;
+      if (!old_value || !new_value || *old_value == *new_value) continue;
+      Add(kind::kComponentVersionChanged, std::string("software.python.torch.") + field.name, *old_value,
+          *new_value, fmt::format("{} {} -> {}", field.label, *old_value, *new_value));
     }
   }
 
   // ---- kernel log ----
 
   /// Xid code -> (records, GPU addresses), from kernel_log.records[].xid.
-  static std::map<int64_t, std::pair<int64_t, std::set<std::string>>> XidCodes(
-      const Json* records) {
-    std::map<int64_t, std::pair<int64_t, std::set<std::string>>> out;
-    for (const Json& record : *records) {
-      const Json* code = GetPath(&record, "xid.code");
-      if (code == nullptr || !code->is_number_integer()) continue;
-      auto& [count, gpus] = out[code->get<int64_t>()];
+  static std::map<uint64_t, std::pair<int64_t, std::set<std::string>>> XidCodes(
+      const std::vector<core::KernelLogRecord>& records) {
+    std::map<uint64_t, std::pair<int64_t, std::set<std::string>>> out;
+    for (const core::KernelLogRecord& record : records) {
+      if (!record.xid || !record.xid->code) continue;
+      auto& [count, gpus] = out[*record.xid->code];
       ++count;
-      if (auto pci = Str(GetPath(&record, "xid.pci")); pci && !pci->empty()) gpus.insert(*pci);
+      if (record.xid->pci && !record.xid->pci->empty()) gpus.insert(*record.xid->pci);
     }
     return out;
   }
 
   void DiffKernelLog() {
-    const Json* old_counts = GetObject(before_, "kernel_log.counts");
-    const Json* new_counts = GetObject(after_, "kernel_log.counts");
-    if (old_counts != nullptr && new_counts != nullptr) {
-      for (const auto& [log_class, count] : new_counts->items()) {
-        auto new_count = Num(&count);
-        if (!new_count || *new_count <= 0) continue;
-        auto old_count = Num(Get(old_counts, log_class));
-        if (old_count && *old_count > 0) continue;
+    if (!before_.kernel_log || !after_.kernel_log) return;
+    const core::KernelLog& old_log = *before_.kernel_log;
+    const core::KernelLog& new_log = *after_.kernel_log;
+    if (old_log.counts && new_log.counts) {
+      for (const auto& [log_class, count] : *new_log.counts) {
+        if (count == 0) continue;
+        auto old_count = old_log.counts->find(log_class);
+        if (old_count != old_log.counts->end() && old_count->second > 0) continue;
         Add(kind::kKernelLogNewClass, "kernel_log.counts" + Item(log_class),
-            ValueOrNull(Get(old_counts, log_class)), count,
-            fmt::format("kernel log: new {} records ({})", log_class, Text(count)));
+            old_count != old_log.counts->end() ? Json(old_count->second) : Json(), count,
+            fmt::format("kernel log: new {} records ({})", log_class, count));
       }
     }
-    const Json* old_records = GetArray(before_, "kernel_log.records");
-    const Json* new_records = GetArray(after_, "kernel_log.records");
-    if (old_records == nullptr || new_records == nullptr) return;
-    auto old_codes = XidCodes(old_records);
-    for (const auto& [code, seen] : XidCodes(new_records)) {
+    if (!old_log.records || !new_log.records) return;
+    auto old_codes = XidCodes(*old_log.records);
+    for (const auto& [code, seen] : XidCodes(*new_log.records)) {
       if (old_codes.count(code) != 0) continue;
       const auto& [count, gpus] = seen;
       std::string where;
@@ -756,29 +769,29 @@ class Differ {
   // ---- env ----
 
   void DiffEnv() {
-    const Json* old_vars = GetObject(before_, "env.variables");
-    const Json* new_vars = GetObject(after_, "env.variables");
-    if (old_vars == nullptr || new_vars == nullptr) return;
-    for (const auto& [name, value] : old_vars->items()) {
+    if (!before_.env || !after_.env || !before_.env->variables || !after_.env->variables) return;
+    const auto& old_vars = *before_.env->variables;
+    const auto& new_vars = *after_.env->variables;
+    for (const auto& [name, value] : old_vars) {
       std::string path = "env.variables" + Key(name);
-      auto match = new_vars->find(name);
-      if (match == new_vars->end()) {
+      auto match = new_vars.find(name);
+      if (match == new_vars.end()) {
         Add(kind::kEnvRemoved, path, value, Json(),
-            fmt::format("env {} removed (was {})", name, Text(value)));
-      } else if (*match != value) {
-        Add(kind::kEnvChanged, path, value, *match,
-            fmt::format("env {} {} -> {}", name, Text(value), Text(*match)));
+            fmt::format("env {} removed (was {})", name, value));
+      } else if (match->second != value) {
+        Add(kind::kEnvChanged, path, value, match->second,
+            fmt::format("env {} {} -> {}", name, value, match->second));
       }
     }
-    for (const auto& [name, value] : new_vars->items()) {
-      if (old_vars->contains(name)) continue;
+    for (const auto& [name, value] : new_vars) {
+      if (old_vars.count(name) != 0) continue;
       Add(kind::kEnvAdded, "env.variables" + Key(name), Json(), value,
-          fmt::format("env {}={} added", name, Text(value)));
+          fmt::format("env {}={} added", name, value));
     }
   }
 
-  const Json* before_;
-  const Json* after_;
+  const core::Snapshot& before_;
+  const core::Snapshot& after_;
   std::vector<Change> changes_;
   std::set<std::string> reported_gpu_driver_changes_;
 };
@@ -810,7 +823,7 @@ int ChangeSeverityClass(std::string_view change) {
   return it == kClasses.end() ? 4 : it->second;
 }
 
-std::vector<Change> DiffSnapshots(const Json& before, const Json& after) {
+std::vector<Change> DiffSnapshots(const core::Snapshot& before, const core::Snapshot& after) {
   return Differ(before, after).Run();
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/snapshot.h"
 
 namespace gputriage::store {
 
@@ -56,10 +57,9 @@ struct Change {
 int ChangeSeverityClass(std::string_view kind);
 
 /// Every semantic change from `before` to `after`, ordered by severity class, then path, then
-/// kind, so the same pair always yields the same list. Inputs of any shape are accepted (a
-/// section that is missing or of the wrong type is "not known" and yields no change);
-/// identical snapshots yield none. Does not throw.
-std::vector<Change> DiffSnapshots(const core::Json& before, const core::Json& after);
+/// kind, so the same pair always yields the same list. A section one of the two did not know
+/// (absent) yields no change; identical snapshots yield none. Does not throw.
+std::vector<Change> DiffSnapshots(const core::Snapshot& before, const core::Snapshot& after);
 
 /// {"kind", "path", "before", "after", "summary"}.
 void to_json(core::Json& j, const Change& change);

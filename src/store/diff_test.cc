@@ -9,6 +9,12 @@ namespace {
 
 using core::Json;
 
+// The diff reads the typed model; the tests write snapshots in their JSON form.
+std::vector<Change> DiffSnapshots(const Json& before, const Json& after) {
+  return store::DiffSnapshots(core::SnapshotFromJsonUnchecked(before),
+                              core::SnapshotFromJsonUnchecked(after));
+}
+
 // An H100 node as `gputriage snapshot --json` describes it (docs/snapshot-schema.md).
 Json NvidiaSnapshot() {
   return Json::parse(R"({
@@ -77,7 +83,7 @@ Json NvidiaSnapshot() {
     ],
     "software": {
       "kernel_modules": {"nvidia": {"version": "550.90.07", "srcversion": "A1B2C3D4E5F6A7B8C9D0E1F"}},
-      "nvidia": {"driver_version": "550.90.07", "cuda_driver_version": 12040,
+      "nvidia": {"driver_version": "550.90.07", "cuda_driver_version": "12.4",
                  "nvml_version": "12.550.90.07"},
       "packages": [
         {"name": "nvidia-driver-550", "version": "550.90.07-0ubuntu1", "source": "dpkg"},
@@ -169,7 +175,7 @@ Json AmdSnapshot() {
         {"name": "hip-runtime-amd", "version": "6.3.42134.60303-74~22.04", "source": "dpkg"},
         {"name": "amdgpu-dkms", "version": "1:6.10.5.60303-2109964.22.04", "source": "dpkg"}
       ],
-      "rocm": {"installations": [{"path": "/opt/rocm-6.3.3", "version": "6.3.3"}]},
+      "amd": {"rocm": {"installations": [{"path": "/opt/rocm-6.3.3", "version": "6.3.3"}]}},
       "libraries": [{"name": "libamdhip64.so.6", "path": "/opt/rocm-6.3.3/lib/libamdhip64.so.6",
                      "version": "6.3.42134"}],
       "python": {
@@ -387,7 +393,7 @@ TEST(DiffSnapshots, NvidiaDriverUpdate) {
   auto changes = DiffAfter(NvidiaSnapshot(), [](Json& s) {
     s["software"]["kernel_modules"]["nvidia"] = {{"version", "560.35.03"}, {"srcversion", "FFFF"}};
     s["software"]["nvidia"]["driver_version"] = "560.35.03";
-    s["software"]["nvidia"]["cuda_driver_version"] = 12060;
+    s["software"]["nvidia"]["cuda_driver_version"] = "12.6";
   });
   ASSERT_EQ(changes.size(), 3u) << Show(changes);
   EXPECT_EQ(changes[0].kind, "driver_changed");
@@ -395,7 +401,7 @@ TEST(DiffSnapshots, NvidiaDriverUpdate) {
   EXPECT_EQ(changes[0].summary, "kernel module nvidia 550.90.07 -> 560.35.03");
   EXPECT_EQ(changes[1].path, "software.nvidia.cuda_driver_version");
   EXPECT_EQ(changes[1].summary, "CUDA driver API 12.4 -> 12.6");
-  EXPECT_EQ(changes[1].before, 12040);
+  EXPECT_EQ(changes[1].before, "12.4");
   EXPECT_EQ(changes[2].path, "software.nvidia.driver_version");
   EXPECT_EQ(changes[2].summary, "NVIDIA driver 550.90.07 -> 560.35.03");
 }
@@ -433,34 +439,31 @@ TEST(DiffSnapshots, RocmUpgrade) {
     s["software"]["packages"].erase(1);
     s["software"]["packages"].push_back(
         {{"name", "hipblaslt"}, {"version", "0.12.0.60401-83~22.04"}, {"source", "dpkg"}});
-    s["software"]["rocm"]["installations"] = {{{"path", "/opt/rocm-6.4.1"}, {"version", "6.4.1"}}};
+    s["software"]["amd"]["rocm"]["installations"] = {{{"path", "/opt/rocm-6.4.1"}, {"version", "6.4.1"}}};
     s["software"]["libraries"][0]["version"] = "6.4.43482";
   });
   std::vector<std::pair<std::string, std::string>> got;
   for (const Change& change : changes) got.emplace_back(change.kind, change.summary);
   EXPECT_EQ(got,
             (std::vector<std::pair<std::string, std::string>>{
+                {"component_removed", "ROCm installation /opt/rocm-6.3.3 6.3.3 removed"},
+                {"component_added", "ROCm installation /opt/rocm-6.4.1 6.4.1 added"},
                 {"component_version_changed", "library libamdhip64.so.6 6.3.42134 -> 6.4.43482"},
                 {"component_removed", "ROCm hip-runtime-amd 6.3.42134.60303-74~22.04 removed"},
                 {"component_added", "ROCm hipblaslt 0.12.0.60401-83~22.04 added"},
                 {"component_version_changed",
                  "ROCm rocm-core 6.3.3.60303-74~22.04 -> 6.4.1.60401-83~22.04"},
-                {"component_removed", "ROCm installation /opt/rocm-6.3.3 6.3.3 removed"},
-                {"component_added", "ROCm installation /opt/rocm-6.4.1 6.4.1 added"},
             }))
       << Show(changes);
-  EXPECT_EQ(changes[3].path, "software.packages[rocm-core]");
-  EXPECT_EQ(changes[3].before, "6.3.3.60303-74~22.04");
-  EXPECT_EQ(changes[3].after, "6.4.1.60401-83~22.04");
-  EXPECT_EQ(changes[4].path, "software.rocm.installations[/opt/rocm-6.3.3]");
+  EXPECT_EQ(changes[5].path, "software.packages[rocm-core]");
+  EXPECT_EQ(changes[5].before, "6.3.3.60303-74~22.04");
+  EXPECT_EQ(changes[5].after, "6.4.1.60401-83~22.04");
+  EXPECT_EQ(changes[0].path, "software.amd.rocm.installations[/opt/rocm-6.3.3]");
 }
 
 TEST(DiffSnapshots, RocmInstallationsFromTheAmdProbe) {
   // collect/snapshot.cc merges the AMD probe's data into software.amd.
-  Json before = AmdSnapshot();
-  before["software"]["amd"] = {{"rocm", before["software"]["rocm"]}};
-  before["software"].erase("rocm");
-  auto changes = DiffAfter(before, [](Json& s) {
+  auto changes = DiffAfter(AmdSnapshot(), [](Json& s) {
     s["software"]["amd"]["rocm"]["installations"][0]["version"] = "6.3.4";
   });
   ASSERT_EQ(changes.size(), 1u) << Show(changes);

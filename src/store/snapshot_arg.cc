@@ -88,68 +88,27 @@ bool AllDigits(std::string_view s) {
   return true;
 }
 
-Result<Json> Checked(Result<Json> snapshot, std::string_view source) {
-  if (!snapshot.ok()) return snapshot;
-  Result<void> checked = CheckSnapshotVersion(*snapshot, source);
-  if (!checked.ok()) return checked.error();
-  return snapshot;
-}
-
-Result<Json> StoredSnapshot(SnapshotStore* store, std::string_view arg) {
+Result<core::Snapshot> StoredSnapshot(SnapshotStore* store, std::string_view arg) {
   if (store == nullptr) {
     return MakeError("'{}' names a stored snapshot, but no snapshot database is open", arg);
   }
-  if (arg == "latest") return Checked(store->Latest(), fmt::format("{} (latest)", store->path()));
+  if (arg == "latest") return store->Latest();
   if (arg == "previous") {
     GT_ASSIGN_OR_RETURN(std::vector<SnapshotRow> rows, store->List(2));
     if (rows.size() < 2) {
       return MakeError("'previous' needs two stored snapshots; {} has {}", store->path(),
                        rows.size());
     }
-    return Checked(store->Load(rows[1].id),
-                   fmt::format("{} (snapshot {})", store->path(), rows[1].id));
+    return store->Load(rows[1].id);
   }
   std::optional<int64_t> id = core::ParseI64(arg);
   if (!id) return MakeError("'{}' is not a snapshot id", arg);
-  return Checked(store->Load(*id), fmt::format("{} (snapshot {})", store->path(), *id));
+  return store->Load(*id);
 }
 
 }  // namespace
 
-Result<void> CheckSnapshotVersion(const Json& snapshot, std::string_view source) {
-  if (!snapshot.is_object()) {
-    return MakeError("{}: not a gputriage snapshot (a JSON {}, not an object)", source,
-                     snapshot.type_name());
-  }
-  auto it = snapshot.find("schema_version");
-  if (it == snapshot.end()) {
-    return MakeError("{}: not a gputriage snapshot (no schema_version)", source);
-  }
-  if (!it->is_number_integer()) {
-    return MakeError("{}: not a gputriage snapshot (schema_version is a {}, not an integer)",
-                     source, it->type_name());
-  }
-  // Unsigned first: a huge unsigned value must not wrap to a small signed one.
-  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT32_MAX}) {
-    return MakeError(
-        "{}: snapshot schema_version {} is newer than this gputriage (knows {}); "
-        "upgrade gputriage",
-        source, it->get<uint64_t>(), core::kSnapshotSchemaVersion);
-  }
-  int64_t version = it->get<int64_t>();
-  if (version > core::kSnapshotSchemaVersion) {
-    return MakeError(
-        "{}: snapshot schema_version {} is newer than this gputriage (knows {}); "
-        "upgrade gputriage",
-        source, version, core::kSnapshotSchemaVersion);
-  }
-  if (version < 1) {
-    return MakeError("{}: snapshot schema_version {} is not one gputriage writes", source, version);
-  }
-  return {};
-}
-
-Result<Json> ParseSnapshotJson(std::string_view text, std::string_view source) {
+Result<core::Snapshot> ParseSnapshotJson(std::string_view text, std::string_view source) {
   Json snapshot;
   try {
     snapshot = Json::parse(text.begin(), text.end());
@@ -160,12 +119,10 @@ Result<Json> ParseSnapshotJson(std::string_view text, std::string_view source) {
   } catch (const Json::exception& e) {
     return MakeError("{}: invalid JSON: {}", source, ParseReason(e.what()));
   }
-  Result<void> checked = CheckSnapshotVersion(snapshot, source);
-  if (!checked.ok()) return checked.error();
-  return snapshot;
+  return core::SnapshotFromJson(snapshot, source);
 }
 
-Result<Json> LoadSnapshotArg(SnapshotStore* store, std::string_view arg) {
+Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view arg) {
   if (arg.empty()) return MakeError("an empty snapshot operand (want an id, 'latest' or a file)");
   if (AllDigits(arg) || arg == "latest" || arg == "previous") return StoredSnapshot(store, arg);
   if (arg == "-") {

@@ -3,22 +3,18 @@
 
 #include <string_view>
 
-#include "core/model.h"
+#include "core/snapshot.h"
 #include "core/result.h"
 #include "store/snapshot_store.h"
 
 namespace gputriage::store {
 
-/// Parses `text` as snapshot JSON; `source` names it in errors (a file name). Fails with the
+/// Parses `text` as a snapshot; `source` names it in errors (a file name). Fails with the
 /// position on bad JSON ("a.json: invalid JSON at line 3, column 7: ..."), for a document that
-/// is not an object, and through CheckSnapshotVersion.
-core::Result<core::Json> ParseSnapshotJson(std::string_view text, std::string_view source);
-
-/// Fails unless `snapshot` is an object with an integer schema_version from 1 to
-/// core::kSnapshotSchemaVersion: "<source>: not a gputriage snapshot (no schema_version)",
-/// "<source>: snapshot schema_version 2 is newer than this gputriage (knows 1); upgrade
-/// gputriage".
-core::Result<void> CheckSnapshotVersion(const core::Json& snapshot, std::string_view source);
+/// is not an object, and through core::CheckSnapshotVersion ("<source>: not a gputriage
+/// snapshot (no schema_version)", "<source>: snapshot schema_version 2 is newer than this
+/// gputriage (knows 1); upgrade gputriage").
+core::Result<core::Snapshot> ParseSnapshotJson(std::string_view text, std::string_view source);
 
 /// Resolves one diff operand:
 ///   "12"       the stored snapshot with id 12 (digits only; write "./12" for a file named 12),
@@ -26,7 +22,7 @@ core::Result<void> CheckSnapshotVersion(const core::Json& snapshot, std::string_
 ///   "-"        snapshot JSON on standard input,
 ///   otherwise  a path to a snapshot JSON file (at most 1 GiB).
 /// `store` may be null when no database is open; then only files and "-" resolve. Every
-/// result passes CheckSnapshotVersion. Errors name the operand, the database or the file.
-core::Result<core::Json> LoadSnapshotArg(SnapshotStore* store, std::string_view arg);
+/// result passes core::CheckSnapshotVersion. Errors name the operand, the database or the file.
+core::Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view arg);
 
 }  // namespace gputriage::store

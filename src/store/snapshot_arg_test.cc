@@ -35,17 +35,17 @@ class LoadSnapshotArgTest : public ::testing::Test {
   std::vector<int64_t> SaveThree() {
     std::vector<int64_t> ids;
     for (int day = 1; day <= 3; ++day) {
-      auto id = store_->Save(
-          Snapshot(fmt::format("day-{}", day), fmt::format("2026-12-0{}T08:00:00Z", day)));
+      auto id = store_->Save(core::SnapshotFromJsonUnchecked(
+          Snapshot(fmt::format("day-{}", day), fmt::format("2026-12-0{}T08:00:00Z", day))));
       EXPECT_TRUE(id.ok());
       ids.push_back(id.value_or(-1));
     }
     return ids;
   }
 
-  std::string Hostname(const core::Result<Json>& snapshot) {
+  std::string Hostname(const core::Result<core::Snapshot>& snapshot) {
     if (!snapshot.ok()) return "error: " + snapshot.error().message;
-    return (*snapshot)["host"]["hostname"].get<std::string>();
+    return snapshot->host->hostname.value_or("?");
   }
 
   TempDir tmp_;
@@ -68,7 +68,7 @@ TEST_F(LoadSnapshotArgTest, UnknownIdNamesTheDatabase) {
 }
 
 TEST_F(LoadSnapshotArgTest, PreviousNeedsTwoSnapshots) {
-  ASSERT_TRUE(store_->Save(Snapshot("only", "2026-12-01T08:00:00Z")).ok());
+  ASSERT_TRUE(store_->Save(core::SnapshotFromJsonUnchecked(Snapshot("only", "2026-12-01T08:00:00Z"))).ok());
   auto snapshot = LoadSnapshotArg(&*store_, "previous");
   ASSERT_FALSE(snapshot.ok());
   EXPECT_EQ(snapshot.error().message,
@@ -85,15 +85,16 @@ TEST_F(LoadSnapshotArgTest, StoredSnapshotsNeedAStore) {
 TEST_F(LoadSnapshotArgTest, StoredSnapshotWithANewerSchemaIsRefused) {
   Json future = Snapshot("future", "2026-12-05T08:00:00Z");
   future["schema_version"] = core::kSnapshotSchemaVersion + 1;
-  auto id = store_->Save(future);
+  auto id = store_->Save(core::SnapshotFromJsonUnchecked(future));
   ASSERT_TRUE(id.ok());
   auto snapshot = LoadSnapshotArg(&*store_, "latest");
   ASSERT_FALSE(snapshot.ok());
   EXPECT_EQ(
       snapshot.error().message,
-      fmt::format("{} (latest): snapshot schema_version {} is newer than this gputriage "
+      fmt::format("{} (snapshot {}): snapshot schema_version {} is newer than this gputriage "
                   "(knows {}); upgrade gputriage",
-                  store_->path(), core::kSnapshotSchemaVersion + 1, core::kSnapshotSchemaVersion));
+                  store_->path(), *id, core::kSnapshotSchemaVersion + 1,
+                  core::kSnapshotSchemaVersion));
 }
 
 TEST_F(LoadSnapshotArgTest, ReadsAJsonFile) {
@@ -156,13 +157,13 @@ TEST_F(LoadSnapshotArgTest, NewerSchemaVersionInAFileIsRefused) {
 }
 
 TEST(CheckSnapshotVersion, RejectsOddVersions) {
-  EXPECT_TRUE(CheckSnapshotVersion(Json{{"schema_version", 1}}, "s").ok());
-  EXPECT_EQ(CheckSnapshotVersion(Json{{"schema_version", "1"}}, "s").error().message,
+  EXPECT_TRUE(core::CheckSnapshotVersion(Json{{"schema_version", 1}}, "s").ok());
+  EXPECT_EQ(core::CheckSnapshotVersion(Json{{"schema_version", "1"}}, "s").error().message,
             "s: not a gputriage snapshot (schema_version is a string, not an integer)");
-  EXPECT_EQ(CheckSnapshotVersion(Json{{"schema_version", 0}}, "s").error().message,
+  EXPECT_EQ(core::CheckSnapshotVersion(Json{{"schema_version", 0}}, "s").error().message,
             "s: snapshot schema_version 0 is not one gputriage writes");
   EXPECT_EQ(
-      CheckSnapshotVersion(Json{{"schema_version", 18446744073709551615u}}, "s").error().message,
+      core::CheckSnapshotVersion(Json{{"schema_version", 18446744073709551615u}}, "s").error().message,
       "s: snapshot schema_version 18446744073709551615 is newer than this gputriage "
       "(knows 1); upgrade gputriage");
 }
@@ -170,7 +171,7 @@ TEST(CheckSnapshotVersion, RejectsOddVersions) {
 TEST(ParseSnapshotJson, ParsesFromMemory) {
   auto snapshot = ParseSnapshotJson(R"({"schema_version": 1, "gpus": []})", "mem");
   ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
-  EXPECT_TRUE((*snapshot)["gpus"].is_array());
+  EXPECT_TRUE(snapshot->gpus.has_value());
   auto empty = ParseSnapshotJson("", "mem");
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.error().message,

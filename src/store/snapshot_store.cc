@@ -129,19 +129,6 @@ Result<void> Migrate(sqlite::Connection* connection) {
   return transaction.Commit();
 }
 
-const Json* Member(const Json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::optional<std::string> StringMember(const Json& object, const char* key) {
-  const Json* value = Member(object, key);
-  if (value == nullptr || !value->is_string()) return std::nullopt;
-  return value->get<std::string>();
-}
-
 std::string FormatUtc(std::time_t seconds) {
   std::tm tm{};
   gmtime_r(&seconds, &tm);
@@ -171,12 +158,11 @@ bool Expect(std::string_view text, size_t* pos, char c) {
   return true;
 }
 
-std::string ShortGpuName(const Json& gpu) {
-  if (auto name = StringMember(gpu, "name"); name && !name->empty()) return *name;
-  if (auto name = StringMember(gpu, "pci_name"); name && !name->empty()) return *name;
-  if (auto vendor = StringMember(gpu, "vendor"); vendor && !vendor->empty()) {
-    auto device = StringMember(gpu, "device_id");
-    return device ? fmt::format("{} GPU {}", *vendor, *device) : *vendor + " GPU";
+std::string ShortGpuName(const core::Gpu& gpu) {
+  if (gpu.name && !gpu.name->empty()) return *gpu.name;
+  if (gpu.pci_name && !gpu.pci_name->empty()) return *gpu.pci_name;
+  if (gpu.vendor && !gpu.vendor->empty()) {
+    return gpu.device_id ? fmt::format("{} GPU {}", *gpu.vendor, *gpu.device_id) : *gpu.vendor + " GPU";
   }
   return "unknown GPU";
 }
@@ -237,13 +223,12 @@ std::optional<std::string> NormalizeIsoUtc(std::string_view text) {
   return FormatUtc(seconds - static_cast<std::time_t>(offset_minutes) * 60);
 }
 
-std::string SummarizeSnapshot(const Json& snapshot) {
+std::string SummarizeSnapshot(const core::Snapshot& snapshot) {
   std::vector<std::string> parts;
-  const Json* gpus = Member(snapshot, "gpus");
-  if (gpus != nullptr && gpus->is_array()) {
+  if (snapshot.gpus) {
     // GPU names with counts, in the order they first appear.
     std::vector<std::pair<std::string, int>> names;
-    for (const Json& gpu : *gpus) {
+    for (const core::Gpu& gpu : *snapshot.gpus) {
       std::string name = ShortGpuName(gpu);
       auto it = std::find_if(names.begin(), names.end(),
                              [&](const auto& entry) { return entry.first == name; });
@@ -262,15 +247,12 @@ std::string SummarizeSnapshot(const Json& snapshot) {
   } else {
     parts.emplace_back("GPUs unknown");
   }
-  if (const Json* host = Member(snapshot, "host")) {
-    if (const Json* kernel = Member(*host, "kernel")) {
-      if (auto release = StringMember(*kernel, "release")) parts.push_back("kernel " + *release);
-    }
+  if (snapshot.host && snapshot.host->kernel && snapshot.host->kernel->release) {
+    parts.push_back("kernel " + *snapshot.host->kernel->release);
   }
-  if (const Json* findings = Member(snapshot, "findings");
-      findings != nullptr && findings->is_array() && !findings->empty()) {
-    parts.push_back(
-        fmt::format("{} finding{}", findings->size(), findings->size() == 1 ? "" : "s"));
+  if (!snapshot.findings.empty()) {
+    parts.push_back(fmt::format("{} finding{}", snapshot.findings.size(),
+                                snapshot.findings.size() == 1 ? "" : "s"));
   }
   std::string summary;
   for (const std::string& part : parts) {
@@ -296,23 +278,16 @@ Result<SnapshotStore> SnapshotStore::Open(const std::string& db_path) {
   return SnapshotStore(std::move(connection));
 }
 
-Result<int64_t> SnapshotStore::Save(const Json& snapshot) {
-  if (!snapshot.is_object()) {
-    return MakeError("{}: cannot save a snapshot that is a JSON {}, not an object", path(),
-                     snapshot.type_name());
-  }
+Result<int64_t> SnapshotStore::Save(const core::Snapshot& snapshot) {
   std::optional<std::string> created_at;
-  if (auto collected_at = StringMember(snapshot, "collected_at")) {
-    created_at = NormalizeIsoUtc(*collected_at);
-  }
-  std::optional<std::string> hostname;
-  if (const Json* host = Member(snapshot, "host")) hostname = StringMember(*host, "hostname");
+  if (snapshot.collected_at) created_at = NormalizeIsoUtc(*snapshot.collected_at);
+  std::optional<std::string> hostname = snapshot.host ? snapshot.host->hostname : std::nullopt;
   std::optional<int64_t> gpu_count;
-  if (const Json* gpus = Member(snapshot, "gpus"); gpus != nullptr && gpus->is_array()) {
-    gpu_count = static_cast<int64_t>(gpus->size());
-  }
+  if (snapshot.gpus) gpu_count = static_cast<int64_t>(snapshot.gpus->size());
+  core::Snapshot stored = snapshot;
+  stored.id.reset();  // the row's id is the id
   // Replace (not throw on) invalid UTF-8 that a collector let through.
-  std::string text = snapshot.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string text = core::ToJson(stored).dump(-1, ' ', false, Json::error_handler_t::replace);
 
   GT_ASSIGN_OR_RETURN(auto transaction, sqlite::Transaction::Begin(&connection_));
   GT_ASSIGN_OR_RETURN(
@@ -323,8 +298,8 @@ Result<int64_t> SnapshotStore::Save(const Json& snapshot) {
   std::string now = NowUtc();
   insert.BindText(1, created_at ? *created_at : now);
   insert.BindText(2, hostname);
-  insert.BindText(3, StringMember(snapshot, "root"));
-  insert.BindText(4, StringMember(snapshot, "tool_version"));
+  insert.BindText(3, snapshot.root);
+  insert.BindText(4, snapshot.tool_version);
   if (gpu_count) {
     insert.BindInt64(5, *gpu_count);
   } else {
@@ -362,7 +337,7 @@ Result<std::vector<SnapshotRow>> SnapshotStore::List(size_t limit) {
   return rows;
 }
 
-Result<Json> SnapshotStore::Load(int64_t id) {
+Result<core::Snapshot> SnapshotStore::Load(int64_t id) {
   GT_ASSIGN_OR_RETURN(auto query, sqlite::Statement::Prepare(
                                       connection_, "SELECT json FROM snapshots WHERE id = ?"));
   query.BindInt64(1, id);
@@ -373,10 +348,13 @@ Result<Json> SnapshotStore::Load(int64_t id) {
   if (snapshot.is_discarded()) {
     return MakeError("{}: snapshot {} holds invalid JSON ({} bytes)", path(), id, text.size());
   }
-  return snapshot;
+  GT_ASSIGN_OR_RETURN(core::Snapshot loaded,
+                      core::SnapshotFromJson(snapshot, fmt::format("{} (snapshot {})", path(), id)));
+  loaded.id = id;
+  return loaded;
 }
 
-Result<Json> SnapshotStore::Latest() {
+Result<core::Snapshot> SnapshotStore::Latest() {
   GT_ASSIGN_OR_RETURN(std::vector<SnapshotRow> rows, List(1));
   if (rows.empty()) return MakeError("no snapshots in {}", path());
   return Load(rows.front().id);
@@ -432,6 +410,15 @@ Result<std::vector<BundleRow>> SnapshotStore::ListBundles(size_t limit) {
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+Result<int64_t> SnapshotStore::CountBundlesWithSignature(std::string_view signature) {
+  GT_ASSIGN_OR_RETURN(auto statement,
+                      sqlite::Statement::Prepare(connection_,
+                                                 "SELECT COUNT(*) FROM bundles WHERE signature = ?"));
+  statement.BindText(1, signature);
+  GT_ASSIGN_OR_RETURN(bool has_row, statement.Step("cannot count crash bundles"));
+  return has_row ? statement.ColumnInt64(0) : 0;
 }
 
 }  // namespace gputriage::store

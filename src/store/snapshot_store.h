@@ -10,6 +10,7 @@
 
 #include "core/model.h"
 #include "core/result.h"
+#include "core/snapshot.h"
 #include "store/sqlite.h"
 
 namespace gputriage::store {
@@ -53,26 +54,30 @@ class SnapshotStore {
   /// ("<path>: schema version 7 is newer than this gputriage (knows 1); upgrade gputriage").
   static core::Result<SnapshotStore> Open(const std::string& db_path);
 
-  /// Stores `snapshot` (a JSON object) and returns its id, which grows with every save.
-  /// created_at is the snapshot's collected_at in UTC (the current time when it has none or
-  /// it does not parse); hostname, root, tool_version, the GPU count and a summary line are
-  /// taken from the JSON when present. Fails for a non-object or a database error.
-  core::Result<int64_t> Save(const core::Json& snapshot);
+  /// Stores `snapshot` and returns its id, which grows with every save. created_at is the
+  /// snapshot's collected_at in UTC (the current time when it has none or it does not parse);
+  /// hostname, root, tool_version, the GPU count and a summary line are taken from the snapshot
+  /// when known. Fails on a database error.
+  core::Result<int64_t> Save(const core::Snapshot& snapshot);
 
   /// At most `limit` rows (all when 0), newest created_at first, ties by newest id.
   core::Result<std::vector<SnapshotRow>> List(size_t limit);
 
-  /// The snapshot stored as `id`. Fails with "no snapshot with id 42 in <path>".
-  core::Result<core::Json> Load(int64_t id);
+  /// The snapshot stored as `id`, its `id` set. Fails with "no snapshot with id 42 in <path>",
+  /// and when the stored JSON is damaged or from a newer gputriage (schema_version).
+  core::Result<core::Snapshot> Load(int64_t id);
 
   /// The newest snapshot (List's first row). Fails with "no snapshots in <path>" when empty.
-  core::Result<core::Json> Latest();
+  core::Result<core::Snapshot> Latest();
 
   /// Indexes a crash bundle (row.id is ignored) and returns its id.
   core::Result<int64_t> SaveBundle(const BundleRow& row);
 
   /// At most `limit` indexed bundles (all when 0), newest first.
   core::Result<std::vector<BundleRow>> ListBundles(size_t limit);
+
+  /// How many indexed bundles have `signature`.
+  core::Result<int64_t> CountBundlesWithSignature(std::string_view signature);
 
   /// The database file this store was opened on.
   const std::string& path() const { return connection_.path(); }
@@ -84,7 +89,7 @@ class SnapshotStore {
 
 /// A one-line description of `snapshot` for List: GPU names with counts, the kernel release,
 /// and the number of findings ("2x NVIDIA H100 80GB HBM3; kernel 6.8.0-45-generic; 1 finding").
-std::string SummarizeSnapshot(const core::Json& snapshot);
+std::string SummarizeSnapshot(const core::Snapshot& snapshot);
 
 /// `text` ("2026-12-02T13:30:00Z", "2026-12-02T14:30:00.25+01:00") as "YYYY-MM-DDTHH:MM:SSZ"
 /// in UTC with the fraction dropped; nullopt when it is not such a timestamp. A time without

@@ -600,6 +600,8 @@ NvmlReport QueryNvml(const NvmlLibrary& library, std::string_view kernel_version
 
   unsigned int count = 0;
   if (failures.Ok(library.DeviceGetCount(&count), "nvmlDeviceGetCount_v2", "")) {
+    // doctor compares it with the GPUs bound to the driver on the PCI bus.
+    report.system["device_count"] = count;
     for (unsigned int index = 0; index < count; ++index) {
       Device device = nullptr;
       if (!failures.Ok(library.DeviceGetHandleByIndex(index, &device),

@@ -1,0 +1,46 @@
+#include "checks/run_doctor.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "checks/doctor.h"
+#include "checks/knowledge.h"
+#include "collect/python_probe.h"
+#include "inspect/findings.h"
+
+namespace gputriage::checks {
+namespace {
+
+// The coverage check needs torch's library directory; the snapshot's file scan finds torch in
+// the usual site directories only (not a pyenv's or a user site).
+void LocateTorch(core::Snapshot& snapshot) {
+  const core::TorchInstall* torch = snapshot.Torch();
+  if (torch != nullptr && torch->lib_dir) return;
+  std::optional<std::string> dir = collect::FindTorchLibDir("python3", std::chrono::milliseconds(3000));
+  if (!dir) return;
+  if (!snapshot.software) snapshot.software = core::Software{};
+  if (!snapshot.software->python) snapshot.software->python = core::PythonSoftware{};
+  if (!snapshot.software->python->torch) {
+    snapshot.software->python->torch = core::TorchInstall{};
+    snapshot.software->python->torch->path = dir->substr(0, dir->rfind('/'));
+  }
+  snapshot.software->python->torch->lib_dir = *dir;
+}
+
+}  // namespace
+
+core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::SnapshotOptions& options) {
+  core::Result<Knowledge> knowledge = LoadBuiltinKnowledge();
+  if (!knowledge.ok()) return core::MakeError("knowledge base: {}", knowledge.error().message);
+  DoctorReport report;
+  report.snapshot = collect::CollectSnapshot(os, options);
+  if (os.live()) LocateTorch(report.snapshot);
+  report.findings = RunDoctorChecks(report.snapshot, *knowledge);
+  for (core::Finding& f : inspect::LibraryCoverageFindings(report.snapshot)) {
+    report.findings.push_back(std::move(f));
+  }
+  core::SortBySeverity(report.findings);
+  return report;
+}
+
+}  // namespace gputriage::checks
