@@ -10,7 +10,7 @@
 #include "cli/common.h"
 #include "core/version.h"
 #include "forensics/core_analysis.h"
-#include "forensics/siginfo.h"
+#include "core/signals.h"
 #include "kb/analysis.h"
 #include "kb/knowledge_base.h"
 #include "store/data_home.h"
@@ -24,32 +24,32 @@ namespace {
 
 using core::Json;
 
-std::string FrameLine(size_t index, const forensics::Frame& f) {
+std::string FrameLine(size_t index, const core::Frame& f) {
   std::string name = f.function.empty() ? "??" : f.function;
   std::string where;
   if (f.file) where = fmt::format(" at {}{}", *f.file, f.line ? fmt::format(":{}", *f.line) : "");
   std::string module = f.module.empty() ? "" : f.module.substr(f.module.rfind('/') + 1);
-  std::string offset = f.offset ? "+" + forensics::Hex(*f.offset) : "";
-  return fmt::format("  #{:<2} {} {}{} ({}{})\n", index, forensics::Hex(f.pc), name, where,
+  std::string offset = f.offset ? "+" + core::Hex(*f.offset) : "";
+  return fmt::format("  #{:<2} {} {}{} ({}{})\n", index, core::Hex(f.pc), name, where,
                      module.empty() ? "?" : module, offset);
 }
 
-std::string RenderReport(const std::string& source, const forensics::ProcessReport& r) {
+std::string RenderReport(const std::string& source, const core::ProcessReport& r) {
   std::string out = fmt::format("{}: pid {}{}\n", source, r.pid,
                                 r.command.empty() ? "" : fmt::format(" \"{}\"", r.command));
   if (r.signal) {
-    std::string code = r.si_code ? fmt::format(" ({}: {})", forensics::SiCodeName(*r.signal, *r.si_code),
-                                               forensics::SiCodeMeaning(*r.signal, *r.si_code))
+    std::string code = r.si_code ? fmt::format(" ({}: {})", core::SiCodeName(*r.signal, *r.si_code),
+                                               core::SiCodeMeaning(*r.signal, *r.si_code))
                                  : "";
-    out += fmt::format("signal: {}{}{}\n", forensics::SignalName(*r.signal), code,
-                       r.fault_address ? " at " + forensics::Hex(*r.fault_address) : "");
+    out += fmt::format("signal: {}{}{}\n", core::SignalName(*r.signal), code,
+                       r.fault_address ? " at " + core::Hex(*r.fault_address) : "");
   }
   if (r.classification) {
     out += fmt::format("what: {} ({})\n", r.classification->summary, r.classification->kind);
     if (!r.classification->detail.empty()) out += fmt::format("  {}\n", r.classification->detail);
   }
   if (!r.threads.empty()) {
-    const forensics::ThreadState& t = r.threads.front();
+    const core::ThreadState& t = r.threads.front();
     out += fmt::format("thread {}{} (crashed):\n", t.tid, t.name.empty() ? "" : " \"" + t.name + "\"");
     size_t shown = std::min<size_t>(t.frames.size(), 24);
     for (size_t i = 0; i < shown; ++i) out += FrameLine(i, t.frames[i]);
@@ -58,8 +58,8 @@ std::string RenderReport(const std::string& source, const forensics::ProcessRepo
   }
   if (r.disassembly) {
     out += "disassembly:\n";
-    for (const forensics::Instruction& i : r.disassembly->instructions) {
-      out += fmt::format("  {} {}: {}\n", i.faulting ? "=>" : "  ", forensics::Hex(i.address), i.text);
+    for (const core::Instruction& i : r.disassembly->instructions) {
+      out += fmt::format("  {} {}: {}\n", i.faulting ? "=>" : "  ", core::Hex(i.address), i.text);
     }
     if (r.disassembly->note) out += fmt::format("  ({})\n", *r.disassembly->note);
   }
@@ -79,14 +79,14 @@ bool IsElfCore(const std::string& path) {
   return header[16] == 4 && header[17] == 0;
 }
 
-core::Result<forensics::ProcessReport> LoadBundle(const std::string& dir) {
+core::Result<core::ProcessReport> LoadBundle(const std::string& dir) {
   std::ifstream in(dir + "/process.json");
   if (!in) return core::MakeError("{}: a crash bundle without process.json", dir);
   std::stringstream text;
   text << in.rdbuf();
   Json j = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return core::MakeError("{}/process.json: not valid JSON", dir);
-  return forensics::ProcessReportFromJson(j);
+  return core::ProcessReportFromJson(j);
 }
 
 std::string RenderAnalysis(const kb::Analysis& a) {
@@ -195,7 +195,7 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, const
       }
       if (auto report = LoadBundle(path); report.ok()) {
         text += RenderReport(path, *report);
-        Json pj = forensics::ToJson(*report);
+        Json pj = core::ToJson(*report);
         pj["source"] = path;
         processes.push_back(std::move(pj));
       }
@@ -210,7 +210,7 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, const
       }
       (*analyzer)->AddProcess(*report, path);
       text += RenderReport(path, *report);
-      Json pj = forensics::ToJson(*report);
+      Json pj = core::ToJson(*report);
       pj["source"] = path;
       processes.push_back(std::move(pj));
     } else {

@@ -14,7 +14,7 @@
 #include "core/text.h"
 #include "core/version.h"
 #include "forensics/crash_bundle.h"
-#include "forensics/siginfo.h"
+#include "core/signals.h"
 #include "kb/analysis.h"
 #include "kb/signature.h"
 #include "store/data_home.h"
@@ -62,8 +62,8 @@ std::string IndexBundle(const forensics::RunAssessment& run, const std::string& 
   for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
   row.command = core::SanitizeUtf8(command);
   row.exit_status = run.outcome.ShellStatus();
-  if (const forensics::ProcessReport* p = run.primary(); p && p->signal) {
-    row.signal = forensics::SignalName(*p->signal);
+  if (const core::ProcessReport* p = run.primary(); p && p->signal) {
+    row.signal = core::SignalName(*p->signal);
   }
   row.kind = run.classification->kind;
   row.category = run.classification->category;
@@ -91,7 +91,7 @@ std::string RunSignature(const forensics::RunAssessment& run) {
   }
   kb::GpuSignature gpu = scanner.Finish(nullptr);
   if (!gpu.empty()) return "gpu: " + gpu.Key();
-  const forensics::ProcessReport* p = run.primary();
+  const core::ProcessReport* p = run.primary();
   if (p && !p->threads.empty() && !run.outcome.timed_out) return run.signature;
   return run.classification->kind + " " + kb::NormalizeLine(run.classification->summary);
 }
@@ -163,7 +163,7 @@ core::Result<RunResult> RunOnce(const RunFlags& flags, const std::string& bundle
     unlink(run.outcome.core_file->c_str());
   }
   if (!flags.json) Progress(flags, forensics::RunSummaryText(run, result.bundle));
-  Json process = forensics::ProcessJson(run);
+  Json process = core::ToJson(forensics::ProcessFileOf(run));
   result.process_summary = {{"signal", process["signal"]},
                             {"si_code", process["si_code"]},
                             {"fault_address", process["fault_address"]},

@@ -1,5 +1,7 @@
 #include "core/subprocess.h"
 
+#include "core/signals.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -101,12 +103,6 @@ bool DrainInto(int fd, std::string& sink, size_t max_bytes, bool keep_tail, size
 }
 
 }  // namespace
-
-std::string SignalName(int signal) {
-  const char* abbrev = ::sigabbrev_np(signal);
-  if (abbrev != nullptr) return std::string("SIG") + abbrev;
-  return "signal " + std::to_string(signal);
-}
 
 Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
                                       const RunOptions& options) {

@@ -51,7 +51,4 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
 /// after 5.0 s".
 std::string DescribeOutcome(const ProcessOutcome& outcome, const RunOptions& options);
 
-/// "SIGSEGV" for 11, "signal 77" when unknown.
-std::string SignalName(int signal);
-
 }  // namespace gputriage::core

@@ -131,7 +131,7 @@ size_t CoreMemory::ReadFromCore(uint64_t address, uint8_t* out, size_t length) c
 }
 
 size_t CoreMemory::ReadFromMappedFile(uint64_t address, uint8_t* out, size_t length) const {
-  for (const forensics::Mapping& mapping : files_) {
+  for (const core::Mapping& mapping : files_) {
     if (address < mapping.start || address >= mapping.end || !IsReadableMappedFile(mapping.path)) {
       continue;
     }

@@ -62,7 +62,7 @@ class CoreMemory {
 
   std::shared_ptr<const Source> source_;
   std::vector<Segment> segments_;  // sorted by vaddr
-  std::vector<forensics::Mapping> files_;
+  std::vector<core::Mapping> files_;
 };
 
 }  // namespace gputriage::corefile

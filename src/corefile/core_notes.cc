@@ -175,7 +175,7 @@ class NoteParser {
       return;
     }
     uint64_t path_offset = 16 + *count * 24;  // no overflow: count <= size / 24
-    std::vector<forensics::Mapping> files;
+    std::vector<core::Mapping> files;
     files.reserve(*count);
     for (uint64_t i = 0; i < *count; ++i) {
       uint64_t entry = 16 + i * 24;
@@ -196,7 +196,7 @@ class NoteParser {
                          where, i, *path, start, end, page_offset, *page_size));
         continue;
       }
-      forensics::Mapping mapping;
+      core::Mapping mapping;
       mapping.start = start;
       mapping.end = end;
       mapping.file_offset = *file_offset;

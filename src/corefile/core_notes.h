@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "forensics/report.h"
+#include "core/process.h"
 
 namespace gputriage::corefile {
 
@@ -24,7 +24,7 @@ struct CoreThread {
   std::optional<int> signal;
   /// pr_reg by name. x86_64: rax rbx rcx rdx rsi rdi rbp rsp r8..r15 rip eflags cs ss ds es fs
   /// gs fs_base gs_base orig_rax. aarch64: x0..x30 sp pc pstate. Empty for other machines.
-  std::vector<forensics::Register> registers;
+  std::vector<core::Register> registers;
 };
 
 /// Everything ParseCoreNotes understood. Optional members are absent when the note that holds
@@ -45,7 +45,7 @@ struct CoreNotes {
   std::optional<std::string> args;   ///< pr_psargs (the first 79 bytes of the command line)
   /// NT_FILE: file-backed mappings; file_offset = page offset * the note's page size; perms
   /// empty (the note has none).
-  std::vector<forensics::Mapping> files;
+  std::vector<core::Mapping> files;
   /// NT_AUXV (a_type, a_val) pairs, without the terminating AT_NULL.
   std::vector<std::pair<uint64_t, uint64_t>> auxv;
   /// Damaged notes that were skipped, each naming the note and its file offset; de-duplicated.

@@ -91,7 +91,7 @@ std::optional<uint64_t> Reg(const CoreThread& thread, const std::string& name) {
   return std::nullopt;
 }
 
-const forensics::Mapping* FindFile(const CoreNotes& notes, uint64_t address) {
+const core::Mapping* FindFile(const CoreNotes& notes, uint64_t address) {
   for (const auto& file : notes.files) {
     if (address >= file.start && address < file.end) return &file;
   }
@@ -122,7 +122,7 @@ TEST(CorefileKernelCoreTest, NotesOfASegfaultingChild) {
   EXPECT_TRUE(Reg(notes->threads[0], "rbp").has_value());
   EXPECT_EQ(notes->threads[0].registers.front().name, "rax");
   // The child crashed in gt_corefile_test_crash, which is this binary's code at this address.
-  const forensics::Mapping* text = FindFile(*notes, *rip);
+  const core::Mapping* text = FindFile(*notes, *rip);
   ASSERT_NE(text, nullptr) << "rip " << std::hex << *rip << " is in no NT_FILE mapping";
   EXPECT_EQ(text->path, SelfExe());
   EXPECT_TRUE(text->perms.empty());
@@ -169,7 +169,7 @@ TEST(CorefileKernelCoreTest, MemoryReadsInstructionsFromTheMappedFileAndDataFrom
   ASSERT_TRUE(code.has_value());
   ASSERT_EQ(code->size(), 16u);
   // Equal to the test binary's bytes at that place, and to this process's (fork, no exec).
-  const forensics::Mapping* text = FindFile(*notes, rip);
+  const core::Mapping* text = FindFile(*notes, rip);
   ASSERT_NE(text, nullptr);
   uint64_t at = text->file_offset + (rip - text->start);
   std::string binary = ReadWholeFile(SelfExe(), at + 16);

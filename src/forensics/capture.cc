@@ -15,10 +15,17 @@
 
 #include <fmt/format.h>
 
-#include "forensics/maps.h"
-#include "forensics/siginfo.h"
+#include "core/maps.h"
+#include "core/signals.h"
 
 namespace gputriage::forensics {
+using core::ProcessReport;
+using core::ThreadState;
+using core::Register;
+using core::HasFaultAddress;
+using core::IsSentByProcess;
+using core::ParseMaps;
+using core::LocateFault;
 namespace {
 
 std::optional<std::string> ReadSmallFile(const std::string& path) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "forensics/disasm.h"
-#include "forensics/report.h"
+#include "core/process.h"
 #include "forensics/unwind.h"
 
 namespace gputriage::forensics {
@@ -30,7 +30,7 @@ struct LiveCaptureRequest {
 /// Builds the report of a stopped process. Must run on the tracer thread. Never fails as a
 /// whole: each part that cannot be collected (the process vanished, maps unreadable, unwinder
 /// refused) is listed in `not_collected` with the reason. `classification` is left empty.
-ProcessReport CaptureLive(const LiveCaptureRequest& request);
+core::ProcessReport CaptureLive(const LiveCaptureRequest& request);
 
 /// A reader of a live process's memory (process_vm_readv, then /proc/PID/mem), page by page
 /// so a partly unmapped range gives the readable prefix.
@@ -38,10 +38,10 @@ MemoryReader LiveMemoryReader(int pid);
 
 /// The registers of a ptrace-stopped thread (PTRACE_GETREGSET NT_PRSTATUS), named. Fails with
 /// errno's text (ESRCH: the thread is gone or not stopped).
-core::Result<std::vector<Register>> ReadRegisters(int tid);
+core::Result<std::vector<core::Register>> ReadRegisters(int tid);
 
 /// The program counter and stack pointer among `registers` ("rip"/"rsp", "pc"/"sp").
-std::optional<uint64_t> ProgramCounter(const std::vector<Register>& registers);
-std::optional<uint64_t> StackPointer(const std::vector<Register>& registers);
+std::optional<uint64_t> ProgramCounter(const std::vector<core::Register>& registers);
+std::optional<uint64_t> StackPointer(const std::vector<core::Register>& registers);
 
 }  // namespace gputriage::forensics

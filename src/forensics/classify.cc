@@ -10,9 +10,19 @@
 
 #include "core/text.h"
 #include "forensics/capture.h"
-#include "forensics/siginfo.h"
+#include "core/signals.h"
 
 namespace gputriage::forensics {
+using core::ProcessReport;
+using core::ThreadState;
+using core::Frame;
+using core::Mapping;
+using core::Instruction;
+using core::Classification;
+using core::Hex;
+using core::SignalName;
+using core::SiCodeMeaning;
+using core::IsSentByProcess;
 namespace {
 
 struct OutputPattern {

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "forensics/kmsg_watch.h"
-#include "forensics/report.h"
+#include "core/process.h"
 
 namespace gputriage::forensics {
 
 /// What is known about the failure besides the process report.
 struct FailureContext {
-  const ProcessReport* process = nullptr;  ///< the crashed (or hung) process; may be null
+  const core::ProcessReport* process = nullptr;  ///< the crashed (or hung) process; may be null
   std::optional<int> exit_code;
   std::optional<int> term_signal;
   bool timed_out = false;
@@ -40,7 +40,7 @@ std::optional<OutputError> FindOutputError(std::string_view text);
 
 /// Classifies a failure; nullopt when there was none (exit 0 and no signal, or a non-zero exit
 /// with nothing in stderr that says why — not a crash this tool can explain).
-std::optional<Classification> Classify(const FailureContext& context);
+std::optional<core::Classification> Classify(const FailureContext& context);
 
 /// True when `module` is a GPU runtime or driver library (libcuda, libcudart, libamdhip64,
 /// libhsa-runtime64, libnvidia-*, libcublas, librocblas, libnccl/librccl, libtorch_cuda...).
@@ -49,10 +49,10 @@ bool IsGpuRuntimeModule(std::string_view module);
 /// The first frame of `frames` in the user's own code: not libc/libstdc++/the dynamic loader,
 /// not a GPU runtime, not the Python interpreter, and not an abort/assert helper. nullptr when
 /// every frame is system code.
-const Frame* FirstUserFrame(const std::vector<Frame>& frames);
+const core::Frame* FirstUserFrame(const std::vector<core::Frame>& frames);
 
 /// "crash signature": signal (or exit kind) plus the normalised top frames — function names
 /// without addresses or argument lists — so that runs of the same bug compare equal.
-std::string CrashSignature(const ProcessReport* process, const Classification& classification);
+std::string CrashSignature(const core::ProcessReport* process, const core::Classification& classification);
 
 }  // namespace gputriage::forensics

@@ -7,6 +7,11 @@
 #include "capture_tree.h"
 
 namespace gputriage::forensics {
+using core::ProcessReport;
+using core::ThreadState;
+using core::Frame;
+using core::FaultLocation;
+using core::Classification;
 namespace {
 
 Frame F(std::string function, std::string module) {

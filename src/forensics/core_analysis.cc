@@ -10,9 +10,12 @@
 #include "forensics/capture.h"
 #include "forensics/classify.h"
 #include "forensics/disasm.h"
-#include "forensics/maps.h"
+#include "core/maps.h"
 
 namespace gputriage::forensics {
+using core::ProcessReport;
+using core::ThreadState;
+using core::LocateFault;
 namespace {
 
 std::set<std::string> ThisCpuFlags() {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/result.h"
-#include "forensics/report.h"
+#include "core/process.h"
 #include "forensics/unwind.h"
 
 namespace gputriage::forensics {
@@ -17,7 +17,7 @@ namespace gputriage::forensics {
 /// with a message naming the file when it is not a readable ELF core (truncated, corrupt, not
 /// a core). Parts that cannot be rebuilt (unwinding refused, memory not in the core) are
 /// listed in `not_collected`; damaged notes too.
-core::Result<ProcessReport> AnalyzeCore(const std::string& core_path, const std::string& executable,
+core::Result<core::ProcessReport> AnalyzeCore(const std::string& core_path, const std::string& executable,
                                         const UnwindLimits& limits = {});
 
 }  // namespace gputriage::forensics

@@ -12,9 +12,17 @@
 #include <fmt/format.h>
 
 #include "core/text.h"
-#include "forensics/siginfo.h"
+#include "core/signals.h"
 
 namespace gputriage::forensics {
+using core::ProcessReport;
+using core::ThreadState;
+using core::Frame;
+using core::Classification;
+using core::Hex;
+using core::SignalName;
+using core::SiCodeName;
+using core::SiCodeMeaning;
 namespace {
 
 using core::Json;
@@ -128,48 +136,31 @@ RunAssessment Assess(SuperviseOutcome outcome) {
   return run;
 }
 
-Json ProcessJson(const RunAssessment& run) {
+core::ProcessFile ProcessFileOf(const RunAssessment& run) {
   const SuperviseOutcome& o = run.outcome;
-  Json j;
+  core::ProcessFile file;
   if (const ProcessReport* primary = run.primary()) {
-    j = ToJson(*primary);
+    file.primary = *primary;
   } else {
-    ProcessReport bare;
-    bare.pid = o.root_pid;
-    if (o.term_signal) bare.signal = *o.term_signal;
-    j = ToJson(bare);
+    file.primary.pid = o.root_pid;
+    file.primary.signal = o.term_signal;
   }
-  j["exit_status"] = o.ShellStatus();
-  j["exit_code"] = o.exit_code ? Json(*o.exit_code) : Json(nullptr);
-  j["term_signal"] = o.term_signal ? Json(SignalName(*o.term_signal)) : Json(nullptr);
-  j["timed_out"] = o.timed_out;
-  if (run.classification) {
-    const Classification& c = *run.classification;
-    j["classification"] = {{"kind", c.kind}, {"category", c.category}, {"summary", c.summary},
-                           {"detail", c.detail}, {"evidence", c.evidence}};
-  }
-  j["signature"] = run.signature;
-  Json others = Json::array();
-  for (size_t i = 1; i < o.crashes.size(); ++i) others.push_back(ToJson(o.crashes[i]));
-  j["other_crashed_processes"] = std::move(others);
-  if (o.crashes_not_captured) j["crashed_processes_not_captured"] = o.crashes_not_captured;
-  Json hangs = Json::array();
+  file.exit_status = o.ShellStatus();
+  file.exit_code = o.exit_code;
+  file.term_signal = o.term_signal;
+  file.timed_out = o.timed_out;
+  if (run.classification) file.primary.classification = *run.classification;
+  file.signature = run.signature;
+  for (size_t i = 1; i < o.crashes.size(); ++i) file.other_crashed_processes.push_back(o.crashes[i]);
+  if (o.crashes_not_captured) file.crashed_processes_not_captured = o.crashes_not_captured;
   for (const ProcessReport& h : o.hang_dumps) {
-    if (&h == run.primary()) continue;
-    hangs.push_back(ToJson(h));
+    if (&h != run.primary()) file.hang_dumps.push_back(h);
   }
-  j["hang_dumps"] = std::move(hangs);
-  Json klog = Json::array();
   for (const CorrelatedRecord& r : run.kernel_log) {
-    Json rj = {{"message", core::SanitizeUtf8(r.record.message)}, {"class", r.log_class}};
-    rj["monotonic_us"] = r.record.monotonic_us ? Json(*r.record.monotonic_us) : Json(nullptr);
-    rj["job_pid"] = r.job_pid ? Json(*r.job_pid) : Json(nullptr);
-    if (r.xid) rj["xid"] = *r.xid;
-    if (r.oom_kill) rj["oom_kill"] = true;
-    klog.push_back(std::move(rj));
+    file.kernel_log.push_back({core::SanitizeUtf8(r.record.message), r.log_class, r.record.monotonic_us,
+                               r.job_pid, r.xid, r.oom_kill});
   }
-  j["kernel_log"] = std::move(klog);
-  return j;
+  return file;
 }
 
 core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleInput& input) {
@@ -203,7 +194,7 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
     files[file] = {{"present", false}, {"reason", std::move(reason)}};
   };
 
-  Json process = ProcessJson(run);
+  Json process = core::ToJson(ProcessFileOf(run));
   for (auto& [file, data] : std::vector<std::pair<std::string, std::string>>{
            {"process.json", process.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"},
            {"stdout.tail", o.stdout_tail},

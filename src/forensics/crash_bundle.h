@@ -21,14 +21,14 @@ namespace gputriage::forensics {
 struct RunAssessment {
   SuperviseOutcome outcome;
   std::vector<CorrelatedRecord> kernel_log;
-  std::optional<Classification> classification;  ///< nullopt: the run did not fail
+  std::optional<core::Classification> classification;  ///< nullopt: the run did not fail
   std::string signature;                         ///< CrashSignature when failed
   std::vector<core::Finding> findings;
 
   bool failed() const { return classification.has_value(); }
   /// The process the failure is about: the first crash, else the first hang dump; null when
   /// the job died without a capture (exit with an error, SIGKILL, ptrace refused).
-  const ProcessReport* primary() const {
+  const core::ProcessReport* primary() const {
     if (!outcome.crashes.empty()) return &outcome.crashes.front();
     if (!outcome.hang_dumps.empty()) return &outcome.hang_dumps.front();
     return nullptr;
@@ -38,11 +38,11 @@ struct RunAssessment {
 /// Correlates the kernel log, classifies, and builds the findings. Takes the outcome.
 RunAssessment Assess(SuperviseOutcome outcome);
 
-/// process.json: the primary process's report (ToJson) with the job's exit status
-/// (`exit_status`, `exit_code`, `term_signal`, `timed_out`), the classification, the other
-/// crashed processes and hang dumps, and the correlated kernel-log records. When no process
-/// was captured, `signal` is the signal that killed the job (or null) and `threads` is empty.
-core::Json ProcessJson(const RunAssessment& run);
+/// process.json of the run: the primary process's report with the job's exit status, the
+/// classification, the other crashed processes and hang dumps, and the correlated kernel-log
+/// records. When no process was captured, the report's `signal` is the signal that killed the
+/// job (or none) and it has no threads.
+core::ProcessFile ProcessFileOf(const RunAssessment& run);
 
 struct BundleInput {
   std::string parent_dir;             ///< --bundle-dir; created when missing

@@ -10,6 +10,10 @@
 #include "capture_tree.h"
 
 namespace gputriage::forensics {
+using core::ProcessReport;
+using core::ThreadState;
+using core::Frame;
+using core::FaultLocation;
 namespace {
 
 SuperviseOutcome Segv() {
@@ -89,7 +93,7 @@ TEST(CrashBundle, ACleanExitIsNotAFailure) {
   RunAssessment run = Assess(o);
   EXPECT_FALSE(run.failed());
   EXPECT_TRUE(run.findings.empty());
-  EXPECT_EQ(ProcessJson(run)["exit_status"], 0);
+  EXPECT_EQ(ProcessFileOf(run).exit_status, 0);
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 #include "core/text.h"
 
 namespace gputriage::forensics {
+using core::Disassembly;
+using core::Instruction;
+using core::Hex;
 namespace {
 
 struct GroupFlag {

@@ -1,4 +1,4 @@
-// Disassembly (Capstone) around a faulting program counter, and the ISA-extension check that
+// core::Disassembly (Capstone) around a faulting program counter, and the ISA-extension check that
 // tells "built for a newer CPU" from a deliberate trap.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "forensics/report.h"
+#include "core/process.h"
 
 namespace gputriage::forensics {
 
@@ -38,7 +38,7 @@ struct DisassemblyWindow {
 /// one at `pc` as faulting. `function_start` (from the symbol table) lets it show the
 /// instructions before the PC. The faulting instruction's ISA extensions are listed and
 /// compared with `cpu_flags`. Never fails: what cannot be shown is explained in `note`.
-Disassembly DisassembleAround(const MemoryReader& read, std::string_view arch, uint64_t pc,
+core::Disassembly DisassembleAround(const MemoryReader& read, std::string_view arch, uint64_t pc,
                               std::optional<uint64_t> function_start,
                               const std::set<std::string>& cpu_flags,
                               const DisassemblyWindow& window = {});

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gputriage::forensics {
+using core::Disassembly;
 namespace {
 
 // Memory holding `bytes` at `base`; everything else unreadable.

@@ -24,9 +24,10 @@
 #include "forensics/capture.h"
 #include "forensics/disasm.h"
 #include "forensics/kmsg_watch.h"
-#include "forensics/siginfo.h"
+#include "core/signals.h"
 
 namespace gputriage::forensics {
+using core::IsCrashSignal;
 namespace {
 
 constexpr int kTraceOptions = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |

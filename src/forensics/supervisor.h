@@ -13,7 +13,7 @@
 #include "collect/kernel_log/kmsg.h"
 #include "core/model.h"
 #include "core/result.h"
-#include "forensics/report.h"
+#include "core/process.h"
 
 namespace gputriage::forensics {
 
@@ -42,8 +42,8 @@ struct SuperviseOutcome {
   std::optional<int> exec_errno;   ///< the command could not be executed (errno of execvp)
   bool traced = false;             ///< ptrace was in effect
 
-  std::vector<ProcessReport> crashes;     ///< processes captured at a fatal signal, in order
-  std::vector<ProcessReport> hang_dumps;  ///< stacks taken when the timeout expired
+  std::vector<core::ProcessReport> crashes;     ///< processes captured at a fatal signal, in order
+  std::vector<core::ProcessReport> hang_dumps;  ///< stacks taken when the timeout expired
   size_t crashes_not_captured = 0;        ///< fatal signals beyond max_captures
 
   std::string stdout_tail, stderr_tail;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 namespace gputriage::forensics {
+using core::Frame;
 namespace {
 
 char* g_debuginfo_path = nullptr;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "forensics/report.h"
+#include "core/process.h"
 
 struct Dwfl;
 
@@ -43,7 +43,7 @@ class DwflSession {
 
   /// The symbol, module and source line for `pc`. For a caller frame
   /// (`return_address` true) the lookup uses pc - 1, the call instruction itself.
-  Frame Symbolize(uint64_t pc, bool return_address);
+  core::Frame Symbolize(uint64_t pc, bool return_address);
 
   /// The start address of the function containing `pc`, when a symbol covers it.
   std::optional<uint64_t> FunctionStart(uint64_t pc);
@@ -51,7 +51,7 @@ class DwflSession {
   /// The frames of thread `tid`, innermost first; stops after `limits.max_frames` (setting
   /// `truncated`). When the walk ends early with an error, the frames found so far are
   /// returned and `error` says why.
-  std::vector<Frame> Unwind(int tid, const UnwindLimits& limits, bool* truncated,
+  std::vector<core::Frame> Unwind(int tid, const UnwindLimits& limits, bool* truncated,
                             std::optional<std::string>* error);
 
   /// Thread ids the session knows (live: /proc/PID/task; core: its NT_PRSTATUS notes).

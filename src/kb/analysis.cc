@@ -15,8 +15,8 @@
 #include "collect/kernel_log/kmsg.h"
 #include "core/json_read.h"
 #include "core/text.h"
-#include "forensics/report.h"
-#include "forensics/siginfo.h"
+#include "core/process.h"
+#include "core/signals.h"
 #include "core/snapshot.h"
 #include "kb/vm_fault.h"
 
@@ -633,7 +633,7 @@ core::Result<void> Analyzer::AddBundle(const std::string& dir) {
       scan_->Line(LineSource::kKmsg, r.message, ++n, "kmsg.log");
     });
   }
-  AddProcess(forensics::ProcessReportFromJson(process), dir + "/process.json");
+  AddProcess(core::ProcessReportFromJson(process), dir + "/process.json");
   if (auto repeat_text = read("repeat.json")) {
     Json r = Json::parse(*repeat_text, nullptr, false);
     if (r.is_object() && r.value("runs", 0) > 0) {
@@ -648,12 +648,12 @@ core::Result<void> Analyzer::AddBundle(const std::string& dir) {
   return {};
 }
 
-void Analyzer::AddProcess(const forensics::ProcessReport& report, const std::string& name) {
+void Analyzer::AddProcess(const core::ProcessReport& report, const std::string& name) {
   scan_->Flush();
-  if (report.signal) scan_->Line(LineSource::kSignal, forensics::SignalName(*report.signal), 1, "signal");
+  if (report.signal) scan_->Line(LineSource::kSignal, core::SignalName(*report.signal), 1, "signal");
   uint64_t n = 0;
-  for (const forensics::ThreadState& t : report.threads) {
-    for (const forensics::Frame& f : t.frames) {
+  for (const core::ThreadState& t : report.threads) {
+    for (const core::Frame& f : t.frames) {
       if (!f.function.empty()) scan_->Line(LineSource::kFrames, f.function, ++n, "frames");
     }
   }

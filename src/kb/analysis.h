@@ -10,16 +10,13 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/process.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "kb/knowledge_base.h"
 #include "kb/log_reader.h"
 #include "kb/matcher.h"
 #include "kb/signature.h"
-
-namespace gputriage::forensics {
-struct ProcessReport;
-}
 
 namespace gputriage::kb {
 
@@ -74,7 +71,7 @@ class Analyzer {
   core::Result<void> AddBundle(const std::string& dir);
 
   /// A process report (from a core file): its signal, frames and classification.
-  void AddProcess(const forensics::ProcessReport& report, const std::string& name);
+  void AddProcess(const core::ProcessReport& report, const std::string& name);
 
   /// The verdict over everything added since Begin. `facts` may be null (no snapshot).
   Analysis Finish(const Facts* facts);

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "forensics/report.h"
+#include "core/process.h"
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 
 /// Parses /proc/PID/maps text ("start-end perms offset dev inode   path"). Lines that do not
 /// parse are skipped and counted in `*malformed` when given. Paths keep embedded spaces and a
@@ -30,4 +30,4 @@ FaultLocation LocateFault(uint64_t fault_address, const std::vector<Mapping>& ma
                           std::optional<uint64_t> stack_pointer,
                           uint64_t stack_slack = 256 * 1024);
 
-}  // namespace gputriage::forensics
+}  // namespace gputriage::core

@@ -1,4 +1,4 @@
-#include "forensics/maps.h"
+#include "core/maps.h"
 
 #include <charconv>
 
@@ -6,7 +6,7 @@
 
 #include "core/text.h"
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 namespace {
 
 bool ParseHex(std::string_view text, uint64_t& out) {
@@ -148,4 +148,4 @@ FaultLocation LocateFault(uint64_t fault_address, const std::vector<Mapping>& ma
   return loc;
 }
 
-}  // namespace gputriage::forensics
+}  // namespace gputriage::core

@@ -1,10 +1,10 @@
-#include "forensics/maps.h"
+#include "core/maps.h"
 
 #include <gtest/gtest.h>
 
 #include "capture_tree.h"
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 namespace {
 
 std::vector<Mapping> CrasherMaps(size_t* malformed = nullptr) {
@@ -68,4 +68,4 @@ TEST(Maps, LocatesFaults) {
 }
 
 }  // namespace
-}  // namespace gputriage::forensics
+}  // namespace gputriage::core

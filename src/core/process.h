@@ -13,7 +13,7 @@
 
 #include "core/model.h"
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 
 /// One stack frame. `pc` is the frame's program counter (for caller frames: the return
 /// address). `function` is demangled; empty when no symbol covers the address. `offset` is the
@@ -89,7 +89,7 @@ struct Classification {
   std::string category = "other";
   std::string summary;  ///< one line
   std::string detail;
-  std::vector<core::Evidence> evidence;
+  std::vector<Evidence> evidence;
 };
 
 /// Everything known about one process of the job. Optional members are absent when unknown.
@@ -108,19 +108,52 @@ struct ProcessReport {
   std::optional<FaultLocation> fault_location;
   std::optional<Classification> classification;
   /// Parts that could not be collected and why ("registers: PTRACE_GETREGSET: ESRCH").
-  std::vector<core::NotCollected> not_collected;
+  std::vector<NotCollected> not_collected;
 };
 
 /// process.json: `signal` as a name ("SIGSEGV"), `si_code` as a name ("SEGV_MAPERR") with
 /// `si_code_value` and `si_code_meaning`, addresses as "0x..." strings, frames with
 /// function/module/offset (file/line when known).
-core::Json ToJson(const ProcessReport& report);
+Json ToJson(const ProcessReport& report);
 
 /// Parses what ToJson wrote (for `analyze BUNDLE`, report rendering). Unknown or missing
 /// members stay at their defaults; never throws.
-ProcessReport ProcessReportFromJson(const core::Json& json);
+ProcessReport ProcessReportFromJson(const Json& json);
 
 /// "0x7f12abcd" — the form every address takes in JSON and text.
 std::string Hex(uint64_t value);
 
-}  // namespace gputriage::forensics
+/// A kernel-log record written during a supervised run, as process.json keeps it.
+struct RunKernelLogRecord {
+  std::string message;
+  std::string log_class;                 ///< "nvidia.xid", "amdgpu", ... ("" when not GPU-related)
+  std::optional<uint64_t> monotonic_us;  ///< since boot
+  std::optional<int> job_pid;            ///< a pid of the job's process tree the record names
+  std::optional<uint32_t> xid;           ///< NVIDIA Xid code, when it is an Xid line
+  bool oom_kill = false;                 ///< the OOM killer killed `job_pid`
+};
+
+/// process.json of a crash bundle: the report of the process the failure is about (its members
+/// at the top level, as ToJson(ProcessReport) writes them), then how the run ended.
+struct ProcessFile {
+  ProcessReport primary;  ///< with the run's classification
+  std::optional<int> exit_status;  ///< as a shell reports it (128+N after signal N)
+  std::optional<int> exit_code;    ///< the job exited normally with this code
+  std::optional<int> term_signal;  ///< the job was killed by this signal (JSON: its name)
+  bool timed_out = false;
+  std::string signature;  ///< what runs of the same failure group by
+  std::vector<ProcessReport> other_crashed_processes;
+  std::optional<uint64_t> crashed_processes_not_captured;
+  std::vector<ProcessReport> hang_dumps;
+  std::vector<RunKernelLogRecord> kernel_log;
+};
+
+/// process.json: ToJson(primary) with exit_status, exit_code, term_signal, timed_out,
+/// signature, other_crashed_processes, hang_dumps and kernel_log.
+Json ToJson(const ProcessFile& file);
+
+/// Parses process.json leniently (never throws); members that are absent or of another type
+/// stay unknown.
+ProcessFile ProcessFileFromJson(const Json& json);
+
+}  // namespace gputriage::core

@@ -1,14 +1,28 @@
-#include "forensics/report.h"
+#include "core/process.h"
 
 #include <fmt/format.h>
 
-#include "core/json_read.h"
-#include "forensics/siginfo.h"
+#include "core/json_fields.h"
+#include "core/signals.h"
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 namespace {
 
-using core::Json;
+// Lenient member readers: a member that is absent or of another type reads as empty/false.
+std::string StringAt(const Json& j, const char* key) {
+  std::string out;
+  if (!j.is_object()) return out;
+  if (auto it = j.find(key); it != j.end()) json_fields::ReadValue(*it, out);
+  return out;
+}
+
+bool TrueAt(const Json& j, const char* key) {
+  bool out = false;
+  if (!j.is_object()) return false;
+  if (auto it = j.find(key); it != j.end()) json_fields::ReadValue(*it, out);
+  return out;
+}
+
 
 std::optional<uint64_t> ParseHexJson(const Json& j, const char* key) {
   if (!j.is_object()) return std::nullopt;
@@ -43,9 +57,9 @@ Mapping MappingFromJson(const Json& j) {
   Mapping m;
   m.start = ParseHexJson(j, "start").value_or(0);
   m.end = ParseHexJson(j, "end").value_or(0);
-  m.perms = core::StringAt(j, "perms");
+  m.perms = StringAt(j, "perms");
   m.file_offset = ParseHexJson(j, "offset").value_or(0);
-  m.path = core::StringAt(j, "path");
+  m.path = StringAt(j, "path");
   return m;
 }
 
@@ -61,9 +75,9 @@ Json FrameJson(const Frame& f) {
 Frame FrameFromJson(const Json& j) {
   Frame f;
   f.pc = ParseHexJson(j, "pc").value_or(0);
-  f.function = core::StringAt(j, "function");
+  f.function = StringAt(j, "function");
   f.function_offset = ParseHexJson(j, "function_offset").value_or(0);
-  f.module = core::StringAt(j, "module");
+  f.module = StringAt(j, "module");
   f.offset = ParseHexJson(j, "offset");
   if (j.is_object() && j.contains("file") && j["file"].is_string()) f.file = j["file"].get<std::string>();
   if (auto line = Int(j, "line")) f.line = static_cast<int>(*line);
@@ -148,11 +162,11 @@ ProcessReport ProcessReportFromJson(const Json& j) {
   ProcessReport r;
   if (!j.is_object()) return r;
   r.pid = static_cast<int>(Int(j, "pid").value_or(0));
-  r.command = core::StringAt(j, "command");
-  r.executable = core::StringAt(j, "executable");
+  r.command = StringAt(j, "command");
+  r.executable = StringAt(j, "executable");
   if (auto n = Int(j, "signal_number")) {
     r.signal = static_cast<int>(*n);
-  } else if (auto name = core::StringAt(j, "signal"); !name.empty()) {
+  } else if (auto name = StringAt(j, "signal"); !name.empty()) {
     r.signal = SignalNumber(name);
   }
   if (auto c = Int(j, "si_code_value")) r.si_code = static_cast<int>(*c);
@@ -163,7 +177,7 @@ ProcessReport ProcessReportFromJson(const Json& j) {
     for (const Json& tj : *it) {
       ThreadState t;
       t.tid = static_cast<int>(Int(tj, "tid").value_or(0));
-      t.name = core::StringAt(tj, "name");
+      t.name = StringAt(tj, "name");
       if (tj.is_object() && tj.contains("register_order") && tj["register_order"].is_array() &&
           tj.contains("registers")) {
         for (const Json& name : tj["register_order"]) {
@@ -176,21 +190,21 @@ ProcessReport ProcessReportFromJson(const Json& j) {
       if (tj.is_object() && tj.contains("frames") && tj["frames"].is_array()) {
         for (const Json& fj : tj["frames"]) t.frames.push_back(FrameFromJson(fj));
       }
-      t.frames_truncated = core::TrueAt(tj, "frames_truncated");
-      if (auto e = core::StringAt(tj, "unwind_error"); !e.empty()) t.unwind_error = e;
+      t.frames_truncated = TrueAt(tj, "frames_truncated");
+      if (auto e = StringAt(tj, "unwind_error"); !e.empty()) t.unwind_error = e;
       r.threads.push_back(std::move(t));
     }
   }
   if (auto it = j.find("disassembly"); it != j.end() && it->is_object()) {
     Disassembly d;
-    d.arch = core::StringAt(*it, "arch");
+    d.arch = StringAt(*it, "arch");
     if (it->contains("instructions") && (*it)["instructions"].is_array()) {
       for (const Json& ij : (*it)["instructions"]) {
         Instruction ins;
         ins.address = ParseHexJson(ij, "address").value_or(0);
-        ins.bytes = core::StringAt(ij, "bytes");
-        ins.text = core::StringAt(ij, "text");
-        ins.faulting = core::TrueAt(ij, "faulting");
+        ins.bytes = StringAt(ij, "bytes");
+        ins.text = StringAt(ij, "text");
+        ins.faulting = TrueAt(ij, "faulting");
         d.instructions.push_back(std::move(ins));
       }
     }
@@ -202,13 +216,13 @@ ProcessReport ProcessReportFromJson(const Json& j) {
         }
       }
     }
-    if (auto note = core::StringAt(*it, "note"); !note.empty()) d.note = note;
+    if (auto note = StringAt(*it, "note"); !note.empty()) d.note = note;
     r.disassembly = std::move(d);
   }
   if (auto it = j.find("fault_location"); it != j.end() && it->is_object()) {
     FaultLocation fl;
-    fl.kind = core::StringAt(*it, "kind");
-    fl.description = core::StringAt(*it, "description");
+    fl.kind = StringAt(*it, "kind");
+    fl.description = StringAt(*it, "description");
     if (it->contains("mapping") && (*it)["mapping"].is_object()) fl.mapping = MappingFromJson((*it)["mapping"]);
     r.fault_location = std::move(fl);
   }
@@ -217,21 +231,99 @@ ProcessReport ProcessReportFromJson(const Json& j) {
   }
   if (auto it = j.find("classification"); it != j.end() && it->is_object()) {
     Classification c;
-    c.kind = core::StringAt(*it, "kind");
-    c.category = core::StringAt(*it, "category");
-    c.summary = core::StringAt(*it, "summary");
-    c.detail = core::StringAt(*it, "detail");
+    c.kind = StringAt(*it, "kind");
+    c.category = StringAt(*it, "category");
+    c.summary = StringAt(*it, "summary");
+    c.detail = StringAt(*it, "detail");
     if (it->contains("evidence") && (*it)["evidence"].is_array()) {
       for (const Json& e : (*it)["evidence"]) {
-        c.evidence.push_back({core::StringAt(e, "source"), core::StringAt(e, "text")});
+        c.evidence.push_back({StringAt(e, "source"), StringAt(e, "text")});
       }
     }
     r.classification = std::move(c);
   }
   if (auto it = j.find("not_collected"); it != j.end() && it->is_array()) {
-    for (const Json& n : *it) r.not_collected.push_back({core::StringAt(n, "item"), core::StringAt(n, "reason")});
+    for (const Json& n : *it) r.not_collected.push_back({StringAt(n, "item"), StringAt(n, "reason")});
   }
   return r;
 }
 
-}  // namespace gputriage::forensics
+Json ToJson(const ProcessFile& file) {
+  Json j = ToJson(file.primary);
+  j["exit_status"] = file.exit_status ? Json(*file.exit_status) : Json(nullptr);
+  j["exit_code"] = file.exit_code ? Json(*file.exit_code) : Json(nullptr);
+  j["term_signal"] = file.term_signal ? Json(SignalName(*file.term_signal)) : Json(nullptr);
+  j["timed_out"] = file.timed_out;
+  j["signature"] = file.signature;
+  Json others = Json::array();
+  for (const ProcessReport& p : file.other_crashed_processes) others.push_back(ToJson(p));
+  j["other_crashed_processes"] = std::move(others);
+  if (file.crashed_processes_not_captured) {
+    j["crashed_processes_not_captured"] = *file.crashed_processes_not_captured;
+  }
+  Json hangs = Json::array();
+  for (const ProcessReport& h : file.hang_dumps) hangs.push_back(ToJson(h));
+  j["hang_dumps"] = std::move(hangs);
+  Json klog = Json::array();
+  for (const RunKernelLogRecord& r : file.kernel_log) {
+    Json rj = {{"message", r.message}, {"class", r.log_class}};
+    rj["monotonic_us"] = r.monotonic_us ? Json(*r.monotonic_us) : Json(nullptr);
+    rj["job_pid"] = r.job_pid ? Json(*r.job_pid) : Json(nullptr);
+    if (r.xid) rj["xid"] = *r.xid;
+    if (r.oom_kill) rj["oom_kill"] = true;
+    klog.push_back(std::move(rj));
+  }
+  j["kernel_log"] = std::move(klog);
+  return j;
+}
+
+ProcessFile ProcessFileFromJson(const Json& j) {
+  ProcessFile file;
+  file.primary = ProcessReportFromJson(j);
+  if (!j.is_object()) return file;
+  auto read = [&j](const char* key, auto& out) {
+    if (auto it = j.find(key); it != j.end()) {
+      std::remove_reference_t<decltype(*out)> value{};
+      if (json_fields::ReadValue(*it, value)) out = value;
+    }
+  };
+  read("exit_status", file.exit_status);
+  read("exit_code", file.exit_code);
+  if (std::string name = StringAt(j, "term_signal"); !name.empty()) file.term_signal = SignalNumber(name);
+  file.timed_out = TrueAt(j, "timed_out");
+  file.signature = StringAt(j, "signature");
+  read("crashed_processes_not_captured", file.crashed_processes_not_captured);
+  for (const char* key : {"other_crashed_processes", "hang_dumps"}) {
+    auto& out = std::string_view(key) == "hang_dumps" ? file.hang_dumps : file.other_crashed_processes;
+    if (auto it = j.find(key); it != j.end() && it->is_array()) {
+      for (const Json& p : *it) {
+        if (p.is_object()) out.push_back(ProcessReportFromJson(p));
+      }
+    }
+  }
+  if (auto it = j.find("kernel_log"); it != j.end() && it->is_array()) {
+    for (const Json& rj : *it) {
+      if (!rj.is_object()) continue;
+      RunKernelLogRecord r;
+      r.message = StringAt(rj, "message");
+      r.log_class = StringAt(rj, "class");
+      if (auto m = rj.find("monotonic_us"); m != rj.end()) {
+        uint64_t v = 0;
+        if (json_fields::ReadValue(*m, v)) r.monotonic_us = v;
+      }
+      if (auto p = rj.find("job_pid"); p != rj.end()) {
+        int v = 0;
+        if (json_fields::ReadValue(*p, v)) r.job_pid = v;
+      }
+      if (auto x = rj.find("xid"); x != rj.end()) {
+        uint64_t v = 0;
+        if (json_fields::ReadValue(*x, v) && v <= UINT32_MAX) r.xid = static_cast<uint32_t>(v);
+      }
+      r.oom_kill = TrueAt(rj, "oom_kill");
+      file.kernel_log.push_back(std::move(r));
+    }
+  }
+  return file;
+}
+
+}  // namespace gputriage::core

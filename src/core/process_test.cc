@@ -1,10 +1,10 @@
-#include "forensics/report.h"
+#include "core/process.h"
 
 #include <signal.h>
 
 #include <gtest/gtest.h>
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 namespace {
 
 TEST(Report, JsonRoundTripKeepsTheContract) {
@@ -41,7 +41,7 @@ TEST(Report, JsonRoundTripKeepsTheContract) {
   r.classification = Classification{"null-dereference", "other", "null pointer", "detail", {{"stack", "x"}}};
   r.not_collected = {{"thread 9", "did not stop"}};
 
-  core::Json j = ToJson(r);
+  Json j = ToJson(r);
   EXPECT_EQ(j["signal"], "SIGSEGV");
   EXPECT_EQ(j["si_code"], "SEGV_MAPERR");
   EXPECT_EQ(j["fault_address"], "0x0");
@@ -59,20 +59,20 @@ TEST(Report, JsonRoundTripKeepsTheContract) {
 
 TEST(Report, UnknownStaysAbsentAndDamagedJsonDoesNotThrow) {
   ProcessReport empty;
-  core::Json j = ToJson(empty);
+  Json j = ToJson(empty);
   EXPECT_TRUE(j["signal"].is_null());
   EXPECT_TRUE(j["si_code"].is_null());
   EXPECT_TRUE(j["fault_address"].is_null());
   EXPECT_TRUE(j["disassembly"].is_null());
-  ProcessReport junk = ProcessReportFromJson(core::Json::parse(
+  ProcessReport junk = ProcessReportFromJson(Json::parse(
       R"({"pid":"x","threads":[{"frames":[7,{"pc":"0xzz"}]}],"fault_address":"nope","disassembly":[1]})"));
   EXPECT_EQ(junk.pid, 0);
   EXPECT_FALSE(junk.fault_address);
   ASSERT_EQ(junk.threads.size(), 1u);
   EXPECT_EQ(junk.threads[0].frames.size(), 2u);
   EXPECT_FALSE(junk.disassembly);
-  EXPECT_NO_THROW(ProcessReportFromJson(core::Json(42)));
+  EXPECT_NO_THROW(ProcessReportFromJson(Json(42)));
 }
 
 }  // namespace
-}  // namespace gputriage::forensics
+}  // namespace gputriage::core

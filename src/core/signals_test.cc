@@ -1,10 +1,10 @@
-#include "forensics/siginfo.h"
+#include "core/signals.h"
 
 #include <signal.h>
 
 #include <gtest/gtest.h>
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 namespace {
 
 TEST(Siginfo, NamesSignals) {
@@ -54,4 +54,4 @@ TEST(Siginfo, FaultAddressOnlyForKernelRaisedFaults) {
 }
 
 }  // namespace
-}  // namespace gputriage::forensics
+}  // namespace gputriage::core

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 
 /// "SIGSEGV" for 11; "SIG42" for a number without a name (real-time signals: "SIGRTMIN+3").
 std::string SignalName(int signal);
@@ -34,4 +34,4 @@ bool HasFaultAddress(int signal, int si_code);
 /// tkill, tgkill or sigqueue: si_pid is meaningful.
 bool IsSentByProcess(int si_code);
 
-}  // namespace gputriage::forensics
+}  // namespace gputriage::core

@@ -1,4 +1,4 @@
-#include "forensics/siginfo.h"
+#include "core/signals.h"
 
 #include <signal.h>
 
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-namespace gputriage::forensics {
+namespace gputriage::core {
 namespace {
 
 struct NamedSignal {
@@ -196,4 +196,4 @@ bool IsSentByProcess(int si_code) {
   return si_code == SI_USER || si_code == SI_TKILL || si_code == SI_QUEUE;
 }
 
-}  // namespace gputriage::forensics
+}  // namespace gputriage::core
