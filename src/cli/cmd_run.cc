@@ -66,7 +66,7 @@ std::string IndexBundle(const forensics::RunAssessment& run, const std::string& 
     row.signal = core::SignalName(*p->signal);
   }
   row.kind = run.classification->kind;
-  row.category = run.classification->category;
+  row.category = std::string(core::CategoryName(run.classification->category));
   row.signature = run.signature;
   row.summary = run.classification->summary;
   auto saved = opened->SaveBundle(row);
@@ -131,7 +131,7 @@ core::Result<RunResult> RunOnce(const RunFlags& flags, const std::string& bundle
   result.failed = true;
   run.signature = RunSignature(run);
   result.kind = run.classification->kind;
-  result.category = run.classification->category;
+  result.category = std::string(core::CategoryName(run.classification->category));
   result.summary = run.classification->summary;
   result.signature = run.signature;
   if (want_bundle(run.signature)) {

@@ -149,7 +149,7 @@ Json ToJson(const ProcessReport& r) {
   j["maps"] = std::move(maps);
   if (r.classification) {
     const Classification& c = *r.classification;
-    j["classification"] = {{"kind", c.kind}, {"category", c.category}, {"summary", c.summary},
+    j["classification"] = {{"kind", c.kind}, {"category", CategoryName(c.category)}, {"summary", c.summary},
                            {"detail", c.detail}, {"evidence", c.evidence}};
   } else {
     j["classification"] = nullptr;
@@ -232,7 +232,7 @@ ProcessReport ProcessReportFromJson(const Json& j) {
   if (auto it = j.find("classification"); it != j.end() && it->is_object()) {
     Classification c;
     c.kind = StringAt(*it, "kind");
-    c.category = StringAt(*it, "category");
+    c.category = ParseCategory(StringAt(*it, "category")).value_or(Category::kOther);
     c.summary = StringAt(*it, "summary");
     c.detail = StringAt(*it, "detail");
     if (it->contains("evidence") && (*it)["evidence"].is_array()) {

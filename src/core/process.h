@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/category.h"
 #include "core/model.h"
 
 namespace gputriage::core {
@@ -86,7 +87,7 @@ struct FaultLocation {
 /// ...); `category` is the DESIGN.md failure category when one applies, else "other".
 struct Classification {
   std::string kind;
-  std::string category = "other";
+  Category category = Category::kOther;
   std::string summary;  ///< one line
   std::string detail;
   std::vector<Evidence> evidence;

@@ -38,7 +38,7 @@ TEST(Report, JsonRoundTripKeepsTheContract) {
   r.disassembly = d;
   r.maps = {{0x1000, 0x2000, "r-xp", 0, "/bin/x"}};
   r.fault_location = FaultLocation{"null-page", std::nullopt, "address 0x0"};
-  r.classification = Classification{"null-dereference", "other", "null pointer", "detail", {{"stack", "x"}}};
+  r.classification = Classification{"null-dereference", Category::kOther, "null pointer", "detail", {{"stack", "x"}}};
   r.not_collected = {{"thread 9", "did not stop"}};
 
   Json j = ToJson(r);

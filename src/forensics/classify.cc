@@ -27,30 +27,30 @@ namespace {
 
 struct OutputPattern {
   const char* kind;
-  const char* category;
+  core::Category category;
   const char* pattern;
 };
 
 // Error lines of the GPU runtimes and frameworks, the most specific first. The names are the
 // runtimes' own (cudaError_t / hipError_t / hsa_status_t enumerators and their messages).
 constexpr std::array kOutputPatterns = {
-    OutputPattern{"gpu-device-assert", "device-assert",
+    OutputPattern{"gpu-device-assert", core::Category::kDeviceAssert,
                   R"(device-side assert triggered|cudaErrorAssert|hipErrorAssert|CUDA_ERROR_ASSERT|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion)"},
-    OutputPattern{"gpu-illegal-address", "illegal-address",
+    OutputPattern{"gpu-illegal-address", core::Category::kIllegalAddress,
                   R"(illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|hipErrorIllegalAddress|HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|misaligned address|cudaErrorMisalignedAddress|cudaErrorInvalidAddressSpace|CUDA_ERROR_INVALID_ADDRESS_SPACE|operation not supported on global/shared address space|unspecified launch failure|cudaErrorLaunchFailure|hipErrorLaunchFailure)"},
-    OutputPattern{"gpu-page-fault", "page-fault",
+    OutputPattern{"gpu-page-fault", core::Category::kPageFault,
                   R"(Memory access fault by GPU node|HSA_STATUS_ERROR_MEMORY_FAULT)"},
-    OutputPattern{"gpu-out-of-memory", "oom",
+    OutputPattern{"gpu-out-of-memory", core::Category::kOom,
                   R"(CUDA out of memory|HIP out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|HSA_STATUS_ERROR_OUT_OF_RESOURCES|OutOfMemoryError)"},
-    OutputPattern{"gpu-no-kernel-image", "arch-mismatch",
+    OutputPattern{"gpu-no-kernel-image", core::Category::kArchMismatch,
                   R"(no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|invalid device function|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|No compatible code objects found)"},
-    OutputPattern{"gpu-runtime-init", "driver-runtime",
+    OutputPattern{"gpu-runtime-init", core::Category::kDriverRuntime,
                   R"(no CUDA-capable device is detected|CUDA driver version is insufficient|cudaErrorInsufficientDriver|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|hipErrorNoDevice|Found no NVIDIA driver|cudaErrorInitializationError|hipErrorNotInitialized|CUDA_ERROR_NOT_INITIALIZED)"},
-    OutputPattern{"collective-timeout", "hang-timeout",
+    OutputPattern{"collective-timeout", core::Category::kHangTimeout,
                   R"(Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imeout|NCCL.*timed? ?out)"},
-    OutputPattern{"gpu-compile-error", "compiler-jit",
+    OutputPattern{"gpu-compile-error", core::Category::kCompilerJit,
                   R"(ptxas (?:fatal|error)|NVRTC_ERROR_\w+|nvrtc: error|HIPRTC_ERROR_\w+|hiprtc.*error|CompilationError)"},
-    OutputPattern{"gpu-runtime-error", "other",
+    OutputPattern{"gpu-runtime-error", core::Category::kOther,
                   R"(CUDA error|cudaError\w+|CUDA_ERROR_\w+|HIP error|hipError\w+|HSA_STATUS_ERROR_\w+|NCCL error|ncclInternalError|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|rocBLAS error|MIOpen Error)"},
 };
 
@@ -218,7 +218,7 @@ Classification ClassifyBus(const ProcessReport& p) {
   const Mapping* m = p.fault_location && p.fault_location->mapping ? &*p.fault_location->mapping : nullptr;
   if (code == 4 || code == 5) {  // BUS_MCEERR_AR / BUS_MCEERR_AO
     c.kind = "hardware-memory-error";
-    c.category = "hardware";
+    c.category = core::Category::kHardware;
     c.summary = "uncorrectable hardware memory error in the process's memory (machine check)";
     return c;
   }
@@ -268,7 +268,7 @@ Classification ClassifyIll(const ProcessReport& p) {
   }
   if (p.disassembly && !p.disassembly->missing_on_cpu.empty()) {
     c.kind = "illegal-instruction-isa";
-    c.category = "arch-mismatch";
+    c.category = core::Category::kArchMismatch;
     std::string missing = fmt::format("{}", fmt::join(p.disassembly->missing_on_cpu, ", "));
     c.summary = fmt::format("built for a newer CPU: `{}` needs {}, which this CPU does not have",
                             insn, missing);
@@ -367,7 +367,7 @@ std::optional<OutputError> FindOutputError(std::string_view text) {
   for (std::string_view line : lines) {
     if (core::StartsWith(line, "Traceback (most recent call last):")) traceback = true;
     if (traceback && RE2::FullMatch(re2::StringPiece(line.data(), line.size()), kPyLast)) {
-      last = OutputError{"python-exception", "other", Clip(line)};
+      last = OutputError{"python-exception", core::Category::kOther, Clip(line)};
     }
   }
   return last;
@@ -381,7 +381,7 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
   if (ctx.timed_out) {
     Classification c;
     c.kind = "hang";
-    c.category = "hang-timeout";
+    c.category = core::Category::kHangTimeout;
     c.summary = "the job did not finish before the timeout and was terminated";
     if (p && !p->threads.empty() && !p->threads.front().frames.empty()) {
       c.evidence.push_back({"stack", "main thread was in " + FrameText(p->threads.front().frames.front())});
@@ -407,7 +407,7 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
       case SIGSYS: {
         Classification c;
         c.kind = "seccomp-violation";
-        c.category = "driver-runtime";
+        c.category = core::Category::kDriverRuntime;
         c.summary = "a system call forbidden by the seccomp filter (container profile)";
         result = c;
         break;
@@ -439,7 +439,7 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
     }
     if (*ctx.term_signal == SIGKILL && oom) {
       c.kind = "oom-killed";
-      c.category = "oom";
+      c.category = core::Category::kOom;
       c.summary = "killed by the kernel's OOM killer: the host (or the container's memory cgroup) ran out of memory";
     } else if (*ctx.term_signal == SIGKILL) {
       c.kind = "killed";

@@ -29,7 +29,7 @@ struct FailureContext {
 /// A GPU-runtime or Python error found in output text.
 struct OutputError {
   std::string kind;      ///< "gpu-runtime-error", "python-exception", "c10-error", ...
-  std::string category;  ///< DESIGN.md category ("illegal-address", "oom", ...) or "other"
+  core::Category category = core::Category::kOther;
   std::string line;      ///< the line that says it, verbatim (trimmed)
 };
 

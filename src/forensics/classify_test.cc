@@ -25,12 +25,12 @@ TEST(Classify, FindsGpuErrorsInRealOutput) {
   auto ima = FindOutputError(testing::ReadCapture("run/stderr-cuda-illegal-address.txt"));
   ASSERT_TRUE(ima);
   EXPECT_EQ(ima->kind, "gpu-illegal-address");
-  EXPECT_EQ(ima->category, "illegal-address");
+  EXPECT_EQ(ima->category, core::Category::kIllegalAddress);
   EXPECT_EQ(ima->line, "[56285] 0.54.236.075 E CUDA error: an illegal memory access was encountered");
   auto assert_ = FindOutputError(testing::ReadCapture("run/stderr-device-assert.txt"));
   ASSERT_TRUE(assert_);
   EXPECT_EQ(assert_->kind, "gpu-device-assert");
-  EXPECT_EQ(assert_->category, "device-assert");
+  EXPECT_EQ(assert_->category, core::Category::kDeviceAssert);
 }
 
 TEST(Classify, FindsGpuErrorsInOutputCapturedOnTheH200) {
@@ -39,7 +39,7 @@ TEST(Classify, FindsGpuErrorsInOutputCapturedOnTheH200) {
   auto oob = FindOutputError(testing::ReadCapture("run/h200-cuda-oob.stderr.txt"));
   ASSERT_TRUE(oob);
   EXPECT_EQ(oob->kind, "gpu-illegal-address");
-  EXPECT_EQ(oob->category, "illegal-address");
+  EXPECT_EQ(oob->category, core::Category::kIllegalAddress);
   EXPECT_EQ(oob->line, "cuda_oob: cudaDeviceSynchronize: cudaErrorInvalidAddressSpace (operation not "
                        "supported on global/shared address space)");
   auto assert_ = FindOutputError(testing::ReadCapture("run/h200-torch-index-add-assert.stderr.txt"));
@@ -108,7 +108,7 @@ TEST(Classify, AbortMessagesFromGlibcAndTheCxxRuntime) {
   ctx.stderr_tail = "RuntimeError: CUDA error: an illegal memory access was encountered\n";
   auto gpu = Classify(ctx);
   EXPECT_EQ(gpu->kind, "gpu-illegal-address");
-  EXPECT_EQ(gpu->category, "illegal-address");
+  EXPECT_EQ(gpu->category, core::Category::kIllegalAddress);
 }
 
 TEST(Classify, SegvInsideAGpuRuntimeLibrary) {
@@ -142,7 +142,7 @@ TEST(Classify, SigkillWithAndWithoutTheOomKiller) {
   auto oom = Classify(ctx);
   ASSERT_TRUE(oom);
   EXPECT_EQ(oom->kind, "oom-killed");
-  EXPECT_EQ(oom->category, "oom");
+  EXPECT_EQ(oom->category, core::Category::kOom);
   log.clear();
   EXPECT_EQ(Classify(ctx)->kind, "killed");
   ctx.term_signal = SIGTERM;

@@ -100,7 +100,7 @@ std::string FixFor(const Classification& c) {
 }
 
 core::Severity SeverityFor(const Classification& c) {
-  return c.category == "hardware" ? core::Severity::kCritical : core::Severity::kError;
+  return c.category == core::Category::kHardware ? core::Severity::kCritical : core::Severity::kError;
 }
 
 }  // namespace
@@ -250,7 +250,7 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
   manifest["traced"] = o.traced;
   if (run.classification) {
     manifest["classification"] = {{"kind", run.classification->kind},
-                                  {"category", run.classification->category},
+                                  {"category", core::CategoryName(run.classification->category)},
                                   {"summary", run.classification->summary}};
   }
   manifest["signature"] = run.signature;

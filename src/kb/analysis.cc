@@ -658,7 +658,8 @@ void Analyzer::AddProcess(const core::ProcessReport& report, const std::string& 
     }
   }
   if (report.classification) {
-    std::string category = CategoryOfKind(report.classification->kind, report.classification->category);
+    std::string category = CategoryOfKind(report.classification->kind,
+                                          std::string(core::CategoryName(report.classification->category)));
     if (category != "other") scan_->Prior(category, 4, {name, report.classification->summary});
     if (scan_->key_line_.empty()) scan_->key_line_ = report.classification->summary;
   }
