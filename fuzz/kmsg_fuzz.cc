@@ -6,28 +6,28 @@
 #include <string_view>
 #include <utility>
 
-#include "collect/kernel_log/classify.h"
-#include "collect/kernel_log/kmsg.h"
+#include "kmsg/classify.h"
+#include "kmsg/kmsg.h"
 
 namespace {
 
-void Inspect(gputriage::kernel_log::Record&& record) {
-  using gputriage::kernel_log::LogClass;
-  LogClass log_class = gputriage::kernel_log::ClassifyMessage(record.message);
+void Inspect(gputriage::kmsg::Record&& record) {
+  using gputriage::kmsg::LogClass;
+  LogClass log_class = gputriage::kmsg::ClassifyMessage(record.message);
   if (log_class == LogClass::kNvidiaXid || log_class == LogClass::kNvidiaNvrm) {
-    (void)gputriage::kernel_log::ParseXid(record.message);
+    (void)gputriage::kmsg::ParseXid(record.message);
   }
-  (void)gputriage::kernel_log::LogClassName(log_class);
+  (void)gputriage::kmsg::LogClassName(log_class);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  gputriage::kernel_log::ParseKmsgBuffer(bytes, Inspect);
-  gputriage::kernel_log::ParseSyslogBuffer(bytes, Inspect);
-  if (auto record = gputriage::kernel_log::ParseKmsgRecord(bytes)) Inspect(std::move(*record));
-  (void)gputriage::kernel_log::UnescapeKmsg(bytes);
-  (void)gputriage::kernel_log::ParseXid(bytes);
+  gputriage::kmsg::ParseKmsgBuffer(bytes, Inspect);
+  gputriage::kmsg::ParseSyslogBuffer(bytes, Inspect);
+  if (auto record = gputriage::kmsg::ParseKmsgRecord(bytes)) Inspect(std::move(*record));
+  (void)gputriage::kmsg::UnescapeKmsg(bytes);
+  (void)gputriage::kmsg::ParseXid(bytes);
   return 0;
 }

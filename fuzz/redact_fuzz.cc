@@ -1,4 +1,4 @@
-// Feeds arbitrary bytes to the redaction API (collect/env/redact.h): as log text, and split at
+// Feeds arbitrary bytes to the redaction API (core/redact.h): as log text, and split at
 // the first '=' as a NAME=value pair. Beyond "no crash, no hang", checks the promises callers
 // rely on: nothing that looks like a known token survives, a secret name leaves nothing of its
 // value, spans lie inside the input. Not checked: that redacting twice changes nothing more.
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "collect/env/redact.h"
+#include "core/redact.h"
 
 namespace {
 
@@ -21,25 +21,25 @@ void Check(bool condition) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  namespace env = gputriage::env;
+  namespace core = gputriage::core;
   const std::string_view input(reinterpret_cast<const char*>(data), size);
 
   bool changed = false;
-  const std::string text = env::RedactText(input, &changed);
+  const std::string text = core::RedactText(input, &changed);
   Check(changed == (text != input));
-  Check(!env::ContainsKnownToken(text));
-  Check(!env::ContainsKnownToken(env::RedactText(text)));
-  for (const env::SecretSpan& span : env::FindSecrets(input)) {
+  Check(!core::ContainsKnownToken(text));
+  Check(!core::ContainsKnownToken(core::RedactText(text)));
+  for (const core::SecretSpan& span : core::FindSecrets(input)) {
     Check(span.begin < span.end && span.end <= input.size());
   }
 
   const size_t eq = input.find('=');
   const std::string_view name = input.substr(0, eq == std::string_view::npos ? 0 : eq);
   const std::string_view value = eq == std::string_view::npos ? input : input.substr(eq + 1);
-  const std::string redacted = env::RedactValue(name, value, &changed);
+  const std::string redacted = core::RedactValue(name, value, &changed);
   Check(changed == (redacted != value));
-  if (env::IsSecretName(name)) Check(redacted == (value.empty() ? "" : env::kRedacted));
-  Check(!env::ContainsKnownToken(redacted));
-  (void)env::RedactAssignment(input);
+  if (core::IsSecretName(name)) Check(redacted == (value.empty() ? "" : core::kRedacted));
+  Check(!core::ContainsKnownToken(redacted));
+  (void)core::RedactAssignment(input);
   return 0;
 }

@@ -8,7 +8,7 @@
 
 #include <re2/re2.h>
 
-#include "collect/kernel_log/classify.h"
+#include "kmsg/classify.h"
 
 namespace gputriage::forensics {
 
@@ -44,7 +44,7 @@ void KmsgWatch::Drain() {
     std::string_view bytes(buffer, static_cast<size_t>(n));
     raw_.append(bytes);
     if (raw_.empty() || raw_.back() != '\n') raw_.push_back('\n');
-    if (auto record = kernel_log::ParseKmsgRecord(bytes)) records_.push_back(std::move(*record));
+    if (auto record = kmsg::ParseKmsgRecord(bytes)) records_.push_back(std::move(*record));
   }
 }
 
@@ -60,21 +60,21 @@ std::vector<int> PidsInMessage(std::string_view message) {
   return pids;
 }
 
-std::vector<CorrelatedRecord> Correlate(const std::vector<kernel_log::Record>& records,
+std::vector<CorrelatedRecord> Correlate(const std::vector<kmsg::Record>& records,
                                         const std::set<int>& job_pids) {
   static const RE2 kOom(R"(Out of memory: Killed process|oom-kill:|Memory cgroup out of memory: Killed process)");
   std::vector<CorrelatedRecord> out;
-  for (const kernel_log::Record& record : records) {
+  for (const kmsg::Record& record : records) {
     CorrelatedRecord c;
     c.record = record;
-    c.log_class = std::string(kernel_log::LogClassName(kernel_log::ClassifyMessage(record.message)));
+    c.log_class = std::string(kmsg::LogClassName(kmsg::ClassifyMessage(record.message)));
     for (int pid : PidsInMessage(record.message)) {
       if (job_pids.count(pid)) {
         c.job_pid = pid;
         break;
       }
     }
-    if (auto xid = kernel_log::ParseXid(record.message)) c.xid = xid->code;
+    if (auto xid = kmsg::ParseXid(record.message)) c.xid = xid->code;
     c.oom_kill = c.job_pid && RE2::PartialMatch(record.message, kOom);
     out.push_back(std::move(c));
   }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collect/kernel_log/kmsg.h"
+#include "kmsg/kmsg.h"
 #include "core/result.h"
 
 namespace gputriage::forensics {
@@ -34,14 +34,14 @@ class KmsgWatch {
   /// counted in lost().
   void Drain();
 
-  const std::vector<kernel_log::Record>& records() const { return records_; }
+  const std::vector<kmsg::Record>& records() const { return records_; }
   /// The raw record lines as read (the bundle's kmsg.log), one per record.
   const std::string& raw() const { return raw_; }
   size_t lost() const { return lost_; }
 
  private:
   int fd_ = -1;
-  std::vector<kernel_log::Record> records_;
+  std::vector<kmsg::Record> records_;
   std::string raw_;
   size_t lost_ = 0;
 };
@@ -53,15 +53,15 @@ std::vector<int> PidsInMessage(std::string_view message);
 
 /// A kernel-log record with what ties it to the job.
 struct CorrelatedRecord {
-  kernel_log::Record record;
-  std::string log_class;          ///< kernel_log::LogClassName, "" when not GPU-related
+  kmsg::Record record;
+  std::string log_class;          ///< kmsg::LogClassName, "" when not GPU-related
   std::optional<int> job_pid;     ///< a pid of the job's process tree the record names
   std::optional<uint32_t> xid;    ///< NVIDIA Xid code, when it is an Xid line
   bool oom_kill = false;          ///< the OOM killer killed `job_pid`
 };
 
 /// Correlates records with the pids of the job's process tree.
-std::vector<CorrelatedRecord> Correlate(const std::vector<kernel_log::Record>& records,
+std::vector<CorrelatedRecord> Correlate(const std::vector<kmsg::Record>& records,
                                         const std::set<int>& job_pids);
 
 }  // namespace gputriage::forensics

@@ -8,8 +8,8 @@
 namespace gputriage::forensics {
 namespace {
 
-kernel_log::Record Rec(std::string message) {
-  kernel_log::Record r;
+kmsg::Record Rec(std::string message) {
+  kmsg::Record r;
   r.message = std::move(message);
   return r;
 }
@@ -28,7 +28,7 @@ TEST(KmsgWatch, PidsInRealMessages) {
 }
 
 TEST(KmsgWatch, CorrelatesARealOomKill) {
-  std::vector<kernel_log::Record> records;
+  std::vector<kmsg::Record> records;
   const std::string text = testing::ReadCapture("forensics/oom-kill-memcg.txt");
   for (std::string_view line : core::SplitLines(text)) {
     records.push_back(Rec(std::string(line)));
@@ -50,10 +50,10 @@ TEST(KmsgWatch, CorrelatesARealOomKill) {
 }
 
 TEST(KmsgWatch, CorrelatesRecordsSavedByARunOnTheH200) {
-  std::vector<kernel_log::Record> records;
-  kernel_log::ParseKmsgBuffer(
+  std::vector<kmsg::Record> records;
+  kmsg::ParseKmsgBuffer(
       testing::ReadCapture("kernel_log/h200-run-kmsg-cuda-oob-xid13-xid31-torch-xid43.txt"),
-      [&](kernel_log::Record&& r) { records.push_back(std::move(r)); });
+      [&](kmsg::Record&& r) { records.push_back(std::move(r)); });
   ASSERT_EQ(records.size(), 5u);
   auto oob = Correlate(records, {452});
   EXPECT_FALSE(oob[0].job_pid);  // "NVRM: GPU at PCI:..." names no process

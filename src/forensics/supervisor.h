@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collect/kernel_log/kmsg.h"
+#include "kmsg/kmsg.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "core/process.h"
@@ -49,7 +49,7 @@ struct SuperviseOutcome {
   std::string stdout_tail, stderr_tail;
   uint64_t stdout_bytes = 0, stderr_bytes = 0;
 
-  std::vector<kernel_log::Record> kmsg;
+  std::vector<kmsg::Record> kmsg;
   std::string kmsg_raw;
   size_t kmsg_lost = 0;
 

@@ -11,8 +11,8 @@
 #include <re2/set.h>
 
 #include "checks/knowledge.h"
-#include "collect/kernel_log/classify.h"
-#include "collect/kernel_log/kmsg.h"
+#include "kmsg/classify.h"
+#include "kmsg/kmsg.h"
 #include "core/json_read.h"
 #include "core/text.h"
 #include "core/process.h"
@@ -443,7 +443,7 @@ class Analyzer::Scan {
       if (kind == VmFaultAssembler::LineKind::kContinuation) return;
     }
     if (xid_lines_ < kXidLines && line.find("Xid") != std::string_view::npos) {
-      if (auto xid = kernel_log::ParseXid(line)) {
+      if (auto xid = kmsg::ParseXid(line)) {
         if (++xid_lines_ == kXidLines) filter_stale_ = true;
         XidSeen& seen = xids_[xid->code];
         ++seen.count;
@@ -629,7 +629,7 @@ core::Result<void> Analyzer::AddBundle(const std::string& dir) {
   }
   if (auto kmsg = read("kmsg.log")) {
     uint64_t n = 0;
-    kernel_log::ParseKmsgBuffer(*kmsg, [&](kernel_log::Record&& r) {
+    kmsg::ParseKmsgBuffer(*kmsg, [&](kmsg::Record&& r) {
       scan_->Line(LineSource::kKmsg, r.message, ++n, "kmsg.log");
     });
   }

@@ -7,7 +7,7 @@
 #include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
-#include "collect/kernel_log/classify.h"
+#include "kmsg/classify.h"
 #include "core/text.h"
 #include "knowledge_data/embedded.h"
 
@@ -198,7 +198,7 @@ bool SignatureScanner::Line(std::string_view line) {
       static const RE2 kVmFault(R"(\[(?:gfxhub|mmhub)\d*\] (?:no-retry |retry )?page fault)");
       std::string hsa;
       if (line.find("Xid") != std::string_view::npos) {
-        if (auto xid = kernel_log::ParseXid(line)) other_error_ = fmt::format("Xid {}", xid->code);
+        if (auto xid = kmsg::ParseXid(line)) other_error_ = fmt::format("Xid {}", xid->code);
       } else if (RE2::PartialMatch(text, kHsa, &hsa)) {
         other_error_ = hsa;
       } else if (RE2::PartialMatch(text, kVmFault)) {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "collect/env/redact.h"
+#include "core/redact.h"
 #include "core/json_read.h"
 #include "core/text.h"
 
@@ -11,7 +11,7 @@ namespace {
 
 using core::Json;
 
-std::string Safe(std::string_view text) { return env::RedactText(core::SanitizeUtf8(text)); }
+std::string Safe(std::string_view text) { return core::RedactText(core::SanitizeUtf8(text)); }
 
 std::string LastLines(std::string_view text, size_t n) {
   std::vector<std::string_view> lines = core::SplitLines(text);
@@ -74,7 +74,7 @@ Json Environment(const std::optional<core::Snapshot>& snapshot) {
   Json vars = Json::object();
   if (s.env && s.env->variables) {
     for (const auto& [name, raw] : *s.env->variables) {
-      std::string value = env::RedactValue(name, raw);
+      std::string value = core::RedactValue(name, raw);
       if (value.size() > 120) value = value.substr(0, 117) + "...";
       vars[name] = value;
     }

@@ -6,7 +6,7 @@
 #include <array>
 #include <string_view>
 
-#include "collect/env/redact.h"
+#include "core/redact.h"
 #include "core/text.h"
 
 namespace gputriage::env {
@@ -54,7 +54,7 @@ core::Section Collect(const std::vector<std::string>& environment) {
     bool changed = false;
     // Redact the raw bytes first, so the rules see the value as the program did (sanitising
     // turns control bytes such as '\r' into U+FFFD, which could split a token).
-    variables[key] = core::SanitizeUtf8(RedactValue(name, value, &changed));
+    variables[key] = core::SanitizeUtf8(core::RedactValue(name, value, &changed));
     if (changed) redacted.push_back(key);
   }
   std::sort(redacted.begin(), redacted.end());

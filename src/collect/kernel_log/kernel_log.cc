@@ -13,12 +13,23 @@
 #include <string_view>
 #include <utility>
 
-#include "collect/kernel_log/classify.h"
-#include "collect/kernel_log/kmsg.h"
+#include "kmsg/classify.h"
+#include "kmsg/kmsg.h"
 #include "core/clock.h"
 #include "core/text.h"
 
 namespace gputriage::kernel_log {
+using kmsg::Record;
+using kmsg::ParseStats;
+using kmsg::ParseKmsgRecord;
+using kmsg::ParseSyslogBuffer;
+using kmsg::ParseAnyBuffer;
+using kmsg::LogClass;
+using kmsg::kLogClassCount;
+using kmsg::LogClassName;
+using kmsg::ClassifyMessage;
+using kmsg::XidInfo;
+using kmsg::ParseXid;
 namespace {
 
 using core::Json;

@@ -1,9 +1,9 @@
-#include "collect/kernel_log/kmsg.h"
+#include "kmsg/kmsg.h"
 
 #include <charconv>
 #include <utility>
 
-namespace gputriage::kernel_log {
+namespace gputriage::kmsg {
 namespace {
 
 // The kernel stores the facility in a u8 (struct printk_info), so PRIO fits in 11 bits.
@@ -240,4 +240,4 @@ ParseStats ParseAnyBuffer(std::string_view bytes, const RecordSink& sink) {
   return ParseKmsgBuffer(bytes, sink);
 }
 
-}  // namespace gputriage::kernel_log
+}  // namespace gputriage::kmsg

@@ -1,11 +1,11 @@
-#include "collect/kernel_log/kmsg.h"
+#include "kmsg/kmsg.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
-namespace gputriage::kernel_log {
+namespace gputriage::kmsg {
 namespace {
 
 using namespace std::string_literals;
@@ -187,4 +187,4 @@ TEST(ParseAnyBufferTest, PicksTheFormatFromTheFirstByte) {
 }
 
 }  // namespace
-}  // namespace gputriage::kernel_log
+}  // namespace gputriage::kmsg

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gputriage::env {
+namespace gputriage::core {
 
 /// What every secret is replaced with.
 inline constexpr std::string_view kRedacted = "<redacted>";
@@ -67,7 +67,7 @@ std::string RedactText(std::string_view text, bool* changed = nullptr);
 /// The value of variable `name` as it may be shown: kRedacted as a whole when
 /// IsSecretName(name) (an empty value stays empty), else RedactText(value), and also kRedacted
 /// as a whole for a Weights & Biases key (40 hex digits, optionally "prefix-"d) under a name
-/// containing WANDB. Bytes are not sanitised: callers that emit JSON apply core::SanitizeUtf8
+/// containing WANDB. Bytes are not sanitised: callers that emit JSON apply SanitizeUtf8
 /// afterwards. Sets `*changed` (when given) to whether the result differs from `value`.
 std::string RedactValue(std::string_view name, std::string_view value, bool* changed = nullptr);
 
@@ -75,4 +75,4 @@ std::string RedactValue(std::string_view name, std::string_view value, bool* cha
 /// RedactValue; an entry without '=' is treated as text (RedactText).
 std::string RedactAssignment(std::string_view entry, bool* changed = nullptr);
 
-}  // namespace gputriage::env
+}  // namespace gputriage::core

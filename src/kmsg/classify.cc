@@ -1,4 +1,4 @@
-#include "collect/kernel_log/classify.h"
+#include "kmsg/classify.h"
 
 #include <re2/re2.h>
 #include <re2/set.h>
@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-namespace gputriage::kernel_log {
+namespace gputriage::kmsg {
 namespace {
 
 struct Pattern {
@@ -193,4 +193,4 @@ std::optional<XidInfo> ParseXid(std::string_view message) {
   return xid;
 }
 
-}  // namespace gputriage::kernel_log
+}  // namespace gputriage::kmsg

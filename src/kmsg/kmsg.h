@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace gputriage::kernel_log {
+namespace gputriage::kmsg {
 
 /// One kernel-log record. `message` holds the bytes printk stored (the \xNN escapes of
 /// /dev/kmsg undone): it may contain '\n' (multi-line messages) and bytes that are not UTF-8.
@@ -62,4 +62,4 @@ ParseStats ParseAnyBuffer(std::string_view bytes, const RecordSink& sink);
 /// does not start a valid escape is kept as it is.
 std::string UnescapeKmsg(std::string_view text);
 
-}  // namespace gputriage::kernel_log
+}  // namespace gputriage::kmsg

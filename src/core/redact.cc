@@ -1,4 +1,4 @@
-#include "collect/env/redact.h"
+#include "core/redact.h"
 
 #include <re2/re2.h>
 #include <re2/set.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-namespace gputriage::env {
+namespace gputriage::core {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
@@ -474,4 +474,4 @@ std::string RedactAssignment(std::string_view entry, bool* changed) {
   return out;
 }
 
-}  // namespace gputriage::env
+}  // namespace gputriage::core

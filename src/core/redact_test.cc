@@ -1,4 +1,4 @@
-#include "collect/env/redact.h"
+#include "core/redact.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace gputriage::env {
+namespace gputriage::core {
 namespace {
 
 using ::testing::ElementsAre;
@@ -374,4 +374,4 @@ TEST(RedactText, LargeInputStaysLinear) {
 }
 
 }  // namespace
-}  // namespace gputriage::env
+}  // namespace gputriage::core

@@ -1,8 +1,8 @@
-#include "collect/kernel_log/classify.h"
+#include "kmsg/classify.h"
 
 #include <gtest/gtest.h>
 
-namespace gputriage::kernel_log {
+namespace gputriage::kmsg {
 namespace {
 
 TEST(ClassifierTest, AllPatternsCompile) {
@@ -210,4 +210,4 @@ TEST(ParseXidTest, RejectsLinesWithoutAnXid) {
 }
 
 }  // namespace
-}  // namespace gputriage::kernel_log
+}  // namespace gputriage::kmsg

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gputriage::kernel_log {
+namespace gputriage::kmsg {
 
 /// The classes of docs/snapshot-schema.md ("kernel_log"). When a message matches several,
 /// the first in this order wins (a reset printed by amdgpu is `gpu_reset`, an ACA
@@ -55,4 +55,4 @@ struct XidInfo {
 /// forms ("Xid (PCI:0000:01:00): 13, Graphics SM ..."); nullopt when `message` has no Xid.
 std::optional<XidInfo> ParseXid(std::string_view message);
 
-}  // namespace gputriage::kernel_log
+}  // namespace gputriage::kmsg
