@@ -14,6 +14,7 @@ evaluation set has such cases). Top-3 is meaningless then and is not printed.
 usage: bench/eval_corpus.py GPUTRIAGE [CORPUS.jsonl] [--verbose] [--general-only]
 """
 import json
+import shutil
 import re
 import os
 import subprocess
@@ -35,8 +36,13 @@ def main():
     general_only = "--general-only" in sys.argv
     extra = []
     if general_only:
+        # No known issues, but the reviewed tables the classifier reads (error codes, general
+        # signals, Xid classes).
         empty = tempfile.mkdtemp(prefix="gputriage-empty-kb-")
         os.makedirs(os.path.join(empty, "issues"))
+        kb = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kb")
+        shutil.copytree(os.path.join(kb, "tables"), os.path.join(empty, "tables"))
+        shutil.copy(os.path.join(kb, "env-vars.yaml"), empty)
         extra = ["--kb-dir", empty]
     gt = args[0]
     corpus = args[1] if len(args) > 1 else "../shared/corpus/train.jsonl"

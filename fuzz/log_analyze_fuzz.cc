@@ -24,6 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   gputriage::kb::Analysis a = analyzer->AnalyzeText(bytes, "fuzz", nullptr);
   (void)gputriage::kb::ToJson(a).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  (void)gputriage::kb::NormalizeLine(bytes.substr(0, 4096));
+  (void)gputriage::forensics::NormalizeLine(bytes.substr(0, 4096));
   return 0;
 }

@@ -2,7 +2,10 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
@@ -57,16 +60,26 @@ void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto,
   if (group.evidence.size() > kMaxEvidence) group.evidence.erase(group.evidence.begin());
 }
 
-RecordGroup XidGroup(const core::XidRecord& xid, const Knowledge& knowledge) {
+// A compiled pattern of the catalog, compiled once per pattern text.
+const RE2& CompiledPattern(const std::string& pattern) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<RE2>>* compiled = new std::map<std::string, std::unique_ptr<RE2>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<RE2>& re = (*compiled)[pattern];
+  if (!re) re = std::make_unique<RE2>(pattern, RE2::Quiet);
+  return *re;
+}
+
+RecordGroup XidGroup(const core::XidRecord& xid, const catalog::XidTable& table) {
   int64_t code = xid.code ? static_cast<int64_t>(*xid.code) : -1;
   RecordGroup g;
   g.id = fmt::format("kmsg.nvidia_xid_{}", code);
-  auto entry = knowledge.xid.find(code);
-  if (entry != knowledge.xid.end()) {
+  auto entry = table.find(static_cast<int>(code));
+  if (entry != table.end()) {
     g.severity = entry->second.severity;
     g.title = fmt::format("NVIDIA Xid {}: {}", code, entry->second.name);
     g.detail = entry->second.meaning;
-    if (!entry->second.verdict.empty()) g.detail += " Usual cause: " + entry->second.verdict + ".";
+    g.detail += fmt::format(" Usual cause: {}.", core::VerdictName(entry->second.verdict));
     g.fix = entry->second.action;
     g.references = entry->second.references;
   } else {
@@ -79,90 +92,15 @@ RecordGroup XidGroup(const core::XidRecord& xid, const Knowledge& knowledge) {
   return g;
 }
 
-// Patterns over amdgpu/NVRM messages that name an event class more precisely than the
-// record's class. Order matters: the first match wins.
-struct MessageRule {
-  const char* id;
-  const char* record_class;  // nullptr: any class
-  const char* pattern;
-  Severity severity;
-  const char* title;
-  const char* detail;
-  const char* fix;
-};
-
-const std::vector<MessageRule>& MessageRules() {
-  static const std::vector<MessageRule> kRules = {
-      {"kmsg.nvidia_fallen_off_bus", nullptr, R"((?i)fallen off the bus)", Severity::kCritical,
-       "An NVIDIA GPU fell off the bus",
-       "The GPU stopped answering on PCIe; every process using it fails.",
-       "Drain the node; check power, cooling and seating of the board; reset or replace the GPU."},
-      {"kmsg.amdgpu_vm_fault", nullptr,
-       R"((?i)(page fault|PROTECTION_FAULT_STATUS|VM fault|Memory access fault))", Severity::kError,
-       "amdgpu GPU page fault (a kernel touched unmapped or protected memory)",
-       "The GPU's memory management unit reported a fault; the process it names touched memory "
-       "it must not (the AMD equivalent of an illegal address).",
-       "Run the job under `gputriage run`, with AMD_SERIALIZE_KERNEL=3 or rocm-debug-agent, to "
-       "find the kernel; check for out-of-bounds indexing."},
-      {"kmsg.amdgpu_ring_timeout", nullptr, R"((?i)ring \S+ timeout)", Severity::kError,
-       "amdgpu ring timeout (a GPU queue stopped making progress)",
-       "A command ring did not finish in time; the driver usually resets the GPU next.",
-       "Look for the job and kernel that was running; rerun to see whether it repeats."},
-      {"kmsg.gpu_reset", "gpu_reset", R"(.)", Severity::kError, "The GPU was reset",
-       "The driver reset the GPU; every context on it was lost.",
-       "Find what triggered the reset in the records just before it (ring timeout, fault, RAS)."},
-      {"kmsg.ras_uncorrectable", nullptr, R"((?i)(uncorrect|fatal|UE\b))", Severity::kCritical,
-       "Uncorrectable hardware error (RAS/ECC/machine check) reported by the kernel",
-       "Hardware reported an error it could not correct.",
-       "Drain the node and have the GPU or host checked; keep these records for the vendor."},
-      {"kmsg.ras_correctable", "ras", R"(.)", Severity::kWarning,
-       "Correctable hardware errors (RAS/ECC) reported by the kernel",
-       "Hardware corrected errors; a rising count can precede uncorrectable ones.",
-       "Watch the counters over time (snapshot diff); replace the part if they keep growing."},
-      {"kmsg.pcie_aer_uncorrected", "aer", R"((?i)(uncorrect|fatal))", Severity::kError,
-       "Uncorrected PCIe errors (AER)",
-       "The PCIe link reported uncorrected errors; transfers may have failed.",
-       "Check the slot, riser and cabling; reseat the GPU; watch the AER counters."},
-      {"kmsg.pcie_aer_corrected", "aer", R"(.)", Severity::kWarning, "Corrected PCIe errors (AER)",
-       "The PCIe link needed retries; many of them slow transfers and can precede failures.",
-       "Watch the AER counters; reseat or move the GPU if they keep growing."},
-      {"kmsg.iommu_fault", "iommu", R"((?i)(fault|IO_PAGE_FAULT|DMAR))", Severity::kWarning,
-       "IOMMU faults", "A device's DMA was blocked by the IOMMU.",
-       "Check the IOMMU settings (iommu=pt is common on GPU nodes) and the device the fault names."},
-      {"kmsg.mce", "mce", R"(.)", Severity::kWarning, "Machine-check events",
-       "The CPU or memory controller reported machine checks.",
-       "Check the host's hardware log (rasdaemon, BMC)."},
-      {"kmsg.oom_killer", "oom", R"((?i)(Killed process|out of memory))", Severity::kWarning,
-       "The kernel's OOM killer killed a process",
-       "The host ran out of memory; a job killed this way dies with SIGKILL and no GPU error.",
-       "Reduce host memory use (data loader workers, pinned memory) or add memory."},
-  };
-  return kRules;
-}
-
-const RE2& CompiledRule(size_t index) {
-  static const std::vector<std::unique_ptr<RE2>> kCompiled = [] {
-    std::vector<std::unique_ptr<RE2>> out;
-    for (const MessageRule& rule : MessageRules()) out.push_back(std::make_unique<RE2>(rule.pattern));
-    return out;
-  }();
-  return *kCompiled[index];
-}
-
-std::optional<RecordGroup> RuleGroup(const core::KernelLogRecord& record) {
+// The first rule of kb/tables/kernel-log-rules.yaml that takes the record: its class is one of
+// the rule's and its message matches the rule's pattern.
+std::optional<RecordGroup> RuleGroup(const core::KernelLogRecord& record,
+                                     const std::vector<catalog::KernelLogRule>& rules) {
   std::string cls = record.log_class.value_or("");
   std::string message = record.message.value_or("");
-  const auto& rules = MessageRules();
-  for (size_t i = 0; i < rules.size(); ++i) {
-    const MessageRule& rule = rules[i];
-    if (rule.record_class != nullptr && cls != rule.record_class) continue;
-    // Class-less rules apply only to GPU driver and hardware-error records.
-    if (rule.record_class == nullptr &&
-        !(cls == "amdgpu" || cls == "kfd" || cls == "nvidia.nvrm" || cls == "ras" || cls == "mce" ||
-          cls == "gpu_reset")) {
-      continue;
-    }
-    if (!RE2::PartialMatch(message, CompiledRule(i))) continue;
+  for (const catalog::KernelLogRule& rule : rules) {
+    if (std::find(rule.classes.begin(), rule.classes.end(), cls) == rule.classes.end()) continue;
+    if (!RE2::PartialMatch(message, CompiledPattern(rule.pattern))) continue;
     RecordGroup g;
     g.id = rule.id;
     g.severity = rule.severity;
@@ -277,15 +215,15 @@ void CheckBars(const core::Snapshot& snapshot, std::vector<Finding>& out) {
   }
 }
 
-void CheckKernelLog(const core::Snapshot& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
+void CheckKernelLog(const core::Snapshot& snapshot, const catalog::Catalog& catalog, std::vector<Finding>& out) {
   if (!snapshot.kernel_log || !snapshot.kernel_log->records) return;
   std::map<std::string, RecordGroup> groups;
   for (const core::KernelLogRecord& record : *snapshot.kernel_log->records) {
     if (record.xid) {
-      AddToGroup(groups, XidGroup(*record.xid, knowledge), record);
+      AddToGroup(groups, XidGroup(*record.xid, catalog.xid), record);
       continue;
     }
-    if (auto group = RuleGroup(record)) AddToGroup(groups, std::move(*group), record);
+    if (auto group = RuleGroup(record, catalog.kernel_log_rules)) AddToGroup(groups, std::move(*group), record);
   }
   for (auto& [id, g] : groups) {
     std::string title = g.title + (g.count > 1 ? fmt::format(" ({} records)", g.count) : "");
@@ -429,18 +367,18 @@ void CheckDriverMismatch(const core::Snapshot& snapshot, std::vector<Finding>& o
       "release so module and libraries match."));
 }
 
-void CheckEnvironment(const core::Snapshot& snapshot, const Knowledge& knowledge, std::vector<Finding>& out) {
+void CheckEnvironment(const core::Snapshot& snapshot, const catalog::Catalog& catalog, std::vector<Finding>& out) {
   if (!snapshot.env || !snapshot.env->variables) return;
   const std::map<std::string, std::string>& variables = *snapshot.env->variables;
   std::set<std::string> archs;
   for (const core::Gpu& gpu : snapshot.GpuList()) {
     if (gpu.gfx_arch) archs.insert(*gpu.gfx_arch);
   }
-  for (const EnvVarRule& rule : knowledge.env_vars) {
+  for (const catalog::EnvVarRule& rule : catalog.env_vars) {
     auto it = variables.find(rule.name);
     if (it == variables.end()) continue;
     const std::string& value = it->second;
-    if (rule.match != "any" && !RE2::PartialMatch(value, RE2(rule.match))) continue;
+    if (rule.match != "any" && !RE2::PartialMatch(value, CompiledPattern(rule.match))) continue;
     std::string detail = rule.effect;
     if (!rule.risk.empty()) detail += " " + rule.risk;
     if (rule.name == "HSA_OVERRIDE_GFX_VERSION" && !archs.empty()) {
@@ -454,16 +392,16 @@ void CheckEnvironment(const core::Snapshot& snapshot, const Knowledge& knowledge
   }
 }
 
-std::vector<Finding> RunDoctorChecks(const core::Snapshot& snapshot, const Knowledge& knowledge) {
+std::vector<Finding> RunDoctorChecks(const core::Snapshot& snapshot, const catalog::Catalog& catalog) {
   std::vector<Finding> out = snapshot.findings;
   CheckGpusPresent(snapshot, out);
   CheckPciLinks(snapshot, out);
   CheckBars(snapshot, out);
-  CheckKernelLog(snapshot, knowledge, out);
+  CheckKernelLog(snapshot, catalog, out);
   CheckNvidiaHealth(snapshot, out);
   CheckAmdHealth(snapshot, out);
   CheckDriverMismatch(snapshot, out);
-  CheckEnvironment(snapshot, knowledge, out);
+  CheckEnvironment(snapshot, catalog, out);
   core::SortBySeverity(out);
   return out;
 }

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "checks/knowledge.h"
+#include "catalog/catalog.h"
 #include "core/model.h"
 #include "core/snapshot.h"
 
@@ -13,18 +13,18 @@ namespace gputriage::checks {
 
 /// Runs every check over `snapshot` and returns the findings (including those the snapshot
 /// itself raised, such as a hung probe), most severe first.
-std::vector<core::Finding> RunDoctorChecks(const core::Snapshot& snapshot, const Knowledge& knowledge);
+std::vector<core::Finding> RunDoctorChecks(const core::Snapshot& snapshot, const catalog::Catalog& catalog);
 
 // The individual checks, exposed for tests. Each appends to `out`.
 void CheckGpusPresent(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
 void CheckPciLinks(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
 void CheckBars(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
-void CheckKernelLog(const core::Snapshot& snapshot, const Knowledge& knowledge,
+void CheckKernelLog(const core::Snapshot& snapshot, const catalog::Catalog& catalog,
                     std::vector<core::Finding>& out);
 void CheckNvidiaHealth(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
 void CheckAmdHealth(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
 void CheckDriverMismatch(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
-void CheckEnvironment(const core::Snapshot& snapshot, const Knowledge& knowledge,
+void CheckEnvironment(const core::Snapshot& snapshot, const catalog::Catalog& catalog,
                       std::vector<core::Finding>& out);
 
 }  // namespace gputriage::checks

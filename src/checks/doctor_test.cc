@@ -9,18 +9,15 @@ namespace {
 
 using core::Json;
 
-const Knowledge& Kb() {
-  static const Knowledge kb = [] {
-    auto loaded = LoadBuiltinKnowledge();
-    EXPECT_TRUE(loaded.ok()) << loaded.error().message;
-    return loaded.ok() ? *loaded : Knowledge{};
-  }();
-  return kb;
+const catalog::Catalog& Kb() {
+  auto loaded = catalog::BuiltinCatalog();
+  EXPECT_TRUE(loaded.ok()) << loaded.error().message;
+  return **loaded;
 }
 
 // The checks read the typed model; tests write the snapshot's JSON form and read it as a saved
 // snapshot would be read.
-std::vector<core::Finding> RunDoctorChecks(const Json& snapshot, const Knowledge& knowledge) {
+std::vector<core::Finding> RunDoctorChecks(const Json& snapshot, const catalog::Catalog& knowledge) {
   return checks::RunDoctorChecks(core::SnapshotFromJsonUnchecked(snapshot), knowledge);
 }
 
@@ -29,44 +26,6 @@ const core::Finding* Find(const std::vector<core::Finding>& findings, const std:
     if (f.id == id) return &f;
   }
   return nullptr;
-}
-
-TEST(KnowledgeTest, EmbeddedTablesLoadAndAreSourced) {
-  ASSERT_GE(Kb().xid.size(), 30u);
-  ASSERT_TRUE(Kb().xid.count(79));
-  EXPECT_EQ(Kb().xid.at(79).severity, core::Severity::kCritical);
-  EXPECT_EQ(Kb().xid.at(13).verdict, "application");
-  for (const auto& [code, entry] : Kb().xid) EXPECT_FALSE(entry.references.empty()) << code;
-  ASSERT_GE(Kb().env_vars.size(), 10u);
-  for (const auto& rule : Kb().env_vars) EXPECT_FALSE(rule.references.empty()) << rule.name;
-}
-
-TEST(KnowledgeTest, BadTablesAreRejectedWithTheSource) {
-  auto bad_yaml = ParseXidTable("schema: gputriage.xid/1\nentries: [ {code: 1", "x.yaml");
-  ASSERT_FALSE(bad_yaml.ok());
-  EXPECT_EQ(bad_yaml.error().message.rfind("x.yaml: invalid YAML", 0), 0u) << bad_yaml.error().message;
-  auto no_ref = ParseXidTable(
-      "schema: gputriage.xid/1\nentries:\n  - {code: 79, name: x, severity: critical}\n", "x.yaml");
-  ASSERT_FALSE(no_ref.ok());
-  EXPECT_EQ(no_ref.error().message, "x.yaml: Xid 79: needs a name and at least one reference");
-  auto dup = ParseXidTable(
-      "schema: gputriage.xid/1\nentries:\n"
-      "  - {code: 8, name: a, severity: error, references: [u]}\n"
-      "  - {code: 8, name: b, severity: error, references: [u]}\n", "x.yaml");
-  ASSERT_FALSE(dup.ok());
-  EXPECT_EQ(dup.error().message, "x.yaml: Xid 8 is listed twice");
-  auto bad_re = ParseEnvVarRules(
-      "schema: gputriage.envvars/1\nentries:\n"
-      "  - {name: A, match: '(', severity: info, title: t, references: [u]}\n", "e.yaml");
-  ASSERT_FALSE(bad_re.ok());
-  EXPECT_NE(bad_re.error().message.find("e.yaml: A: match pattern '(' does not compile"),
-            std::string::npos) << bad_re.error().message;
-  auto bad_severity = ParseEnvVarRules(
-      "schema: gputriage.envvars/1\nentries:\n"
-      "  - {name: A, severity: fatal, title: t, references: [u]}\n", "e.yaml");
-  ASSERT_FALSE(bad_severity.ok());
-  EXPECT_EQ(bad_severity.error().message,
-            "e.yaml: A: severity 'fatal' is not one of info|warning|error|critical");
 }
 
 Json Gpu(const char* address) {
@@ -219,7 +178,7 @@ namespace gputriage::checks {
 namespace {
 
 TEST(DoctorTest, OddShapesDoNotThrow) {
-  auto RunDoctorChecks = [](const Json& json, const Knowledge& knowledge) {
+  auto RunDoctorChecks = [](const Json& json, const catalog::Catalog& knowledge) {
     return checks::RunDoctorChecks(core::SnapshotFromJsonUnchecked(json), knowledge);
   };
   for (const char* text : {"null", "[]", "{\"gpus\": {\"a\": 1}}", "{\"gpus\": [1, \"x\", null]}",

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "checks/doctor.h"
-#include "checks/knowledge.h"
+#include "catalog/catalog.h"
 #include "collect/python_probe.h"
 #include "inspect/findings.h"
 
@@ -30,12 +30,12 @@ void LocateTorch(core::Snapshot& snapshot) {
 }  // namespace
 
 core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::SnapshotOptions& options) {
-  core::Result<Knowledge> knowledge = LoadBuiltinKnowledge();
-  if (!knowledge.ok()) return core::MakeError("knowledge base: {}", knowledge.error().message);
+  core::Result<const catalog::Catalog*> catalog = catalog::BuiltinCatalog();
+  if (!catalog.ok()) return core::MakeError("knowledge base: {}", catalog.error().message);
   DoctorReport report;
   report.snapshot = collect::CollectSnapshot(os, options);
   if (os.live()) LocateTorch(report.snapshot);
-  report.findings = RunDoctorChecks(report.snapshot, *knowledge);
+  report.findings = RunDoctorChecks(report.snapshot, **catalog);
   for (core::Finding& f : inspect::LibraryCoverageFindings(report.snapshot)) {
     report.findings.push_back(std::move(f));
   }

@@ -19,8 +19,8 @@ core::Result<kb::KnowledgeBase> Load(const std::string& dir) {
 Json EntryJson(const kb::KnownIssue& i) {
   Json refs = Json::array();
   for (const kb::Reference& r : i.references) refs.push_back(r.url);
-  return {{"id", i.id}, {"title", i.title}, {"vendor", i.vendor}, {"category", i.category},
-          {"verdict", i.verdict}, {"references", refs}};
+  return {{"id", i.id}, {"title", i.title}, {"vendor", i.vendor}, {"category", core::CategoryName(i.category)},
+          {"verdict", core::VerdictName(i.verdict)}, {"references", refs}};
 }
 
 int List(const std::string& dir, bool json, const std::string& query) {
@@ -29,17 +29,11 @@ int List(const std::string& dir, bool json, const std::string& query) {
     PrintError(kb.error().message);
     return kExitInternal;
   }
-  std::string needle = core::ToLower(query);
   Json out = Json::array();
   std::string text;
-  for (const kb::KnownIssue& i : kb->issues) {
-    if (!needle.empty()) {
-      std::string hay = core::ToLower(i.id + " " + i.title + " " + i.category + " " + i.vendor + " " + i.explanation);
-      for (const kb::Signal& s : i.signals) hay += " " + core::ToLower(s.pattern);
-      if (hay.find(needle) == std::string::npos) continue;
-    }
-    out.push_back(EntryJson(i));
-    text += fmt::format("{:<48} {:<15} {:<7} {}\n", i.id, i.category, i.vendor, i.title);
+  for (const kb::KnownIssue* i : kb::SearchIssues(*kb, query)) {
+    out.push_back(EntryJson(*i));
+    text += fmt::format("{:<48} {:<15} {:<7} {}\n", i->id, core::CategoryName(i->category), i->vendor, i->title);
   }
   if (json) {
     PrintJson(Json{{"entries", out}, {"count", out.size()}});

@@ -1,20 +1,16 @@
 // `gputriage report BUNDLE|LOG... [--format md|html|json] [--snapshot FILE] [-o FILE]`: the bug
 // report, filled from what was collected, secrets redacted.
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "cli/common.h"
-#include "core/json_read.h"
-#include "kb/analysis.h"
 #include "kb/knowledge_base.h"
 #include "report/report.h"
 #include "store/data_home.h"
+#include "store/snapshot_arg.h"
 #include "store/snapshot_store.h"
 
 namespace gputriage::cli {
@@ -22,33 +18,12 @@ namespace {
 
 using core::Json;
 
-std::optional<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::optional<Json> ReadJson(const std::string& path) {
-  auto text = ReadText(path);
-  if (!text) return std::nullopt;
-  Json j = Json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
-
-std::optional<int> SignatureCount(const std::string& signature) {
-  if (signature.empty()) return std::nullopt;
-  auto db = store::DefaultDatabasePath();
-  if (!db.ok()) return std::nullopt;
-  auto opened = store::SnapshotStore::Open(*db);
+std::optional<store::SnapshotStore> OpenStore() {
+  auto path = store::DefaultDatabasePath();
+  if (!path.ok()) return std::nullopt;
+  auto opened = store::SnapshotStore::Open(*path);
   if (!opened.ok()) return std::nullopt;
-  auto rows = opened->ListBundles(0);
-  if (!rows.ok()) return std::nullopt;
-  int n = 0;
-  for (const store::BundleRow& row : *rows) n += row.signature == signature ? 1 : 0;
-  return n;
+  return std::move(*opened);
 }
 
 int Report(const std::vector<std::string>& paths, const std::string& format, const std::string& snapshot_path,
@@ -58,85 +33,41 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     return kExitUsage;
   }
   auto kb = kb::LoadEmbeddedKnowledgeBase();
-  if (!kb.ok()) {
-    PrintError("refusing to report: " + kb.error().message);
-    return kExitInternal;
-  }
-  auto analyzer = kb::Analyzer::Create(*kb);
+  auto analyzer = kb.ok() ? kb::Analyzer::Create(*kb) : core::Result<std::unique_ptr<kb::Analyzer>>(kb.error());
   if (!analyzer.ok()) {
     PrintError("refusing to report: " + analyzer.error().message);
     return kExitInternal;
   }
-  report::ReportInput input;
-  std::string label;
-  for (const std::string& p : paths) label += (label.empty() ? "" : " ") + p;
-  input.source = label;
-  (*analyzer)->Begin(label);
-  for (const std::string& path : paths) {
-    struct stat st {};
-    if (path != "-" && stat(path.c_str(), &st) != 0) {
-      PrintError(fmt::format("{}: {}", path, std::strerror(errno)));
-      return kExitUsage;
-    }
-    if (path != "-" && S_ISDIR(st.st_mode)) {
-      if (auto added = (*analyzer)->AddBundle(path); !added.ok()) {
-        PrintError(added.error().message);
-        return kExitUsage;
-      }
-      input.manifest = ReadJson(path + "/manifest.json");
-      input.repeat = ReadJson(path + "/repeat.json");
-      input.process = ReadJson(path + "/process.json");
-      if (!input.snapshot) {
-        if (auto bundled = ReadJson(path + "/snapshot.json")) {
-          if (auto typed = core::SnapshotFromJson(*bundled, path + "/snapshot.json"); typed.ok()) input.snapshot = *typed;
-        }
-      }
-      input.stderr_tail = ReadText(path + "/stderr.tail").value_or("");
-      input.kmsg = ReadText(path + "/kmsg.log").value_or("");
-    } else {
-      if (auto added = (*analyzer)->AddLog(path); !added.ok()) {
-        PrintError(added.error().message);
-        return kExitUsage;
-      }
-      if (path != "-") {
-        std::string text = ReadText(path).value_or("");
-        input.stderr_tail += text.size() > (1u << 20) ? text.substr(text.size() - (1u << 20)) : text;
-      }
-    }
-  }
+  std::optional<store::SnapshotStore> db = OpenStore();
+  report::ReportRequest request{.paths = paths};
   if (!snapshot_path.empty()) {
-    std::optional<Json> json = ReadJson(snapshot_path);
-    if (!json) {
-      PrintError(fmt::format("{}: not a readable JSON snapshot", snapshot_path));
+    auto snapshot = store::LoadSnapshotArg(db ? &*db : nullptr, snapshot_path);
+    if (!snapshot.ok()) {
+      PrintError(snapshot.error().message);
       return kExitUsage;
     }
-    auto typed = core::SnapshotFromJson(*json, snapshot_path);
-    if (!typed.ok()) {
-      PrintError(typed.error().message);
-      return kExitUsage;
-    }
-    input.snapshot = std::move(*typed);
+    request.snapshot = std::move(*snapshot);
   }
-  kb::Facts facts;
-  if (input.snapshot) facts = kb::FactsFromSnapshot(*input.snapshot);
-  input.analysis = (*analyzer)->Finish(input.snapshot ? &facts : nullptr);
-  if (input.manifest) input.same_signature_count = SignatureCount(core::StringAt(*input.manifest, "signature"));
-  Json r = report::BuildReport(input);
-  std::string text = format == "json" ? r.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
-                     : format == "html" ? report::RenderHtml(r)
-                                        : report::RenderMarkdown(r);
+  auto r = report::MakeReport(**analyzer, request, db ? &*db : nullptr);
+  if (!r.ok()) {
+    PrintError(r.error().message);
+    return kExitUsage;
+  }
+  std::string text = format == "json" ? r->dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
+                     : format == "html" ? report::RenderHtml(*r)
+                                        : report::RenderMarkdown(*r);
   if (output.empty() || output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-  } else {
-    std::ofstream out(output, std::ios::binary);
-    out << text;
-    if (!out) {
-      PrintError(fmt::format("{}: cannot write: {}", output, std::strerror(errno)));
-      return kExitInternal;
-    }
-    std::fprintf(stderr, "gputriage: report written to %s\n", output.c_str());
+    return kExitOk;
   }
+  std::ofstream out(output, std::ios::binary);
+  out << text;
+  if (!out) {
+    PrintError(fmt::format("{}: cannot write: {}", output, std::strerror(errno)));
+    return kExitInternal;
+  }
+  std::fprintf(stderr, "gputriage: report written to %s\n", output.c_str());
   return kExitOk;
 }
 

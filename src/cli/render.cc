@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.h"
+#include "core/signals.h"
 #include "core/snapshot.h"
 #include "core/text.h"
 
@@ -132,6 +133,95 @@ std::string RenderSnapshotSummary(const core::Snapshot& snapshot) {
                        snapshot.read_problems.size(), snapshot.read_problems.size() == 1 ? "" : "s");
     for (const std::string& problem : snapshot.read_problems) out += "  " + problem + "\n";
   }
+  return out;
+}
+
+namespace {
+
+std::string FrameLine(size_t index, const core::Frame& f) {
+  std::string name = f.function.empty() ? "??" : f.function;
+  std::string where;
+  if (f.file) where = fmt::format(" at {}{}", *f.file, f.line ? fmt::format(":{}", *f.line) : "");
+  std::string module = f.module.empty() ? "" : f.module.substr(f.module.rfind('/') + 1);
+  std::string offset = f.offset ? "+" + core::Hex(*f.offset) : "";
+  return fmt::format("  #{:<2} {} {}{} ({}{})\n", index, core::Hex(f.pc), name, where,
+                     module.empty() ? "?" : module, offset);
+}
+
+}  // namespace
+
+std::string RenderProcessReport(const std::string& source, const core::ProcessReport& r) {
+  std::string out = fmt::format("{}: pid {}{}\n", source, r.pid,
+                                r.command.empty() ? "" : fmt::format(" \"{}\"", r.command));
+  if (r.signal) {
+    std::string code = r.si_code ? fmt::format(" ({}: {})", core::SiCodeName(*r.signal, *r.si_code),
+                                               core::SiCodeMeaning(*r.signal, *r.si_code))
+                                 : "";
+    out += fmt::format("signal: {}{}{}\n", core::SignalName(*r.signal), code,
+                       r.fault_address ? " at " + core::Hex(*r.fault_address) : "");
+  }
+  if (r.classification) {
+    out += fmt::format("what: {} ({})\n", r.classification->summary, r.classification->kind);
+    if (!r.classification->detail.empty()) out += fmt::format("  {}\n", r.classification->detail);
+  }
+  if (!r.threads.empty()) {
+    const core::ThreadState& t = r.threads.front();
+    out += fmt::format("thread {}{} (crashed):\n", t.tid, t.name.empty() ? "" : " \"" + t.name + "\"");
+    size_t shown = std::min<size_t>(t.frames.size(), 24);
+    for (size_t i = 0; i < shown; ++i) out += FrameLine(i, t.frames[i]);
+    if (t.frames.size() > shown) out += fmt::format("  ... {} more frames (--json)\n", t.frames.size() - shown);
+    if (t.unwind_error) out += fmt::format("  (unwinding stopped: {})\n", *t.unwind_error);
+  }
+  if (r.disassembly) {
+    out += "disassembly:\n";
+    for (const core::Instruction& i : r.disassembly->instructions) {
+      out += fmt::format("  {} {}: {}\n", i.faulting ? "=>" : "  ", core::Hex(i.address), i.text);
+    }
+    if (r.disassembly->note) out += fmt::format("  ({})\n", *r.disassembly->note);
+  }
+  if (r.threads.size() > 1) out += fmt::format("{} other threads (see --json)\n", r.threads.size() - 1);
+  for (const core::NotCollected& n : r.not_collected) {
+    out += fmt::format("not collected: {}: {}\n", n.item, n.reason);
+  }
+  return out;
+}
+
+std::string RenderAnalysis(const kb::Analysis& a) {
+  std::string out = fmt::format("category: {} (confidence {:.2f})\nverdict: {}\n", core::CategoryName(a.category),
+                                a.confidence, core::VerdictName(a.verdict));
+  for (const std::string& r : a.verdict_reasons) out += fmt::format("  {}\n", r);
+  if (a.matches.empty()) {
+    out += "known issues: none matched\n";
+  } else {
+    out += "known issues:\n";
+    size_t shown = 0;
+    for (const kb::IssueMatch& m : a.matches) {
+      if (shown++ == 3) {
+        out += fmt::format("  ... {} more (--json)\n", a.matches.size() - 3);
+        break;
+      }
+      const kb::KnownIssue& i = *m.issue;
+      out += fmt::format("  {}. {} [{}] ({}, {})\n", shown, i.title, i.id, core::CategoryName(i.category),
+                         core::VerdictName(i.verdict));
+      for (const kb::Hit& h : m.hits) {
+        out += fmt::format("     evidence {}:{}: {}\n", h.input, h.line_number, h.line);
+      }
+      for (const std::string& c : m.condition_notes) out += fmt::format("     condition {}\n", c);
+      out += fmt::format("     why: {}\n", core::Trim(i.explanation));
+      for (const kb::Fix& f : i.fixes) out += fmt::format("     fix ({}): {} — cost: {}\n", f.kind, f.action, f.cost);
+      for (const kb::Reference& r : i.references) out += fmt::format("     see {}\n", r.url);
+    }
+  }
+  if (a.matches.empty() && !a.evidence.empty()) {
+    out += "evidence:\n";
+    for (size_t i = 0; i < a.evidence.size() && i < 5; ++i) {
+      out += fmt::format("  {}: {}\n", a.evidence[i].source, a.evidence[i].text);
+    }
+  }
+  if (!a.signature.empty()) out += fmt::format("signature: {}\n", a.signature);
+  out += "next steps:\n";
+  for (const std::string& s : a.next_steps) out += fmt::format("  - {}\n", s);
+  for (const std::string& l : a.search_links) out += fmt::format("  search: {}\n", l);
   return out;
 }
 

@@ -214,4 +214,30 @@ std::optional<uint64_t> ParseByteSize(std::string_view s) {
   return *value << shift;
 }
 
+std::string StripAnsi(std::string_view line) {
+  if (line.find('\x1b') == std::string_view::npos) return std::string(line);
+  std::string out;
+  out.reserve(line.size());
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] != '\x1b') {
+      out.push_back(line[i]);
+      continue;
+    }
+    if (i + 1 < line.size() && line[i + 1] == '[') {
+      // CSI: ESC [ parameters intermediates final (0x40-0x7e)
+      size_t j = i + 2;
+      while (j < line.size() && !(line[j] >= 0x40 && line[j] <= 0x7e)) ++j;
+      i = j;
+    } else if (i + 1 < line.size() && line[i + 1] == ']') {
+      // OSC: up to BEL or ESC backslash
+      size_t j = i + 2;
+      while (j < line.size() && line[j] != '\a' && !(line[j] == '\x1b' && j + 1 < line.size() && line[j + 1] == '\\')) ++j;
+      i = j < line.size() && line[j] == '\x1b' ? j + 1 : j;
+    } else {
+      ++i;  // a two-byte escape
+    }
+  }
+  return out;
+}
+
 }  // namespace gputriage::core

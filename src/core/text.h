@@ -48,4 +48,7 @@ std::string SanitizeUtf8(std::string_view s);
 std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text,
                                                                     char sep);
 
+/// `line` without ANSI escape sequences (colours, cursor moves, terminal titles).
+std::string StripAnsi(std::string_view line);
+
 }  // namespace gputriage::core

@@ -5,33 +5,36 @@
 
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/bundle.h"
+#include "core/category.h"
 #include "core/model.h"
 #include "core/process.h"
 #include "core/result.h"
-#include "core/snapshot.h"
+#include "forensics/gpu_signature.h"
+#include "kb/general_classifier.h"
 #include "kb/knowledge_base.h"
 #include "kb/log_reader.h"
 #include "kb/matcher.h"
-#include "kb/signature.h"
 
 namespace gputriage::kb {
 
+class LineScan;
+
 struct Analysis {
-  std::string source;         ///< what was analysed
-  std::string category = "other";
-  double confidence = 0;      ///< 0..1
-  std::string verdict = "unknown";
+  std::string source;  ///< what was analysed
+  core::Category category = core::Category::kOther;
+  double confidence = 0;  ///< 0..1
+  core::Verdict verdict = core::Verdict::kUnknown;
   std::vector<std::string> verdict_reasons;
   std::vector<IssueMatch> matches;  ///< best first
   /// Lines the general classifier keyed on when no known issue decided the category.
   std::vector<core::Evidence> evidence;
   std::vector<std::string> next_steps;
-  std::string signature;      ///< the normalised key error line
-  GpuSignature gpu_signature; ///< error code, kernel, architecture, versions
+  std::string signature;                  ///< the normalised key error line
+  forensics::GpuSignature gpu_signature;  ///< error code, kernel, architecture, versions
   /// What failures of the same kind group by: the GPU signature when there is a GPU error,
   /// else the normalised key line.
   std::string group_key;
@@ -43,15 +46,12 @@ struct Analysis {
   ReadStats stats;
 };
 
-/// Normalises a log line into a signature: ANSI codes, timestamps, pids, addresses, hex
-/// numbers, sizes, shapes and other numbers blanked, so recurring failures compare equal.
-std::string NormalizeLine(std::string_view line);
-
 /// One analysis may combine several inputs of the same failure (stderr and dmesg files, a
 /// bundle, a core): Begin, Add..., Finish. Not thread-safe.
 class Analyzer {
  public:
-  /// Compiles the knowledge base's patterns; fails naming the entry whose pattern is bad.
+  /// Compiles the knowledge base's patterns and general signals (`kb` must outlive the
+  /// analyzer); fails naming the entry whose pattern is bad.
   static core::Result<std::unique_ptr<Analyzer>> Create(const KnowledgeBase& kb);
   ~Analyzer();
 
@@ -66,9 +66,9 @@ class Analyzer {
   /// Text in memory (tests, the evaluation), as a plain log.
   void AddText(std::string_view text, std::string_view name);
 
-  /// A crash bundle directory: stderr.tail, kmsg.log, and process.json's signal, frames and
-  /// classification. Fails naming the directory when it has no readable process.json.
-  core::Result<void> AddBundle(const std::string& dir);
+  /// A crash bundle (core::ReadBundle): its stderr tail, kernel-log records, process report
+  /// and repeat statistics.
+  void AddBundle(const core::Bundle& bundle);
 
   /// A process report (from a core file): its signal, frames and classification.
   void AddProcess(const core::ProcessReport& report, const std::string& name);
@@ -86,20 +86,13 @@ class Analyzer {
 
  private:
   Analyzer() = default;
-  class Scan;
   const KnowledgeBase* kb_ = nullptr;
   std::unique_ptr<Matcher> matcher_;
-  std::unique_ptr<Scan> scan_;
+  std::unique_ptr<GeneralClassifier> general_;
+  std::unique_ptr<LineScan> scan_;
+  std::string label_;
   bool prefilter_ = true;
-  std::unique_ptr<std::map<std::string, std::shared_ptr<const re2::RE2::Set>>> filter_cache_;
-};
-
-/// How a `run --repeat` went, from a bundle's repeat.json.
-struct RepeatStats {
-  int runs = 0;
-  int failures = 0;
-  int same_signature = 0;  ///< failures with this bundle's signature
-  int distinct_signatures = 0;
+  std::unique_ptr<std::map<std::string, std::shared_ptr<const RE2::Set>>> filter_cache_;
 };
 
 /// The facts conditions are checked against, from a snapshot.
@@ -111,6 +104,6 @@ Facts FactsFromSnapshot(const core::Snapshot& snapshot);
 core::Json ToJson(const Analysis& analysis);
 
 /// {key, error, error_category, kernel, archs, versions}.
-core::Json GpuSignatureJson(const GpuSignature& signature);
+core::Json GpuSignatureJson(const forensics::GpuSignature& signature);
 
 }  // namespace gputriage::kb

@@ -10,7 +10,6 @@
 #include <re2/re2.h>
 
 #include "core/text.h"
-#include "knowledge_data/embedded.h"
 
 namespace gputriage::kb {
 namespace {
@@ -64,6 +63,21 @@ void FeedText(Matcher& matcher, std::string_view text, LineSource source, std::s
   }
 }
 
+std::vector<const KnownIssue*> SearchIssues(const KnowledgeBase& kb, std::string_view query) {
+  std::string needle = core::ToLower(query);
+  std::vector<const KnownIssue*> out;
+  for (const KnownIssue& i : kb.issues) {
+    if (!needle.empty()) {
+      std::string hay = core::ToLower(i.id + " " + i.title + " " + std::string(core::CategoryName(i.category)) + " " +
+                                      i.vendor + " " + i.explanation);
+      for (const Signal& s : i.signals) hay += " " + core::ToLower(s.pattern);
+      if (hay.find(needle) == std::string::npos) continue;
+    }
+    out.push_back(&i);
+  }
+  return out;
+}
+
 core::Result<KnowledgeBase> LoadKnowledgeBase(const std::vector<KbFile>& files) {
   KnowledgeBase kb;
   std::vector<std::string> problems;
@@ -89,35 +103,98 @@ core::Result<KnowledgeBase> LoadKnowledgeBase(const std::vector<KbFile>& files) 
     return core::Error{message};
   }
   std::sort(kb.issues.begin(), kb.issues.end(), [](const KnownIssue& a, const KnownIssue& b) { return a.id < b.id; });
+  GT_ASSIGN_OR_RETURN(kb.catalog, catalog::LoadCatalog(files));
   return kb;
 }
 
-core::Result<KnowledgeBase> LoadEmbeddedKnowledgeBase() {
-  std::vector<KbFile> files;
-  for (const kb_data::EmbeddedFile& f : kb_data::EmbeddedFiles()) {
-    files.push_back({std::string(f.path), std::string(f.content)});
-  }
-  return LoadKnowledgeBase(files);
-}
+core::Result<KnowledgeBase> LoadEmbeddedKnowledgeBase() { return LoadKnowledgeBase(catalog::EmbeddedSources()); }
 
 core::Result<std::vector<KbFile>> ReadKbDirectory(const std::string& dir) {
   std::error_code ec;
-  std::filesystem::path issues = std::filesystem::path(dir) / "issues";
-  if (!std::filesystem::is_directory(issues, ec)) {
+  std::filesystem::path root(dir);
+  if (!std::filesystem::is_directory(root / "issues", ec)) {
     return core::MakeError("{}: no issues/ directory (give the kb/ directory of a source tree)", dir);
   }
   std::vector<KbFile> files;
-  for (const auto& entry : std::filesystem::directory_iterator(issues, ec)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    files.push_back({std::string(kIssuesDir) + entry.path().filename().string(), text.str()});
+  // kb/issues/*, kb/tables/*.yaml and kb/*.yaml, named as the embedded copy names them.
+  for (const char* sub : {"issues", "tables", "."}) {
+    std::filesystem::path folder = root / sub;
+    if (!std::filesystem::is_directory(folder, ec)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+      std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file()) continue;
+      if (std::string_view(sub) != "issues" && !core::EndsWith(name, ".yaml")) continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      std::string prefix = std::string_view(sub) == "." ? "kb/" : fmt::format("kb/{}/", sub);
+      files.push_back({prefix + name, text.str()});
+    }
+    if (ec) return core::MakeError("{}: {}", folder.string(), ec.message());
   }
-  if (ec) return core::MakeError("{}: {}", issues.string(), ec.message());
   std::sort(files.begin(), files.end(), [](const KbFile& a, const KbFile& b) { return a.path < b.path; });
   return files;
 }
+
+namespace {
+
+// The kb/issues example log at `from`, when the knowledge base has it.
+const KbFile* ExampleSource(const KnowledgeBase& kb, const std::string& from) {
+  for (const auto* examples : {&kb.match_examples, &kb.nomatch_examples}) {
+    for (const auto& [id, files] : *examples) {
+      for (const KbFile& f : files) {
+        if (f.path == from) return &f;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// A table's example: it matches (or, for a counter-example, does not) and, when it names an
+// example log of the knowledge base, that log holds it.
+void LintExample(const KnowledgeBase& kb, const catalog::ExampleLine& example, const RE2& pattern, bool should_match,
+                 const std::string& file, int line, const std::string& what, std::vector<Problem>& problems) {
+  if (example.from.empty()) problems.push_back({file, line, what + ": an example without 'from'"});
+  if (RE2::PartialMatch(example.line, pattern) != should_match) {
+    problems.push_back({file, line, fmt::format("{}: {} '{}'", what, should_match ? "does not match its example"
+                                                                                  : "matches its counter-example",
+                                                example.line)});
+  }
+  if (core::StartsWith(example.from, "kb/issues/")) {
+    const KbFile* source = ExampleSource(kb, example.from);
+    if (source == nullptr || source->text.find(example.line) == std::string::npos) {
+      problems.push_back({file, line, fmt::format("{}: the example is not in {}", what, example.from)});
+    }
+  }
+}
+
+// The general signals and the kernel-log rules carry real example lines (their patterns are
+// checked when the catalog loads).
+void LintTables(const KnowledgeBase& kb, std::vector<Problem>& problems) {
+  RE2::Options options;
+  options.set_encoding(RE2::Options::EncodingLatin1);
+  options.set_log_errors(false);
+  const std::string general_file(catalog::kGeneralSignalsPath);
+  for (const catalog::GeneralSignal& s : kb.catalog.general_signals) {
+    std::string what = fmt::format("signal '{}'", s.written_pattern.substr(0, 40));
+    if (s.examples.empty()) problems.push_back({general_file, s.line, what + ": no example line"});
+    RE2 pattern(s.pattern, options);
+    for (const catalog::ExampleLine& e : s.examples) {
+      LintExample(kb, e, pattern, true, general_file, s.line, what, problems);
+    }
+  }
+  const std::string rules_file(catalog::kKernelLogRulesPath);
+  for (const catalog::KernelLogRule& r : kb.catalog.kernel_log_rules) {
+    if (r.examples.empty()) problems.push_back({rules_file, r.line, r.id + ": no example line"});
+    RE2 pattern(r.pattern, options);
+    for (const catalog::ExampleLine& e : r.examples) LintExample(kb, e, pattern, true, rules_file, r.line, r.id, problems);
+    for (const catalog::ExampleLine& e : r.counter_examples) {
+      LintExample(kb, e, pattern, false, rules_file, r.line, r.id, problems);
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<Problem> Lint(const KnowledgeBase& kb) {
   std::vector<Problem> problems;
@@ -178,6 +255,7 @@ std::vector<Problem> Lint(const KnowledgeBase& kb) {
       }
     }
   }
+  LintTables(kb, problems);
   return problems;
 }
 

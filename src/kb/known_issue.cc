@@ -134,19 +134,6 @@ std::optional<Source> ParseSource(std::string_view name) {
   return std::nullopt;
 }
 
-const std::vector<std::string>& Categories() {
-  static const std::vector<std::string> kCategories = {
-      "illegal-address", "page-fault", "device-assert", "arch-mismatch", "abi-mismatch", "numerical",
-      "hang-timeout",    "oom",        "hardware",      "driver-runtime", "compiler-jit", "other"};
-  return kCategories;
-}
-
-const std::vector<std::string>& Verdicts() {
-  static const std::vector<std::string> kVerdicts = {"hardware", "driver-firmware", "library",
-                                                     "application", "unknown"};
-  return kVerdicts;
-}
-
 std::string Problem::Text() const {
   return line > 0 ? fmt::format("{}:{}: {}", file, line, message) : fmt::format("{}: {}", file, message);
 }
@@ -180,15 +167,22 @@ core::Result<KnownIssue> ParseKnownIssue(std::string_view yaml, std::string_view
     if (!OneOf(issue.vendor, {"amd", "nvidia", "any"})) {
       return At(file, root["vendor"], fmt::format("vendor '{}' is not amd|nvidia|any", issue.vendor));
     }
-    GT_ASSIGN_OR_RETURN(issue.category, Text(file, root, "category", true));
-    if (!OneOf(issue.category, Categories())) {
-      return At(file, root["category"],
-                fmt::format("category '{}' is not one of {}", issue.category, Join(Categories())));
+    GT_ASSIGN_OR_RETURN(std::string category, Text(file, root, "category", true));
+    std::optional<core::Category> parsed_category = core::ParseCategory(category);
+    if (!parsed_category) {
+      std::vector<std::string> names;
+      for (core::Category c : core::AllCategories()) names.emplace_back(core::CategoryName(c));
+      return At(file, root["category"], fmt::format("category '{}' is not one of {}", category, Join(names)));
     }
-    GT_ASSIGN_OR_RETURN(issue.verdict, Text(file, root, "verdict", true));
-    if (!OneOf(issue.verdict, Verdicts())) {
-      return At(file, root["verdict"], fmt::format("verdict '{}' is not one of {}", issue.verdict, Join(Verdicts())));
+    issue.category = *parsed_category;
+    GT_ASSIGN_OR_RETURN(std::string verdict, Text(file, root, "verdict", true));
+    std::optional<core::Verdict> parsed_verdict = core::ParseVerdict(verdict);
+    if (!parsed_verdict) {
+      std::vector<std::string> names;
+      for (core::Verdict v : core::AllVerdicts()) names.emplace_back(core::VerdictName(v));
+      return At(file, root["verdict"], fmt::format("verdict '{}' is not one of {}", verdict, Join(names)));
     }
+    issue.verdict = *parsed_verdict;
     GT_ASSIGN_OR_RETURN(issue.signals, ParseSignals(file, root));
     GT_ASSIGN_OR_RETURN(issue.conditions, ParseConditions(file, root));
     GT_ASSIGN_OR_RETURN(issue.explanation, Text(file, root, "explanation", true));

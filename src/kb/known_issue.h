@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/category.h"
 #include "core/result.h"
 
 namespace gputriage::kb {
@@ -17,11 +18,6 @@ enum class Source { kStderr, kKmsg, kFrames, kSignal, kAny };
 
 std::string_view SourceName(Source source);
 std::optional<Source> ParseSource(std::string_view name);
-
-/// The DESIGN.md categories, in their documented order.
-const std::vector<std::string>& Categories();
-/// hardware | driver-firmware | library | application | unknown.
-const std::vector<std::string>& Verdicts();
 
 struct Signal {
   Source source = Source::kAny;
@@ -54,8 +50,8 @@ struct KnownIssue {
   std::string id;
   std::string title;
   std::string vendor;    ///< amd | nvidia | any
-  std::string category;  ///< one of Categories()
-  std::string verdict;   ///< one of Verdicts()
+  core::Category category = core::Category::kOther;
+  core::Verdict verdict = core::Verdict::kUnknown;
   std::vector<Signal> signals;
   std::vector<Condition> conditions;
   std::string explanation;

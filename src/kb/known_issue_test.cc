@@ -36,7 +36,7 @@ TEST(KnownIssue, ParsesAWellFormedEntry) {
   auto issue = ParseKnownIssue(kGood, "kb/issues/sample-entry.yaml");
   ASSERT_TRUE(issue.ok()) << issue.error().message;
   EXPECT_EQ(issue->id, "sample-entry");
-  EXPECT_EQ(issue->category, "illegal-address");
+  EXPECT_EQ(issue->category, core::Category::kIllegalAddress);
   ASSERT_EQ(issue->signals.size(), 2u);
   EXPECT_EQ(issue->signals[0].source, Source::kStderr);
   EXPECT_TRUE(issue->signals[0].required);

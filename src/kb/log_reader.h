@@ -41,7 +41,5 @@ core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink,
 core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name,
                                             const LineSink& sink, const ReadOptions& options = {});
 
-/// Removes ANSI escape sequences (colours, cursor moves) from a line.
-std::string StripAnsi(std::string_view line);
 
 }  // namespace gputriage::kb

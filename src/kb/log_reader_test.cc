@@ -1,5 +1,7 @@
 #include "kb/log_reader.h"
 
+#include "core/text.h"
+
 #include <zlib.h>
 #include <zstd.h>
 
@@ -114,10 +116,10 @@ TEST(LogReader, MissingFileNamesIt) {
 }
 
 TEST(LogReader, StripsAnsiEscapes) {
-  EXPECT_EQ(StripAnsi("\x1b[31mERROR\x1b[0m: CUDA error"), "ERROR: CUDA error");
-  EXPECT_EQ(StripAnsi("\x1b]0;title\x07text"), "text");
-  EXPECT_EQ(StripAnsi("plain"), "plain");
-  EXPECT_EQ(StripAnsi("\x1b[1"), "");
+  EXPECT_EQ(core::StripAnsi("\x1b[31mERROR\x1b[0m: CUDA error"), "ERROR: CUDA error");
+  EXPECT_EQ(core::StripAnsi("\x1b]0;title\x07text"), "text");
+  EXPECT_EQ(core::StripAnsi("plain"), "plain");
+  EXPECT_EQ(core::StripAnsi("\x1b[1"), "");
 }
 
 }  // namespace

@@ -108,21 +108,22 @@ void Apply(VmFault& f, std::string_view line, Field field) {
 // kb/tables/amdgpu-vm-fault.yaml status_register: the same fields the driver prints, from the
 // raw word, for blocks whose field lines are missing (rate-limited, or a kernel that prints
 // only the status).
-void DecodeStatus(VmFault& f) {
+void DecodeStatus(VmFault& f, const catalog::VmFaultLayout& layout) {
   if (!f.status || *f.status == 0) return;
   uint32_t s = *f.status;
   bool decoded = false;
-  auto fill = [&](std::optional<uint32_t>& field, uint32_t value) {
-    if (field) return;
-    field = value;
+  auto fill = [&](std::optional<uint32_t>& field, std::string_view name) {
+    const catalog::BitField* bits = catalog::FindField(layout.status_fields, name);
+    if (field || bits == nullptr) return;
+    field = static_cast<uint32_t>(bits->Extract(s));
     decoded = true;
   };
-  fill(f.more_faults, s & 0x1);
-  fill(f.walker_error, (s >> 1) & 0x7);
-  fill(f.permission_faults, (s >> 4) & 0xf);
-  fill(f.mapping_error, (s >> 8) & 0x1);
-  fill(f.client_id, (s >> 9) & 0x1ff);
-  fill(f.rw, (s >> 18) & 0x1);
+  fill(f.more_faults, "MORE_FAULTS");
+  fill(f.walker_error, "WALKER_ERROR");
+  fill(f.permission_faults, "PERMISSION_FAULTS");
+  fill(f.mapping_error, "MAPPING_ERROR");
+  fill(f.client_id, "CID");
+  fill(f.rw, "RW");
   f.fields_from_status = decoded;
 }
 
@@ -198,7 +199,7 @@ void VmFaultAssembler::EmitCurrent(std::vector<VmFault>* done) {
   }
   pending_.clear();
   if (current_) {
-    DecodeStatus(*current_);
+    DecodeStatus(*current_, *layout_);
     done->push_back(std::move(*current_));
     current_.reset();
   }
@@ -213,7 +214,7 @@ void VmFaultAssembler::Close(std::vector<VmFault>* done) {
 }
 
 void VmFaultAssembler::FlushHeaderless(const std::vector<std::pair<std::string, uint64_t>>& lines,
-                                       const std::string& input, std::vector<VmFault>* done) {
+                                       const std::string& input, std::vector<VmFault>* done) const {
   // Field lines whose header never came (rate-limited or cut off): an event only when they
   // carry the status.
   if (lines.empty()) return;
@@ -222,7 +223,7 @@ void VmFaultAssembler::FlushHeaderless(const std::vector<std::pair<std::string, 
   f.input = input;
   for (const auto& [line, n] : lines) Apply(f, line, Classify(line));
   if (!f.status) return;
-  DecodeStatus(f);
+  DecodeStatus(f, *layout_);
   done->push_back(std::move(f));
 }
 

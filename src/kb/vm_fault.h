@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "catalog/amd_layouts.h"
 #include "core/model.h"
 
 namespace gputriage::kb {
@@ -44,6 +45,9 @@ class VmFaultAssembler {
  public:
   enum class LineKind { kOther, kHeader, kContinuation };
 
+  /// Decodes status words with `layout` (which must outlive the assembler).
+  explicit VmFaultAssembler(const catalog::VmFaultLayout& layout) : layout_(&layout) {}
+
   /// Looks at one line. Returns what it was; complete events are appended to *done.
   LineKind Line(std::string_view line, uint64_t line_number, std::string_view input, std::vector<VmFault>* done);
 
@@ -61,8 +65,9 @@ class VmFaultAssembler {
   std::string orphans_input_;
   std::vector<std::pair<std::string, uint64_t>> pending_;  // orphans before the open header
   std::string pending_input_;
-  static void FlushHeaderless(const std::vector<std::pair<std::string, uint64_t>>& lines, const std::string& input,
-                              std::vector<VmFault>* done);
+  void FlushHeaderless(const std::vector<std::pair<std::string, uint64_t>>& lines, const std::string& input,
+                       std::vector<VmFault>* done) const;
+  const catalog::VmFaultLayout* layout_;
   void EmitCurrent(std::vector<VmFault>* done);  // the open event, if any
   void Close(std::vector<VmFault>* done);        // that, and field lines without a header
 };

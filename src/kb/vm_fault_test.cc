@@ -5,17 +5,20 @@
 #include <fstream>
 #include <sstream>
 
+#include "catalog/catalog.h"
 #include "core/text.h"
 
 namespace gputriage::kb {
 namespace {
+
+const catalog::VmFaultLayout& Layout() { return catalog::BuiltinCatalog().value()->vm_fault; }
 
 std::vector<VmFault> Assemble(const std::string& fixture) {
   std::ifstream in(std::string(GT_FIXTURES_DIR) + "/kernel_log/" + fixture);
   EXPECT_TRUE(in) << fixture;
   std::stringstream text;
   text << in.rdbuf();
-  VmFaultAssembler assembler;
+  VmFaultAssembler assembler(Layout());
   std::vector<VmFault> out;
   uint64_t n = 0;
   const std::string content = text.str();  // the lines are views into it
@@ -53,7 +56,7 @@ TEST(VmFault, Gfx9BlockIsOneEventWithEveryField) {
             "process clinfo pid 1382, permission faults 0x5, more faults followed");
 
   // The same block with only the header, address and status (the field lines rate-limited).
-  VmFaultAssembler assembler;
+  VmFaultAssembler assembler(Layout());
   std::vector<VmFault> out;
   assembler.Line("[  199.015019] amdgpu 0000:07:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:173 vmid:8 pasid:32772, for process clinfo pid 1382 thread clinfo pid 1382)", 1, "x", &out);
   assembler.Line("[  199.015026] amdgpu 0000:07:00.0: amdgpu:   in page starting at address 0x0000000000000000 from IH client 0x1b (UTCL2)", 2, "x", &out);

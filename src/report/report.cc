@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/redact.h"
-#include "core/json_read.h"
+#include "kb/inputs.h"
+#include "core/signals.h"
 #include "core/text.h"
 
 namespace gputriage::report {
@@ -83,103 +84,102 @@ Json Environment(const std::optional<core::Snapshot>& snapshot) {
   return env;
 }
 
-std::string FrameText(const Json& f) {
-  std::string fn = core::StringAt(f, "function");
-  if (fn.empty()) fn = core::StringAt(f, "pc");
+std::string FrameText(const core::Frame& f) {
+  std::string fn = f.function.empty() ? core::Hex(f.pc) : f.function;
   std::string where;
-  if (auto file = core::StringAt(f, "file"); !file.empty()) {
-    where = file + (f.contains("line") && f["line"].is_number() ? fmt::format(":{}", f["line"].get<int>()) : "");
-  } else if (auto module = core::StringAt(f, "module"); !module.empty()) {
-    where = module.substr(module.rfind('/') + 1) + "+" + core::StringAt(f, "offset");
+  if (f.file && !f.file->empty()) {
+    where = *f.file + (f.line ? fmt::format(":{}", *f.line) : "");
+  } else if (!f.module.empty()) {
+    where = f.module.substr(f.module.rfind('/') + 1) + "+" + (f.offset ? core::Hex(*f.offset) : "");
   }
   return where.empty() ? fn : fn + " (" + where + ")";
 }
 
-}  // namespace
-
-Json BuildReport(const ReportInput& in) {
-  Json r;
+std::string Title(const ReportInput& in) {
   const kb::Analysis& a = in.analysis;
   std::string title;
-  if (in.process) title = core::StringAt(core::NodeAt(*in.process, {"classification"}), "summary");
+  if (in.process && in.process->primary.classification) title = in.process->primary.classification->summary;
   if (title.empty() && !a.matches.empty()) title = a.matches.front().issue->title;
   if (title.empty()) title = a.signature.empty() ? "GPU job failure" : a.signature;
-  r["title"] = Safe(title.substr(0, 200));
-  r["source"] = in.source;
-  r["environment"] = Environment(in.snapshot);
+  return Safe(title.substr(0, 200));
+}
 
+Json Reproduction(const ReportInput& in) {
   Json repro = Json::object();
   if (in.manifest) {
+    const core::BundleManifest& m = *in.manifest;
     Json cmd = Json::array();
-    if (const Json& c = core::NodeAt(*in.manifest, {"command"}); c.is_array()) {
-      for (const Json& part : c) {
-        if (part.is_string()) cmd.push_back(Safe(part.get<std::string>()));
-      }
-    }
+    for (const std::string& part : m.command.value_or(std::vector<std::string>{})) cmd.push_back(Safe(part));
     repro["command"] = cmd;
-    repro["exit_status"] = core::NodeAt(*in.manifest, {"exit_status"});
-    repro["started_at"] = core::StringAt(core::NodeAt(*in.manifest, {"timings"}), "started_at");
-    repro["signature"] = core::StringAt(*in.manifest, "signature");
+    repro["exit_status"] = m.exit_status ? Json(*m.exit_status) : Json(nullptr);
+    repro["started_at"] = m.timings ? m.timings->started_at.value_or("") : "";
+    repro["signature"] = m.signature.value_or("");
   } else {
     repro["not_collected"] = "a log only: the command and its exit status are not known (`gputriage run` records them)";
   }
   if (in.same_signature_count) repro["same_signature_bundles"] = *in.same_signature_count;
-  if (in.repeat && in.repeat->is_object()) {
-    repro["repeat"] = {{"runs", core::NodeAt(*in.repeat, {"runs"})},
-                       {"failures", core::NodeAt(*in.repeat, {"failures"})},
-                       {"passes", core::NodeAt(*in.repeat, {"passes"})},
-                       {"same_signature", core::NodeAt(*in.repeat, {"same_signature"})},
-                       {"distinct_signatures", core::NodeAt(*in.repeat, {"distinct_signatures"})},
-                       {"verdict", core::NodeAt(*in.repeat, {"verdict"})}};
+  if (in.repeat) {
+    const core::RepeatStats& r = *in.repeat;
+    repro["repeat"] = {{"runs", r.runs},
+                       {"failures", r.failures},
+                       {"passes", r.passes},
+                       {"same_signature", r.same_signature},
+                       {"distinct_signatures", r.distinct_signatures},
+                       {"verdict", r.verdict}};
   } else if (in.manifest) {
     repro["repeat"] = {{"not_collected", "run once; `gputriage run --repeat 5 -- CMD` tells a deterministic failure from a flaky one"}};
   }
-  r["reproduction"] = repro;
+  return repro;
+}
 
+// What the process file says: signal, classification, the crashed thread's frames, the faulting
+// instruction, and the kernel-log records that name the job.
+void AddProcess(const core::ProcessFile& file, Json& failure) {
+  const core::ProcessReport& p = file.primary;
+  Json pj = core::ToJson(p);  // the names process.json gives signal, si_code and address
+  failure["signal"] = pj["signal"];
+  failure["si_code"] = pj["si_code"];
+  failure["fault_address"] = pj["fault_address"];
+  failure["classification"] = pj["classification"];
+  Json frames = Json::array();
+  if (!p.threads.empty()) {
+    for (const core::Frame& f : p.threads.front().frames) {
+      if (frames.size() == 16) break;
+      frames.push_back(Safe(FrameText(f)));
+    }
+  }
+  failure["crashed_thread_frames"] = frames;
+  Json dis = Json::array();
+  if (p.disassembly) {
+    for (const core::Instruction& i : p.disassembly->instructions) {
+      dis.push_back(fmt::format("{} {}: {}", i.faulting ? "=>" : "  ", core::Hex(i.address), i.text));
+    }
+  }
+  failure["disassembly"] = dis;
+  Json klog = Json::array();
+  for (const core::RunKernelLogRecord& rec : file.kernel_log) {
+    if (rec.job_pid) klog.push_back(Safe(rec.message));
+  }
+  failure["kernel_log_for_job"] = klog;
+}
+
+Json Failure(const ReportInput& in) {
+  const kb::Analysis& a = in.analysis;
   Json failure = Json::object();
-  failure["category"] = a.category;
+  failure["category"] = core::CategoryName(a.category);
   failure["confidence"] = a.confidence;
-  failure["verdict"] = a.verdict;
+  failure["verdict"] = core::VerdictName(a.verdict);
   failure["verdict_reasons"] = a.verdict_reasons;
   if (!a.gpu_signature.empty()) failure["gpu_signature"] = Safe(a.gpu_signature.Key());
-  if (in.process) {
-    const Json& p = *in.process;
-    failure["signal"] = core::NodeAt(p, {"signal"});
-    failure["si_code"] = core::NodeAt(p, {"si_code"});
-    failure["fault_address"] = core::NodeAt(p, {"fault_address"});
-    failure["classification"] = core::NodeAt(p, {"classification"});
-    Json frames = Json::array();
-    const Json& threads = core::NodeAt(p, {"threads"});
-    if (threads.is_array() && !threads.empty() && threads[0].contains("frames") && threads[0]["frames"].is_array()) {
-      for (const Json& f : threads[0]["frames"]) {
-        if (frames.size() == 16) break;
-        frames.push_back(Safe(FrameText(f)));
-      }
-    }
-    failure["crashed_thread_frames"] = frames;
-    Json dis = Json::array();
-    if (const Json& ins = core::NodeAt(p, {"disassembly", "instructions"}); ins.is_array()) {
-      for (const Json& i : ins) {
-        dis.push_back(fmt::format("{} {}: {}", core::TrueAt(i, "faulting") ? "=>" : "  ",
-                                  core::StringAt(i, "address"), core::StringAt(i, "text")));
-      }
-    }
-    failure["disassembly"] = dis;
-    Json klog = Json::array();
-    if (const Json& k = core::NodeAt(p, {"kernel_log"}); k.is_array()) {
-      for (const Json& rec : k) {
-        if (!rec.contains("job_pid") || rec["job_pid"].is_null()) continue;
-        klog.push_back(Safe(core::StringAt(rec, "message")));
-      }
-    }
-    failure["kernel_log_for_job"] = klog;
-  }
+  if (in.process) AddProcess(*in.process, failure);
   failure["stderr_excerpt"] = Safe(LastLines(in.stderr_tail, 30));
   Json evidence = Json::array();
   for (const core::Evidence& e : a.evidence) evidence.push_back(e.source + ": " + Safe(e.text));
   failure["evidence"] = evidence;
-  r["failure"] = failure;
+  return failure;
+}
 
+Json Diagnostics(const ReportInput& in) {
   Json diag = Json::array();
   auto item = [&](const std::string& what, bool present, const std::string& why = "") {
     diag.push_back({{"item", what}, {"attached", present}, {"note", why}});
@@ -188,11 +188,12 @@ Json BuildReport(const ReportInput& in) {
        in.snapshot ? "" : "not collected");
   item("process report (signal, registers, stacks, disassembly)", in.process.has_value(),
        in.process ? "" : "no crash bundle");
-  item("kernel log during the run", !in.kmsg.empty() || (in.manifest && core::NodeAt(*in.manifest, {"files", "kmsg.log", "present"}).is_boolean()),
-       "");
+  item("kernel log during the run", !in.kmsg.empty() || (in.manifest && in.manifest->Has("kmsg.log")), "");
   item("stderr of the job", !in.stderr_tail.empty(), "");
-  r["diagnostics"] = diag;
+  return diag;
+}
 
+Json Troubleshooting(const ReportInput& in) {
   Json tried = Json::array();
   if (in.snapshot) {
     for (const char* name : {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING",
@@ -201,13 +202,14 @@ Json BuildReport(const ReportInput& in) {
       if (auto value = in.snapshot->EnvValue(name)) tried.push_back(fmt::format("{}={} was set", name, Safe(*value)));
     }
   }
-  if (in.manifest) {
-    if (const Json& s = core::NodeAt(*in.manifest, {"signature"}); s.is_string() && in.same_signature_count) {
-      tried.push_back(fmt::format("the same failure signature was recorded {} time(s) by gputriage run", *in.same_signature_count));
-    }
+  if (in.manifest && in.manifest->signature && in.same_signature_count) {
+    tried.push_back(fmt::format("the same failure signature was recorded {} time(s) by gputriage run",
+                                *in.same_signature_count));
   }
-  r["troubleshooting"] = tried;
+  return tried;
+}
 
+Json KnownIssues(const kb::Analysis& a) {
   Json known = Json::array();
   for (size_t i = 0; i < a.matches.size() && i < 5; ++i) {
     const kb::IssueMatch& m = a.matches[i];
@@ -215,14 +217,57 @@ Json BuildReport(const ReportInput& in) {
     for (const kb::Reference& ref : m.issue->references) refs.push_back(ref.url);
     Json lines = Json::array();
     for (const kb::Hit& h : m.hits) lines.push_back(fmt::format("{}:{}: {}", h.input, h.line_number, Safe(h.line)));
-    known.push_back({{"id", m.issue->id}, {"title", m.issue->title}, {"category", m.issue->category},
+    known.push_back({{"id", m.issue->id}, {"title", m.issue->title}, {"category", core::CategoryName(m.issue->category)},
                      {"fix", m.issue->fixes.empty() ? "" : m.issue->fixes.front().action},
                      {"references", refs}, {"evidence", lines}});
   }
-  r["known_issues"] = known;
-  r["next_steps"] = a.next_steps;
-  r["search_links"] = a.search_links;
+  return known;
+}
+
+}  // namespace
+
+Json BuildReport(const ReportInput& in) {
+  Json r;
+  r["title"] = Title(in);
+  r["source"] = in.source;
+  r["environment"] = Environment(in.snapshot);
+  r["reproduction"] = Reproduction(in);
+  r["failure"] = Failure(in);
+  r["diagnostics"] = Diagnostics(in);
+  r["troubleshooting"] = Troubleshooting(in);
+  r["known_issues"] = KnownIssues(in.analysis);
+  r["next_steps"] = in.analysis.next_steps;
+  r["search_links"] = in.analysis.search_links;
   return r;
+}
+
+core::Result<Json> MakeReport(kb::Analyzer& analyzer, const ReportRequest& request, store::SnapshotStore* store) {
+  kb::AnalysisRequest analysis_request;
+  analysis_request.paths = request.paths;
+  analysis_request.snapshot = request.snapshot;
+  analysis_request.log_tail_bytes = 1u << 20;
+  GT_ASSIGN_OR_RETURN(kb::AnalysisOutcome outcome, kb::AnalyzeInputs(analyzer, analysis_request));
+  ReportInput input;
+  input.source = outcome.analysis.source;
+  input.snapshot = outcome.snapshot;
+  for (const kb::AnalyzedInput& in : outcome.inputs) {
+    if (in.bundle) {
+      input.manifest = in.bundle->manifest;
+      input.repeat = in.bundle->repeat;
+      input.process = in.bundle->process;
+      input.stderr_tail = in.bundle->stderr_tail;
+      input.kmsg = in.bundle->kmsg;
+    } else if (in.kind == kb::AnalyzedInput::Kind::kLog) {
+      input.stderr_tail += in.log_tail;
+    }
+  }
+  input.analysis = std::move(outcome.analysis);
+  if (store != nullptr && input.manifest && input.manifest->signature && !input.manifest->signature->empty()) {
+    if (auto count = store->CountBundlesWithSignature(*input.manifest->signature); count.ok()) {
+      input.same_signature_count = *count;
+    }
+  }
+  return BuildReport(input);
 }
 
 namespace {

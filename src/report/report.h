@@ -10,27 +10,41 @@
 
 #include "core/model.h"
 #include "core/snapshot.h"
+#include "core/bundle.h"
 #include "kb/analysis.h"
+#include "store/snapshot_store.h"
 
 namespace gputriage::report {
 
 /// What a report is made of; absent parts are reported as not collected.
 struct ReportInput {
-  std::string source;                    ///< the bundle directory or log file
-  std::optional<core::Json> manifest;    ///< bundle manifest.json
-  std::optional<core::Json> repeat;      ///< bundle repeat.json (run --repeat statistics)
-  std::optional<core::Json> process;     ///< bundle process.json
-  std::optional<core::Snapshot> snapshot;  ///< snapshot.json or --snapshot
+  std::string source;                           ///< the bundle directory or log file
+  std::optional<core::BundleManifest> manifest;  ///< bundle manifest.json
+  std::optional<core::RepeatStats> repeat;      ///< bundle repeat.json (run --repeat statistics)
+  std::optional<core::ProcessFile> process;     ///< bundle process.json
+  std::optional<core::Snapshot> snapshot;       ///< snapshot.json or --snapshot
   std::string stderr_tail;
-  std::string kmsg;                      ///< kmsg.log (raw records)
+  std::string kmsg;  ///< kmsg.log (raw records)
   kb::Analysis analysis;
   /// How often the same signature was seen before (from the store), when known.
-  std::optional<int> same_signature_count;
+  std::optional<int64_t> same_signature_count;
 };
 
 /// The report as a JSON document: {title, environment, reproduction, failure, diagnostics,
 /// troubleshooting, known_issues, next_steps}. Secrets are redacted.
 core::Json BuildReport(const ReportInput& input);
+
+/// What `report` is asked for: logs and bundles of one failure, an optional snapshot.
+struct ReportRequest {
+  std::vector<std::string> paths;
+  std::optional<core::Snapshot> snapshot;  ///< --snapshot (a bundle has its own)
+};
+
+/// Analyses the inputs (kb::AnalyzeInputs with `analyzer`), fills the report from the first
+/// bundle (or the logs' last 1 MiB) and counts earlier bundles with the same signature in `store`
+/// (may be null). Fails naming an input that cannot be read.
+core::Result<core::Json> MakeReport(kb::Analyzer& analyzer, const ReportRequest& request,
+                                    store::SnapshotStore* store);
 
 /// Markdown for a GitHub issue.
 std::string RenderMarkdown(const core::Json& report);

@@ -10,23 +10,25 @@ using core::Json;
 ReportInput Sample() {
   ReportInput in;
   in.source = "/bundles/20261202T171000Z-python3-474";
-  in.manifest = Json{{"command", {"python3", "train.py", "--token=ghp_0123456789abcdefghijABCDEFGHIJ012345"}},
-                     {"exit_status", 1},
-                     {"signature", "gpu-device-assert x"},
-                     {"timings", {{"started_at", "2026-12-02T17:10:00Z"}}}};
-  in.process = Json{{"signal", nullptr},
-                    {"classification", {{"kind", "gpu-device-assert"}, {"summary", "Assertion `dstIndex < dstAddDimSize` failed."}}},
-                    {"threads", Json::array()},
-                    {"kernel_log", {{{"message", "NVRM: Xid (PCI:0000:00:06): 43, pid=474, name=python3"}, {"job_pid", 474}},
-                                    {{"message", "unrelated"}, {"job_pid", nullptr}}}}};
+  in.manifest = core::BundleManifest{};
+  in.manifest->command = {"python3", "train.py", "--token=ghp_0123456789abcdefghijABCDEFGHIJ012345"};
+  in.manifest->exit_status = 1;
+  in.manifest->signature = "gpu-device-assert x";
+  in.manifest->timings = core::BundleTimings{.started_at = "2026-12-02T17:10:00Z"};
+  in.process = core::ProcessFileFromJson(
+      Json{{"signal", nullptr},
+           {"classification", {{"kind", "gpu-device-assert"}, {"summary", "Assertion `dstIndex < dstAddDimSize` failed."}}},
+           {"threads", Json::array()},
+           {"kernel_log", {{{"message", "NVRM: Xid (PCI:0000:00:06): 43, pid=474, name=python3"}, {"job_pid", 474}},
+                           {{"message", "unrelated"}, {"job_pid", nullptr}}}}});
   in.snapshot = core::SnapshotFromJsonUnchecked(Json{{"host", {{"os", {{"pretty_name", "Ubuntu 24.04"}}}, {"kernel", {{"release", "6.8.0"}}}}},
                      {"gpus", {{{"name", "NVIDIA H200"}, {"pci_address", "0000:00:06.0"}, {"driver", "nvidia"}}}},
                      {"software", {{"nvidia", {{"driver_version", "580.159.04"}, {"cuda_driver_version", "13.0"}}}}},
                      {"env", {{"variables", {{"CUDA_LAUNCH_BLOCKING", "1"}}}}}});
   in.stderr_tail = "loading\nexport HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH\n<script>alert(1)</script>\n";
-  in.analysis.category = "device-assert";
+  in.analysis.category = core::Category::kDeviceAssert;
   in.analysis.confidence = 0.8;
-  in.analysis.verdict = "application";
+  in.analysis.verdict = core::Verdict::kApplication;
   in.analysis.next_steps = {"Rerun under `gputriage run --repeat 5 -- CMD`."};
   in.same_signature_count = 3;
   return in;
@@ -58,8 +60,8 @@ TEST(Report, RepeatStatisticsAndTheGpuSignature) {
   ReportInput in = Sample();
   std::string once = RenderMarkdown(BuildReport(in));
   EXPECT_NE(once.find("_Repeat statistics: run once; `gputriage run --repeat 5 -- CMD`"), std::string::npos) << once;
-  in.repeat = Json{{"runs", 5}, {"passes", 0}, {"failures", 5}, {"same_signature", 5}, {"distinct_signatures", 1},
-                   {"verdict", "deterministic"}};
+  in.repeat = core::RepeatStats{.runs = 5, .passes = 0, .failures = 5, .same_signature = 5, .distinct_signatures = 1,
+                                .verdict = "deterministic"};
   in.analysis.gpu_signature.error = "cudaErrorAssert";
   in.analysis.gpu_signature.kernel = "indexFuncSmallIndex";
   std::string md = RenderMarkdown(BuildReport(in));
@@ -72,13 +74,26 @@ TEST(Report, RepeatStatisticsAndTheGpuSignature) {
 TEST(Report, SaysWhatWasNotCollected) {
   ReportInput in;
   in.source = "job.log";
-  in.analysis.category = "other";
+  in.analysis.category = core::Category::kOther;
   Json r = BuildReport(in);
   std::string md = RenderMarkdown(r);
   EXPECT_NE(md.find("_no snapshot: pass --snapshot FILE"), std::string::npos) << md;
   EXPECT_NE(md.find("_a log only: the command and its exit status are not known"), std::string::npos);
   EXPECT_NE(md.find("_none matched in gputriage's knowledge base_"), std::string::npos);
   EXPECT_NE(md.find("- [ ] process report"), std::string::npos);
+}
+
+// The manifest lists every file of the layout, present or not: a kernel log that could not be
+// read is absent, and the checklist says so (a manifest entry alone is not the file).
+TEST(Report, KernelLogTickedOnlyWhenTheManifestSaysPresent) {
+  ReportInput in = Sample();
+  in.kmsg.clear();
+  in.manifest->files["kmsg.log"] = core::BundleFile{.present = false, .reason = "no permission to read /dev/kmsg"};
+  std::string absent = RenderMarkdown(BuildReport(in));
+  EXPECT_NE(absent.find("- [ ] kernel log during the run"), std::string::npos) << absent;
+  in.manifest->files["kmsg.log"] = core::BundleFile{.present = true, .bytes = 0};
+  std::string present = RenderMarkdown(BuildReport(in));
+  EXPECT_NE(present.find("- [x] kernel log during the run"), std::string::npos) << present;
 }
 
 }  // namespace

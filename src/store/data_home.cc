@@ -1,5 +1,7 @@
 #include "store/data_home.h"
 
+#include "core/fs.h"
+
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,30 +53,6 @@ std::optional<std::string> ChooseDataHome(const DataHomeEnv& env) {
   return std::nullopt;
 }
 
-core::Result<void> MakeDirectories(const std::string& path, unsigned mode) {
-  if (path.empty()) return core::MakeError("cannot create a directory with an empty name");
-  // Walk the components left to right so each missing one is created with `mode`.
-  for (size_t end = 1; end <= path.size(); ++end) {
-    if (end != path.size() && path[end] != '/') continue;
-    std::string prefix = path.substr(0, end);
-    if (prefix.back() == '/') continue;
-    if (::mkdir(prefix.c_str(), static_cast<mode_t>(mode)) == 0) continue;
-    int saved = errno;
-    struct stat st {};
-    if (saved == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
-      if (S_ISDIR(st.st_mode)) continue;
-      return core::MakeError("cannot create directory {}: {} exists and is not a directory", path,
-                             prefix);
-    }
-    if (prefix == path) {
-      return core::MakeError("cannot create directory {}: {}", path, std::strerror(saved));
-    }
-    return core::MakeError("cannot create directory {}: {}: {}", path, prefix,
-                           std::strerror(saved));
-  }
-  return {};
-}
-
 core::Result<std::string> DataHome() {
   DataHomeEnv env{EnvVar("GPUTRIAGE_HOME"), EnvVar("XDG_DATA_HOME"), EnvVar("HOME")};
   if (!Usable(env.home)) env.home = PasswdHome();
@@ -85,7 +63,7 @@ core::Result<std::string> DataHome() {
         "uid {} has no home directory",
         ::getuid());
   }
-  core::Result<void> made = MakeDirectories(*chosen, 0700);
+  core::Result<void> made = core::MakeDirectories(*chosen, 0700);
   if (!made.ok()) return core::MakeError("data directory: {}", made.error().message);
   return *chosen;
 }

@@ -27,10 +27,6 @@ std::optional<std::string> ChooseDataHome(const DataHomeEnv& env);
 /// message naming the directory when it cannot be created or is not a directory.
 core::Result<std::string> DataHome();
 
-/// Creates `path` and its missing parents with `mode` (like `mkdir -p -m`). Fails naming the
-/// component that could not be created, or `path` when it exists but is not a directory.
-core::Result<void> MakeDirectories(const std::string& path, unsigned mode);
-
 /// DataHome()/snapshots.db: the default snapshot database.
 core::Result<std::string> DefaultDatabasePath();
 

@@ -1,5 +1,7 @@
 #include "store/data_home.h"
 
+#include "core/fs.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/bundle.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "store/sqlite.h"
@@ -25,20 +26,8 @@ struct SnapshotRow {
   bool operator==(const SnapshotRow&) const = default;
 };
 
-/// One crash bundle written by `gputriage run`, as indexed in the store.
-struct BundleRow {
-  int64_t id = 0;
-  std::string created_at;  // ISO-8601 UTC
-  std::string path;        // the bundle directory
-  std::string command;     // the job's command line
-  std::optional<int64_t> exit_status;
-  std::optional<std::string> signal;     // "SIGSEGV"; nullopt for exits and hangs
-  std::optional<std::string> kind;       // classification kind ("null-dereference")
-  std::optional<std::string> category;   // DESIGN.md category ("illegal-address")
-  std::optional<std::string> signature;  // CrashSignature: groups runs of the same bug
-  std::string summary;
-  bool operator==(const BundleRow&) const = default;
-};
+/// A crash bundle as the history database indexes it.
+using BundleRow = core::BundleRecord;
 
 /// A snapshot database. The connection runs in WAL mode with a 5000 ms busy timeout, so
 /// several gputriage processes can save at once; foreign keys are on. Not thread-safe: use one

@@ -56,6 +56,13 @@ TEST(KbCommand, LintListSearch) {
 TEST(KbCommand, LintNamesABrokenEntryAndAnalyzeRefusesIt) {
   testing::TempDir tmp;
   fs::create_directories(tmp / "kb/issues");
+  // Without its tables a kb/ directory is refused, naming the first one missing.
+  Out no_tables = Gt({"analyze", "--kb-dir", tmp / "kb", "-"}, "CUDA error: out of memory\n");
+  EXPECT_EQ(no_tables.status, 3);
+  EXPECT_NE(no_tables.err.find("kb/tables/nvidia-xid.yaml is missing from the knowledge base"), std::string::npos)
+      << no_tables.err;
+  fs::copy(Kb("tables"), tmp / "kb/tables");
+  fs::copy(Kb("env-vars.yaml"), tmp / "kb/env-vars.yaml");
   fs::copy(Kb("issues/cuda-illegal-memory-access.yaml"), tmp / "kb/issues/cuda-illegal-memory-access.yaml");
   std::ofstream(tmp / "kb/issues/bad-pattern.yaml")
       << "schema: gputriage.issue/1\nid: bad-pattern\ntitle: t\nvendor: any\ncategory: oom\n"

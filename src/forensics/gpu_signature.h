@@ -11,37 +11,17 @@
 #include <utility>
 #include <vector>
 
+#include "catalog/error_codes.h"
+#include "core/category.h"
 #include "core/model.h"
-#include "kb/matcher.h"
 
-namespace gputriage::kb {
+namespace gputriage::forensics {
 
-/// One row of kb/tables/cuda-errors.yaml or kb/tables/hip-errors.yaml.
-struct ErrorCode {
-  std::string vendor;  ///< "cuda" or "hip"
-  int value = 0;
-  std::string name;    ///< cudaErrorIllegalAddress, hipErrorNoBinaryForGpu
-  std::string driver_name;  ///< CUDA_ERROR_ILLEGAL_ADDRESS (CUDA only, when there is one)
-  std::string message;      ///< what cudaGetErrorString/hipGetErrorString returns
-  std::string category;     ///< the category the code usually points to
-  /// The error leaves the context unusable: every later call returns it (CUDA's table marks
-  /// these; a HIP code is sticky when its CUDA twin is).
-  bool sticky = false;
-};
-
-/// The error code called `name` (cudaError*, CUDA_ERROR_*, hipError*), or null.
-const ErrorCode* FindErrorByName(std::string_view name);
-
-/// The error code whose message is `message` ("an illegal memory access was encountered"),
-/// for the vendor ("cuda" or "hip"), or null. Case and surrounding space do not matter.
-const ErrorCode* FindErrorByMessage(std::string_view vendor, std::string_view message);
-
-/// Problems loading the embedded error tables; empty in a correct build (tested).
-const std::vector<std::string>& ErrorTableProblems();
+using catalog::ErrorCode;
 
 struct GpuSignature {
   std::string error;           ///< "cudaErrorIllegalAddress", "Xid 31", "HSA_STATUS_ERROR_..."
-  std::string error_category;  ///< from the error table, when the error is a runtime code
+  std::optional<core::Category> error_category;  ///< from the error table, for a runtime code
   std::string kernel;          ///< the failing kernel, without its argument list
   std::vector<std::string> archs;  ///< from the snapshot: "sm_90", "gfx90a"
   std::vector<std::pair<std::string, std::string>> versions;  ///< from the snapshot
@@ -58,6 +38,9 @@ struct GpuSignature {
 /// device assert, compute-sanitizer or the HIP runtime's log, and failing kernel-log events.
 class SignatureScanner {
  public:
+  /// Reads error codes through `errors` (which must outlive the scanner).
+  explicit SignatureScanner(const catalog::ErrorCodes& errors) : errors_(&errors) {}
+
   /// An RE2 pattern that matches every line that could still teach the scanner something; empty
   /// when it has all it looks for (for a prefilter).
   std::string WantedPattern() const;
@@ -65,12 +48,15 @@ class SignatureScanner {
   /// Looks at one line (without its newline). True when it learned something.
   bool Line(std::string_view line);
 
-  /// The signature, with architecture and versions from `facts` when there are any.
-  GpuSignature Finish(const Facts* facts) const;
+  /// The signature, with the machine's GPU architectures and component versions (from its
+  /// snapshot; empty when there is none).
+  GpuSignature Finish(const std::vector<std::string>& archs,
+                      const std::vector<std::pair<std::string, std::string>>& versions) const;
 
   const ErrorCode* first_code() const { return code_; }
 
  private:
+  const catalog::ErrorCodes* errors_;
   const ErrorCode* code_ = nullptr;
   std::string other_error_;  // an error without a table code (HSA status, Xid, amdgpu fault)
   std::string kernel_;
@@ -79,4 +65,8 @@ class SignatureScanner {
 /// "void at::native::foo<float>(int, float*)+0x8d0" -> "at::native::foo<float>".
 std::string KernelName(std::string_view text);
 
-}  // namespace gputriage::kb
+/// Normalises a log line into a signature: ANSI codes, timestamps, pids, addresses, hex
+/// numbers, sizes, shapes and other numbers blanked, so recurring failures compare equal.
+std::string NormalizeLine(std::string_view line);
+
+}  // namespace gputriage::forensics

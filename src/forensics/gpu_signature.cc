@@ -1,96 +1,16 @@
-#include "kb/signature.h"
+#include "forensics/gpu_signature.h"
 
 #include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
 #include <re2/re2.h>
-#include <yaml-cpp/yaml.h>
 
 #include "kmsg/classify.h"
 #include "core/text.h"
-#include "knowledge_data/embedded.h"
 
-namespace gputriage::kb {
+namespace gputriage::forensics {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-struct ErrorTables {
-  std::vector<ErrorCode> codes;
-  std::map<std::string, size_t, std::less<>> by_name;
-  std::map<std::string, size_t, std::less<>> by_message;  // "cuda:" / "hip:" + lower-case message
-  std::vector<std::string> problems;
-};
-
-void LoadTable(ErrorTables& t, std::string_view path, const std::string& vendor) {
-  const kb_data::EmbeddedFile* file = kb_data::FindEmbeddedFile(path);
-  if (!file) {
-    t.problems.push_back(fmt::format("{}: not embedded", path));
-    return;
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(file->content));
-  } catch (const YAML::Exception& e) {
-    t.problems.push_back(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
-    return;
-  }
-  const YAML::Node entries = root["entries"];
-  if (!entries.IsSequence()) {
-    t.problems.push_back(fmt::format("{}: no entries", path));
-    return;
-  }
-  for (const YAML::Node& e : entries) {
-    auto text = [&](const char* key) { return e[key] && e[key].IsScalar() ? e[key].as<std::string>() : std::string(); };
-    ErrorCode code;
-    code.vendor = vendor;
-    code.name = text("name");
-    code.driver_name = text("driver_name");
-    code.message = text("message");
-    code.category = text("category");
-    code.sticky = text("sticky") == "true";
-    if (vendor == "hip" && !text("cuda_name").empty()) {
-      // Resolved after both tables are loaded (the CUDA one comes first).
-      if (const auto it = t.by_name.find(text("cuda_name")); it != t.by_name.end()) code.sticky = t.codes[it->second].sticky;
-    }
-    try {
-      code.value = e["value"] ? e["value"].as<int>() : 0;
-    } catch (const YAML::Exception&) {
-      t.problems.push_back(fmt::format("{}: {}: value is not a number", path, code.name));
-      continue;
-    }
-    if (code.name.empty() || code.category.empty()) {
-      t.problems.push_back(fmt::format("{}: an entry without name or category (value {})", path, code.value));
-      continue;
-    }
-    size_t index = t.codes.size();
-    t.codes.push_back(code);
-    t.by_name.emplace(code.name, index);
-    if (!code.driver_name.empty()) t.by_name.emplace(code.driver_name, index);
-    if (e["aliases"] && e["aliases"].IsSequence()) {
-      for (const YAML::Node& alias : e["aliases"]) {
-        if (alias.IsScalar()) t.by_name.emplace(alias.as<std::string>(), index);
-      }
-    }
-    // The first code with a message wins (deprecated duplicates come later in the tables).
-    if (!code.message.empty()) t.by_message.emplace(vendor + ":" + Lower(code.message), index);
-  }
-}
-
-const ErrorTables& Tables() {
-  static const ErrorTables* tables = [] {
-    auto* t = new ErrorTables();
-    LoadTable(*t, "kb/tables/cuda-errors.yaml", "cuda");
-    LoadTable(*t, "kb/tables/hip-errors.yaml", "hip");
-    return t;
-  }();
-  return *tables;
-}
 
 // "CUDA error: an illegal memory access was encountered" and the like; group 1 the vendor,
 // group 2 the message.
@@ -108,14 +28,15 @@ constexpr std::string_view kWantOther =
     R"(HSA_STATUS_ERROR_|Xid \(|\[(?:gfxhub|mmhub)\d*\] (?:no-retry |retry )?page fault|Memory access fault by GPU)";
 constexpr std::string_view kWantKernel = R"(: block: \[\d+,\d+,\d+\], thread: \[|^=+\s+at |ShaderName : )";
 
-const ErrorCode* FindByMessageText(std::string_view vendor, std::string_view text) {
+const ErrorCode* FindByMessageText(const catalog::ErrorCodes& errors, std::string_view vendor,
+                                   std::string_view text) {
   // "an illegal memory access was encountered", possibly followed by " (...)", " at file:line",
   // "\nCUDA kernel errors might be ..." or a final period.
   std::string_view m = core::Trim(text);
   for (int attempt = 0; attempt < 3 && !m.empty(); ++attempt) {
     std::string_view candidate = m;
     while (!candidate.empty() && (candidate.back() == '.' || candidate.back() == ' ')) candidate.remove_suffix(1);
-    if (const ErrorCode* c = FindErrorByMessage(vendor, candidate)) return c;
+    if (const ErrorCode* c = errors.FindByMessage(vendor, candidate)) return c;
     size_t cut = std::min({m.find(" ("), m.find(" at "), m.find(". "), m.find(" | ")});
     if (cut == std::string_view::npos) break;
     m = m.substr(0, cut);
@@ -124,20 +45,6 @@ const ErrorCode* FindByMessageText(std::string_view vendor, std::string_view tex
 }
 
 }  // namespace
-
-const ErrorCode* FindErrorByName(std::string_view name) {
-  const ErrorTables& t = Tables();
-  auto it = t.by_name.find(name);
-  return it == t.by_name.end() ? nullptr : &t.codes[it->second];
-}
-
-const ErrorCode* FindErrorByMessage(std::string_view vendor, std::string_view message) {
-  const ErrorTables& t = Tables();
-  auto it = t.by_message.find(Lower(vendor) + ":" + Lower(core::Trim(message)));
-  return it == t.by_message.end() ? nullptr : &t.codes[it->second];
-}
-
-const std::vector<std::string>& ErrorTableProblems() { return Tables().problems; }
 
 std::string KernelName(std::string_view text) {
   std::string_view s = core::Trim(text);
@@ -183,10 +90,10 @@ bool SignatureScanner::Line(std::string_view line) {
     std::string name;
     if (line.find("rror") != std::string_view::npos) {
       const ErrorCode* found = nullptr;
-      if (RE2::PartialMatch(text, NameRe(), &name)) found = FindErrorByName(name);
+      if (RE2::PartialMatch(text, NameRe(), &name)) found = errors_->FindByName(name);
       std::string vendor, message;
       if (!found && RE2::PartialMatch(text, MessageRe(), &vendor, &message)) {
-        found = FindByMessageText(Lower(vendor), message);
+        found = FindByMessageText(*errors_, core::ToLower(vendor), message);
       }
       if (found && (!code_ || (found->sticky && found != code_))) {
         code_ = found;
@@ -223,7 +130,8 @@ bool SignatureScanner::Line(std::string_view line) {
   return learned;
 }
 
-GpuSignature SignatureScanner::Finish(const Facts* facts) const {
+GpuSignature SignatureScanner::Finish(const std::vector<std::string>& archs,
+                                      const std::vector<std::pair<std::string, std::string>>& versions) const {
   GpuSignature s;
   if (code_) {
     s.error = code_->name;
@@ -232,12 +140,10 @@ GpuSignature SignatureScanner::Finish(const Facts* facts) const {
     s.error = other_error_;
   }
   s.kernel = kernel_;
-  if (facts) {
-    s.archs = facts->gpu_archs;
-    std::sort(s.archs.begin(), s.archs.end());
-    s.archs.erase(std::unique(s.archs.begin(), s.archs.end()), s.archs.end());
-    s.versions = facts->versions;
-  }
+  s.archs = archs;
+  std::sort(s.archs.begin(), s.archs.end());
+  s.archs.erase(std::unique(s.archs.begin(), s.archs.end()), s.archs.end());
+  s.versions = versions;
   return s;
 }
 
@@ -259,4 +165,23 @@ std::string GpuSignature::Key() const {
   return key;
 }
 
-}  // namespace gputriage::kb
+std::string NormalizeLine(std::string_view line) {
+  static const RE2 kTimestamp(R"(^\s*(?:\[\s*\d+\.\d+\]\s*|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+\S+\s+)(?:kernel:\s*)?)");
+  static const RE2 kHex(R"(0x[0-9a-fA-F_]+|\b[0-9a-fA-F]{8,}\b)");
+  static const RE2 kPid(R"(\bpid[=: ]\s*\d+)");
+  static const RE2 kSize(R"(\d+(?:\.\d+)?\s*(?:[KMGT]i?B|bytes)\b)");
+  static const RE2 kShape(R"(\[\d+(?:\s*,\s*\d+)+\]|\(\d+(?:\s*,\s*\d+)+\))");
+  static const RE2 kNumber(R"(\d+)");
+  static const RE2 kSpaces(R"(\s+)");
+  std::string s = core::StripAnsi(line);
+  RE2::Replace(&s, kTimestamp, "");
+  RE2::GlobalReplace(&s, kHex, "X");
+  RE2::GlobalReplace(&s, kPid, "pid=N");
+  RE2::GlobalReplace(&s, kSize, "SIZE");
+  RE2::GlobalReplace(&s, kShape, "SHAPE");
+  RE2::GlobalReplace(&s, kNumber, "N");
+  RE2::GlobalReplace(&s, kSpaces, " ");
+  return std::string(core::Trim(s));
+}
+
+}  // namespace gputriage::forensics

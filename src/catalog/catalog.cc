@@ -1,0 +1,44 @@
+#include "catalog/catalog.h"
+
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace gputriage::catalog {
+namespace {
+
+core::Result<const SourceFile*> Require(const std::vector<SourceFile>& files, std::string_view path) {
+  const SourceFile* file = FindSource(files, path);
+  if (file == nullptr) return core::MakeError("{} is missing from the knowledge base", path);
+  return file;
+}
+
+}  // namespace
+
+core::Result<Catalog> LoadCatalog(const std::vector<SourceFile>& files) {
+  Catalog c;
+  GT_ASSIGN_OR_RETURN(const SourceFile* xid, Require(files, kXidPath));
+  GT_ASSIGN_OR_RETURN(c.xid, ParseXidTable(xid->text, xid->path));
+  GT_ASSIGN_OR_RETURN(const SourceFile* env, Require(files, kEnvVarsPath));
+  GT_ASSIGN_OR_RETURN(c.env_vars, ParseEnvVarRules(env->text, env->path));
+  GT_ASSIGN_OR_RETURN(const SourceFile* cuda, Require(files, kCudaErrorsPath));
+  GT_ASSIGN_OR_RETURN(const SourceFile* hip, Require(files, kHipErrorsPath));
+  GT_ASSIGN_OR_RETURN(c.errors, ParseErrorTables(*cuda, *hip));
+  GT_ASSIGN_OR_RETURN(const SourceFile* general, Require(files, kGeneralSignalsPath));
+  GT_ASSIGN_OR_RETURN(c.general_signals, ParseGeneralSignals(general->text, general->path, c.xid));
+  GT_ASSIGN_OR_RETURN(const SourceFile* rules, Require(files, kKernelLogRulesPath));
+  GT_ASSIGN_OR_RETURN(c.kernel_log_rules, ParseKernelLogRules(rules->text, rules->path));
+  GT_ASSIGN_OR_RETURN(const SourceFile* vm, Require(files, kVmFaultPath));
+  GT_ASSIGN_OR_RETURN(c.vm_fault, ParseVmFaultLayout(vm->text, vm->path));
+  GT_ASSIGN_OR_RETURN(const SourceFile* ras, Require(files, kAmdRasPath));
+  GT_ASSIGN_OR_RETURN(c.aca, ParseAcaLayout(ras->text, ras->path));
+  return c;
+}
+
+core::Result<const Catalog*> BuiltinCatalog() {
+  static const auto* loaded = new core::Result<Catalog>(LoadCatalog(EmbeddedSources()));
+  if (!loaded->ok()) return loaded->error();
+  return &loaded->value();
+}
+
+}  // namespace gputriage::catalog

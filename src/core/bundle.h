@@ -1,0 +1,186 @@
+// A crash bundle (DESIGN.md "Crash bundle") as one typed model: the manifest, the process file,
+// the snapshot, `run --repeat`'s statistics and the output tails, read by one function for
+// `analyze`, `report` and the analyzer alike. The writers (forensics) use the same types.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/process.h"
+#include "core/result.h"
+#include "core/snapshot.h"
+
+namespace gputriage::core {
+
+/// One file of the bundle layout in the manifest: present (with its size), or why not.
+struct BundleFile {
+  std::optional<bool> present;
+  std::optional<uint64_t> bytes;
+  std::optional<std::string> reason;  ///< why it is absent
+  std::optional<std::string> note;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("present", s.present);
+    v("bytes", s.bytes);
+    v("reason", s.reason);
+    v("note", s.note);
+  }
+};
+
+struct BundleClassification {
+  std::optional<std::string> kind;
+  std::optional<std::string> category;
+  std::optional<std::string> summary;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("kind", s.kind);
+    v("category", s.category);
+    v("summary", s.summary);
+  }
+};
+
+struct BundleTimings {
+  std::optional<std::string> started_at;  ///< UTC ISO-8601
+  std::optional<double> duration_s;
+  std::optional<double> capture_ms;
+  std::optional<double> signal_to_bundle_ms;
+  std::optional<double> bundle_write_ms;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("started_at", s.started_at);
+    v("duration_s", s.duration_s);
+    v("capture_ms", s.capture_ms);
+    v("signal_to_bundle_ms", s.signal_to_bundle_ms);
+    v("bundle_write_ms", s.bundle_write_ms);
+  }
+};
+
+struct BundleOutput {
+  std::optional<uint64_t> stdout_bytes;
+  std::optional<uint64_t> stderr_bytes;
+  std::optional<uint64_t> tail_limit_bytes;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("stdout_bytes", s.stdout_bytes);
+    v("stderr_bytes", s.stderr_bytes);
+    v("tail_limit_bytes", s.tail_limit_bytes);
+  }
+};
+
+struct BundleKernelLog {
+  std::optional<uint64_t> records;
+  std::optional<uint64_t> lost;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("records", s.records);
+    v("lost", s.lost);
+  }
+};
+
+/// manifest.json.
+struct BundleManifest {
+  std::optional<int64_t> schema_version;
+  std::optional<std::string> kind;  ///< "gputriage.crash-bundle"
+  std::optional<std::string> tool_version;
+  std::optional<std::string> created_at;
+  std::optional<std::vector<std::string>> command;
+  std::optional<int64_t> exit_status;
+  std::optional<bool> traced;
+  std::optional<BundleClassification> classification;
+  std::optional<std::string> signature;
+  std::optional<BundleTimings> timings;
+  std::optional<BundleOutput> output;
+  std::optional<BundleKernelLog> kernel_log;
+  std::vector<NotCollected> not_collected;
+  /// Every file of the layout, present or not: "stderr.tail" -> {present, bytes}.
+  std::map<std::string, BundleFile> files;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("schema_version", s.schema_version);
+    v("kind", s.kind);
+    v("tool_version", s.tool_version);
+    v("created_at", s.created_at);
+    v("command", s.command);
+    v("exit_status", s.exit_status);
+    v("traced", s.traced);
+    v("classification", s.classification);
+    v("signature", s.signature);
+    v("timings", s.timings);
+    v("output", s.output);
+    v("kernel_log", s.kernel_log);
+    v("not_collected", s.not_collected);
+    v("files", s.files);
+  }
+
+  /// True when the manifest lists `file` as present (false when absent, unknown or not listed).
+  bool Has(const std::string& file) const;
+};
+
+/// repeat.json: how a `run --repeat` series went, as each of its bundles records it.
+struct RepeatStats {
+  int64_t runs = 0;
+  int64_t passes = 0;
+  int64_t failures = 0;
+  int64_t same_signature = 0;  ///< failures with this bundle's signature
+  int64_t distinct_signatures = 0;
+  std::string verdict;  ///< "deterministic", "flaky", "not-reproduced"
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("runs", s.runs);
+    v("passes", s.passes);
+    v("failures", s.failures);
+    v("same_signature", s.same_signature);
+    v("distinct_signatures", s.distinct_signatures);
+    v("verdict", s.verdict);
+  }
+};
+
+Json ToJson(const BundleManifest& manifest);
+Json ToJson(const RepeatStats& repeat);
+
+/// A crash bundle as the history database indexes it (one row per bundle written by `run`).
+struct BundleRecord {
+  int64_t id = 0;
+  std::string created_at;  ///< ISO-8601 UTC
+  std::string path;        ///< the bundle directory
+  std::string command;     ///< the job's command line
+  std::optional<int64_t> exit_status;
+  std::optional<std::string> signal;     ///< "SIGSEGV"; nullopt for exits and hangs
+  std::optional<std::string> kind;       ///< classification kind ("null-dereference")
+  std::optional<std::string> category;   ///< DESIGN.md category ("illegal-address")
+  std::optional<std::string> signature;  ///< groups runs of the same failure
+  std::string summary;
+  bool operator==(const BundleRecord&) const = default;
+};
+
+/// A crash bundle as read from its directory. Every member but the process file is optional.
+struct Bundle {
+  std::string dir;
+  std::optional<BundleManifest> manifest;
+  ProcessFile process;
+  std::optional<Snapshot> snapshot;
+  std::optional<RepeatStats> repeat;  ///< only when the series ran more than once
+  std::string stdout_tail;
+  std::string stderr_tail;
+  std::string kmsg;  ///< kmsg.log: the raw /dev/kmsg records of the run
+  /// Files that are there but could not be used, and why ("snapshot.json: not valid JSON").
+  std::vector<NotCollected> problems;
+};
+
+/// Bounds on what ReadBundle reads of each file: larger than anything the writer produces.
+inline constexpr size_t kBundleJsonMaxBytes = 256u << 20;
+inline constexpr size_t kBundleTailMaxBytes = 4u << 20;
+inline constexpr size_t kBundleKmsgMaxBytes = 64u << 20;
+
+/// Reads the bundle in `dir`. Files are opened without following symbolic links and only when
+/// they are regular files (a FIFO or a link to /etc/shadow in a bundle is a problem, not data);
+/// tails larger than the bound are read from their end. Fails naming the directory when it is
+/// not a directory or has no readable process.json ("<dir>: not a crash bundle (no
+/// process.json)", "<dir>/process.json: not valid JSON").
+Result<Bundle> ReadBundle(const std::string& dir);
+
+}  // namespace gputriage::core

@@ -1,0 +1,245 @@
+#include "forensics/run_series.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/fs.h"
+#include "core/signals.h"
+#include "core/text.h"
+#include "forensics/gpu_signature.h"
+
+namespace gputriage::forensics {
+namespace {
+
+void Say(const std::function<void(const std::string&)>& sink, const std::string& text) {
+  if (sink) sink(text);
+}
+
+}  // namespace
+
+core::BundleRecord BundleRecordOf(const RunAssessment& run, const std::string& path,
+                                  const std::vector<std::string>& argv) {
+  core::BundleRecord row;
+  row.created_at = core::FormatUtcIso(core::NowEpochSeconds());
+  row.path = path;
+  std::string command;
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
+  row.command = core::SanitizeUtf8(command);
+  row.exit_status = run.outcome.ShellStatus();
+  if (const core::ProcessReport* p = run.primary(); p && p->signal) row.signal = core::SignalName(*p->signal);
+  row.kind = run.classification->kind;
+  row.category = std::string(core::CategoryName(run.classification->category));
+  row.signature = run.signature;
+  row.summary = run.classification->summary;
+  return row;
+}
+
+namespace {
+
+// Writes the failed run's bundle (with a snapshot when asked) and indexes it; the bundle's path,
+// or "" when it could not be written (the reason goes to request.error).
+std::string WriteRunBundle(const RunRequest& request, const RunAssessment& run) {
+  BundleInput input;
+  input.parent_dir = request.bundle_dir;
+  input.argv = request.command;
+  input.tool_version = request.tool_version;
+  if (!request.take_snapshot) {
+    input.snapshot_missing_reason = "--no-snapshot";
+  } else if (core::Result<core::Snapshot> snapshot = request.take_snapshot(); snapshot.ok()) {
+    input.snapshot = std::move(*snapshot);
+  } else {
+    input.snapshot_missing_reason = snapshot.error().message;
+  }
+  auto written = WriteBundle(run, input);
+  if (!written.ok()) {
+    Say(request.error, "crash bundle not written: " + written.error().message);
+    return "";
+  }
+  if (request.index_bundle) {
+    if (std::string err = request.index_bundle(run, written->path); !err.empty()) {
+      Say(request.error, "crash bundle written but not indexed in the store: " + err);
+    }
+  }
+  return written->path;
+}
+
+// One supervised run; writes a bundle when it failed with a signature not seen before.
+core::Result<RunRecord> RunOnce(const RunRequest& request, const catalog::ErrorCodes& errors,
+                                const std::map<std::string, int>& seen, bool* cannot_execute) {
+  SuperviseOptions options;
+  options.argv = request.command;
+  options.timeout = request.timeout;
+  options.trace = request.trace;
+  if (request.core) {
+    if (auto made = core::MakeDirectories(request.bundle_dir, 0700); !made.ok()) return made.error();
+    options.core_path = fmt::format("{}/.core.partial-{}", request.bundle_dir, getpid());
+    options.core_size_cap_bytes = request.core_cap_bytes;
+  }
+  GT_ASSIGN_OR_RETURN(SuperviseOutcome outcome, Supervise(options));
+  RunRecord record;
+  record.status = outcome.ShellStatus();
+  if (outcome.exec_errno) {
+    int err = *outcome.exec_errno;
+    Say(request.error, fmt::format("{}: {}", request.command[0], err == ENOENT ? "command not found" : std::strerror(err)));
+    *cannot_execute = true;
+    return record;
+  }
+  RunAssessment run = Assess(std::move(outcome));
+  if (!run.failed()) {
+    if (run.outcome.core_file) ::unlink(run.outcome.core_file->c_str());
+    if (record.status != 0) {
+      Say(request.summary, fmt::format("gputriage: job exited with status {}; no crash and no known error in its "
+                                        "output, so no bundle was written\n",
+                                        record.status));
+    }
+    return record;
+  }
+  record.failed = true;
+  run.signature = RunSignature(run, errors);
+  record.kind = run.classification->kind;
+  record.category = std::string(core::CategoryName(run.classification->category));
+  record.summary = run.classification->summary;
+  record.signature = run.signature;
+  if (seen.count(run.signature) == 0) {
+    record.bundle = WriteRunBundle(request, run);
+  } else if (run.outcome.core_file) {
+    ::unlink(run.outcome.core_file->c_str());
+  }
+  Say(request.summary, RunSummaryText(run, record.bundle));
+  core::Json process = core::ToJson(ProcessFileOf(run));
+  record.process_summary = {{"signal", process["signal"]},
+                            {"si_code", process["si_code"]},
+                            {"fault_address", process["fault_address"]},
+                            {"crashed_thread", process["crashed_thread"]}};
+  return record;
+}
+
+// Each bundle learns how the whole series went (analyze and report use it for the verdict).
+void WriteRepeatFiles(const RunRequest& request, const RunSeriesOutcome& outcome,
+                      const std::map<std::string, int>& counts) {
+  const SeriesVerdict& v = *outcome.verdict;
+  for (const RunRecord& r : outcome.runs) {
+    if (r.bundle.empty()) continue;
+    core::RepeatStats stats{.runs = v.runs,
+                            .passes = v.passes,
+                            .failures = v.failures,
+                            .same_signature = counts.at(r.signature),
+                            .distinct_signatures = static_cast<int64_t>(v.signatures.size()),
+                            .verdict = v.verdict};
+    std::ofstream file(r.bundle + "/repeat.json");
+    file << core::ToJson(stats).dump(2) << "\n";
+    if (!file.flush()) Say(request.error, fmt::format("{}/repeat.json: could not be written", r.bundle));
+  }
+}
+
+}  // namespace
+
+std::string RunSignature(const RunAssessment& run, const catalog::ErrorCodes& errors) {
+  SignatureScanner scanner(errors);
+  for (std::string_view line : core::Split(run.outcome.stderr_tail, '\n')) {
+    if (scanner.WantedPattern().empty()) break;
+    scanner.Line(line);
+  }
+  for (const CorrelatedRecord& r : run.kernel_log) {
+    if (scanner.WantedPattern().empty()) break;
+    scanner.Line(r.record.message);
+  }
+  GpuSignature gpu = scanner.Finish({}, {});
+  if (!gpu.empty()) return "gpu: " + gpu.Key();
+  const core::ProcessReport* p = run.primary();
+  if (p && !p->threads.empty() && !run.outcome.timed_out) return run.signature;
+  return run.classification->kind + " " + NormalizeLine(run.classification->summary);
+}
+
+core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalog::ErrorCodes& errors) {
+  RunSeriesOutcome outcome;
+  std::map<std::string, int> counts;
+  std::vector<std::string> order;
+  std::optional<int> first_failure_status;
+  int passes = 0;
+  for (int i = 1; i <= request.repeat; ++i) {
+    if (request.repeat > 1) Say(request.progress, fmt::format("gputriage: run {}/{}\n", i, request.repeat));
+    GT_ASSIGN_OR_RETURN(RunRecord record, RunOnce(request, errors, counts, &outcome.cannot_execute));
+    record.index = i;
+    outcome.exit_status = record.status;
+    if (outcome.cannot_execute) return outcome;
+    if (record.failed) {
+      if (counts.count(record.signature) == 0) order.push_back(record.signature);
+      ++counts[record.signature];
+      if (!first_failure_status) first_failure_status = record.status;
+    } else if (record.status == 0) {
+      ++passes;
+    }
+    outcome.runs.push_back(std::move(record));
+  }
+  if (request.repeat <= 1) return outcome;
+  SeriesVerdict v;
+  v.runs = request.repeat;
+  v.passes = passes;
+  for (const std::string& sig : order) {
+    v.signatures.emplace_back(sig, counts[sig]);
+    v.failures += counts[sig];
+  }
+  v.verdict = v.failures == 0 ? "not-reproduced" : v.failures == v.runs ? "deterministic" : "flaky";
+  outcome.verdict = v;
+  outcome.exit_status = first_failure_status.value_or(outcome.exit_status);
+  WriteRepeatFiles(request, outcome, counts);
+  return outcome;
+}
+
+core::Json ToJson(const RunSeriesOutcome& outcome, const std::string& tool_version) {
+  core::Json runs = core::Json::array();
+  for (const RunRecord& r : outcome.runs) {
+    core::Json j = {{"run", r.index}, {"exit_status", r.status}, {"failed", r.failed}};
+    if (r.failed) {
+      j["classification"] = {{"kind", r.kind}, {"category", r.category}, {"summary", r.summary}};
+      j["signature"] = r.signature;
+      j["bundle"] = r.bundle.empty() ? core::Json(nullptr) : core::Json(r.bundle);
+      j.update(r.process_summary);
+    }
+    runs.push_back(std::move(j));
+  }
+  core::Json out = {{"schema_version", 1}, {"tool_version", tool_version}, {"runs", runs}};
+  if (outcome.verdict) {
+    const SeriesVerdict& v = *outcome.verdict;
+    core::Json signatures = core::Json::array();
+    for (const auto& [sig, count] : v.signatures) signatures.push_back({{"signature", sig}, {"count", count}});
+    out["verdict"] = {{"verdict", v.verdict},
+                      {"runs", v.runs},
+                      {"passes", v.passes},
+                      {"failures", v.failures},
+                      {"other_nonzero_exits", v.runs - v.passes - v.failures},
+                      {"failure_rate", static_cast<double>(v.failures) / v.runs},
+                      {"distinct_signatures", signatures}};
+  }
+  return out;
+}
+
+std::string VerdictText(const SeriesVerdict& v) {
+  std::string text;
+  if (v.verdict == "not-reproduced") {
+    text = fmt::format("gputriage: not reproduced: {} of {} runs passed", v.passes, v.runs);
+    if (v.passes != v.runs) text += fmt::format(", {} exited non-zero without a crash", v.runs - v.passes);
+    text += "\n";
+  } else if (v.verdict == "deterministic") {
+    text = fmt::format("gputriage: deterministic: {} of {} runs failed", v.failures, v.runs);
+    text += v.signatures.size() == 1
+                ? " with the same signature\n"
+                : fmt::format(" but with {} different signatures (a race or memory corruption?)\n", v.signatures.size());
+  } else {
+    text = fmt::format("gputriage: flaky: {} of {} runs failed ({:.0f}%)\n", v.failures, v.runs,
+                       100.0 * v.failures / v.runs);
+  }
+  for (const auto& [sig, count] : v.signatures) text += fmt::format("  {:>4}x  {}\n", count, sig);
+  return text;
+}
+
+}  // namespace gputriage::forensics

@@ -1,0 +1,97 @@
+// `gputriage run` as one library call: supervise the job (once, or --repeat N times), judge each
+// run, write a bundle per distinct failure signature, and tell a deterministic failure from a
+// flaky one. What the library cannot know (how to take a snapshot, where the history database
+// is) comes in as callbacks from the command line.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/error_codes.h"
+#include "core/bundle.h"
+#include "core/model.h"
+#include "core/result.h"
+#include "core/snapshot.h"
+#include "forensics/crash_bundle.h"
+
+namespace gputriage::forensics {
+
+/// What runs of the same failure group by. A GPU failure's host stack is all libcuda or
+/// libamdhip64 frames, so when the job's stderr or kernel log names a GPU error the signature is
+/// the GPU side: the runtime's error code and the failing kernel ("gpu: cudaErrorAssert in
+/// indexFuncSmallIndex"). Otherwise a crash keeps its host signature (signal and top frames), and
+/// a failure without a stack (timeout, error exit) its error line normalised (numbers, addresses,
+/// pids, sizes and shapes blanked).
+std::string RunSignature(const RunAssessment& run, const catalog::ErrorCodes& errors);
+
+/// The history database's row for a bundle written for `run`.
+core::BundleRecord BundleRecordOf(const RunAssessment& run, const std::string& bundle_path,
+                                  const std::vector<std::string>& argv);
+
+struct RunRequest {
+  std::vector<std::string> command;  ///< the job
+  int repeat = 1;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::string bundle_dir;
+  bool trace = true;
+  bool core = false;
+  uint64_t core_cap_bytes = 4ull << 30;
+  std::string tool_version;
+  /// The node's snapshot for a bundle; null: none is taken (the bundle says --no-snapshot).
+  std::function<core::Result<core::Snapshot>()> take_snapshot;
+  /// Records a written bundle in the history database; returns why it could not (or "" when it
+  /// did). May be null.
+  std::function<std::string(const RunAssessment& run, const std::string& bundle_path)> index_bundle;
+  /// gputriage's own progress lines for stderr ("run 2/5"); null when quiet.
+  std::function<void(const std::string& text)> progress;
+  /// What each run was (its summary paragraph, "exited with status 1; no bundle"); null when
+  /// quiet or when the caller prints JSON instead.
+  std::function<void(const std::string& text)> summary;
+  /// Errors worth saying even when quiet (a bundle that could not be written).
+  std::function<void(const std::string& text)> error;
+};
+
+/// One run of the job.
+struct RunRecord {
+  int index = 1;
+  int status = 0;  ///< as a shell reports it
+  bool failed = false;
+  std::string kind, category, summary, signature;
+  std::string bundle;  ///< "" when none was written
+  /// The process file's signal, si_code, fault_address and crashed_thread (JSON forms).
+  core::Json process_summary = core::Json::object();
+};
+
+/// How a --repeat series went.
+struct SeriesVerdict {
+  std::string verdict;  ///< "deterministic", "flaky", "not-reproduced"
+  int runs = 0;
+  int passes = 0;
+  int failures = 0;
+  std::vector<std::pair<std::string, int>> signatures;  ///< distinct signatures, first seen first
+};
+
+struct RunSeriesOutcome {
+  std::vector<RunRecord> runs;
+  std::optional<SeriesVerdict> verdict;  ///< with --repeat > 1
+  /// What `run` exits with: the job's own status; with --repeat the first failed run's (the last
+  /// run's when none failed); 127/126 when the command could not be executed.
+  int exit_status = 0;
+  bool cannot_execute = false;
+};
+
+/// Runs the series. Fails when supervising itself fails (not when the job fails).
+core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalog::ErrorCodes& errors);
+
+/// run --json: {schema_version, tool_version, runs: [...], verdict?}.
+core::Json ToJson(const RunSeriesOutcome& outcome, const std::string& tool_version);
+
+/// The verdict for humans: "gputriage: flaky: 2 of 5 runs failed (40%)" and one line per
+/// signature.
+std::string VerdictText(const SeriesVerdict& verdict);
+
+}  // namespace gputriage::forensics

@@ -1,0 +1,57 @@
+// The JSON form of an analysis (`analyze --json`; the contract names are kept).
+#include "kb/analysis.h"
+
+namespace gputriage::kb {
+
+using core::Json;
+
+Json GpuSignatureJson(const forensics::GpuSignature& g) {
+  Json versions = Json::object();
+  for (const auto& [name, version] : g.versions) versions[name] = version;
+  return {{"key", g.Key()},
+          {"error", g.error.empty() ? Json(nullptr) : Json(g.error)},
+          {"error_category", g.error_category ? Json(core::CategoryName(*g.error_category)) : Json(nullptr)},
+          {"kernel", g.kernel.empty() ? Json(nullptr) : Json(g.kernel)},
+          {"archs", g.archs},
+          {"versions", versions}};
+}
+
+Json ToJson(const Analysis& a) {
+  Json matches = Json::array();
+  for (const IssueMatch& m : a.matches) {
+    const KnownIssue& i = *m.issue;
+    Json refs = Json::array();
+    for (const Reference& r : i.references) refs.push_back(r.url);
+    Json fixes = Json::array();
+    for (const Fix& f : i.fixes) fixes.push_back({{"kind", f.kind}, {"action", f.action}, {"cost", f.cost}});
+    Json evidence = Json::array();
+    for (const Hit& h : m.hits) {
+      const Signal& s = i.signals[h.signal];
+      evidence.push_back({{"input", h.input}, {"line_number", h.line_number}, {"line", h.line},
+                          {"source", SourceName(s.source)}, {"pattern", s.pattern}, {"required", s.required}});
+    }
+    matches.push_back({{"id", i.id}, {"title", i.title}, {"category", core::CategoryName(i.category)}, {"verdict", core::VerdictName(i.verdict)},
+                       {"score", m.score}, {"fix", i.fixes.empty() ? "" : i.fixes.front().action},
+                       {"fixes", fixes}, {"explanation", i.explanation}, {"references", refs},
+                       {"evidence", evidence}, {"conditions", m.condition_notes}});
+  }
+  return Json{{"source", a.source},
+              {"category", core::CategoryName(a.category)},
+              {"confidence", a.confidence},
+              {"verdict", core::VerdictName(a.verdict)},
+              {"verdict_reasons", a.verdict_reasons},
+              {"known_issue_matched", !a.matches.empty()},
+              {"matches", matches},
+              {"evidence", a.evidence},
+              {"next_steps", a.next_steps},
+              {"signature", a.signature},
+              {"gpu_signature", GpuSignatureJson(a.gpu_signature)},
+              {"group_key", a.group_key},
+              {"xids", a.xids},
+              {"vm_faults", a.vm_faults},
+              {"search_links", a.search_links},
+              {"input", {{"bytes", a.stats.bytes}, {"lines", a.stats.lines}, {"cut_lines", a.stats.cut_lines},
+                         {"compression", a.stats.compression}}}};
+}
+
+}  // namespace gputriage::kb

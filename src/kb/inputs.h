@@ -1,0 +1,53 @@
+// What `analyze` and `report` are given, sorted out once: each path is a crash bundle directory,
+// an ELF core file or a log (gzip and zstd read; "-" is stdin), and all of them are evidence of
+// one failure. The snapshot the known issues' conditions are checked against is --snapshot's, else
+// the first bundle's; --baseline adds what changed since a snapshot from when the job worked.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/bundle.h"
+#include "core/process.h"
+#include "core/result.h"
+#include "core/snapshot.h"
+#include "kb/analysis.h"
+
+namespace gputriage::kb {
+
+struct AnalysisRequest {
+  std::vector<std::string> paths;
+  std::string exe;                          ///< --exe: the executable of a core file
+  std::optional<core::Snapshot> snapshot;   ///< --snapshot
+  std::optional<core::Snapshot> baseline;   ///< --baseline
+  /// Keep the last `log_tail_bytes` of each log file (the report quotes them); 0: none.
+  size_t log_tail_bytes = 0;
+};
+
+/// One input as it was read.
+struct AnalyzedInput {
+  enum class Kind { kLog, kBundle, kCore };
+  Kind kind = Kind::kLog;
+  std::string path;
+  std::optional<core::Bundle> bundle;          ///< kBundle
+  std::optional<core::ProcessReport> process;  ///< kCore, and kBundle's primary process
+  std::string log_tail;                        ///< kLog, when asked for
+};
+
+struct AnalysisOutcome {
+  Analysis analysis;
+  std::vector<AnalyzedInput> inputs;
+  std::optional<core::Snapshot> snapshot;  ///< the one the conditions were checked against
+};
+
+/// True when the file at `path` is an ELF core (ET_CORE). Only regular files are looked at, so a
+/// pipe is never read here (its bytes belong to the log reader).
+bool IsElfCoreFile(const std::string& path);
+
+/// Reads every input into `analyzer` (Begin .. Finish). Fails naming the input that cannot be
+/// read (missing, not a bundle, a damaged core or compressed log), and when a baseline is given
+/// without the failure's own snapshot.
+core::Result<AnalysisOutcome> AnalyzeInputs(Analyzer& analyzer, const AnalysisRequest& request);
+
+}  // namespace gputriage::kb

@@ -1,0 +1,24 @@
+// What to do next, and the verdict a category points to when nothing better is known.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/category.h"
+
+namespace gputriage::kb {
+
+/// The next diagnostic steps for a failure of `category`; `matched` says whether a known issue
+/// matched (when not, the last step says to search the trackers and report it).
+std::vector<std::string> NextSteps(core::Category category, bool matched);
+
+/// The verdict a category points to when only the error lines are known (hardware -> hardware,
+/// driver-runtime -> driver-firmware, arch/abi/compiler -> library, memory faults, asserts,
+/// OOM and numerical -> application, else unknown).
+core::Verdict DefaultVerdict(core::Category category);
+
+/// Issue-search links (GitHub, and the PyTorch, ROCm and NCCL trackers) for the stable words of
+/// a normalised signature; empty when it has none.
+std::vector<std::string> SearchLinks(const std::string& signature);
+
+}  // namespace gputriage::kb

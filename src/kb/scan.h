@@ -1,0 +1,134 @@
+// One scan over the inputs of one analysis: every line goes to the known-issue matcher, the GPU
+// signature scanner, the amdgpu VM fault assembler, the Xid tally and the general classifier.
+//
+// Plain-log lines are not matched one by one as they arrive: they are gathered into chunks of
+// about 1 MiB, and one RE2::Set pass over the whole chunk first asks whether any line in it can
+// still change the result: a knowledge-base signal that has not matched yet, a general signal
+// that has not reached its cap, the "asynchronously reported" note. Only then are the chunk's
+// lines matched one by one. The prefilter set is rebuilt from what is still wanted whenever that
+// shrinks, so on a long log full of the same errors the steady state is one cheap DFA pass per
+// chunk. The result is the same as matching every line (tests compare both).
+#pragma once
+
+#include <re2/set.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "core/bundle.h"
+#include "core/category.h"
+#include "core/model.h"
+#include "forensics/gpu_signature.h"
+#include "kb/general_classifier.h"
+#include "kb/log_reader.h"
+#include "kb/matcher.h"
+#include "kb/vm_fault.h"
+
+namespace gputriage::kb {
+
+/// An NVIDIA Xid code seen in the inputs.
+struct XidSeen {
+  uint64_t count = 0;
+  std::vector<std::string> gpus;  ///< PCI addresses
+  std::string first_line;         ///< "input:line"
+};
+
+/// What a scan found, for the verdict.
+struct ScanFindings {
+  std::array<int, core::kCategoryCount> scores{};  ///< by category
+  std::array<int, core::kCategoryCount> strong{};  ///< lines of weight >= 2, by category
+  std::optional<core::Category> last_exception_category;  ///< of the last Python exception line
+  std::vector<core::Evidence> evidence;  ///< the lines the general classifier keyed on (12 at most)
+  std::string key_line;       ///< the most telling error line
+  std::string fallback_line;  ///< the last line that reads like an error, when no key line
+  bool asynchronous = false;  ///< the runtime says the error was reported asynchronously
+  std::map<uint32_t, XidSeen> xids;
+  std::vector<VmFault> vm_faults;  ///< the first kMaxVmFaults
+  uint64_t vm_fault_count = 0;
+  std::optional<core::RepeatStats> repeat;  ///< from a bundle's repeat.json
+  ReadStats stats;
+};
+
+class LineScan {
+ public:
+  /// A general signal stops counting after this many lines: a log repeating one warning a
+  /// million times does not outweigh everything else, and a long log stops costing per line.
+  static constexpr int kGeneralCap = 32;
+  static constexpr size_t kChunkBytes = 1 << 20;
+  /// Xid lines looked at (for the verdict: which codes, on which GPUs); past this, no more.
+  static constexpr int kXidLines = 256;
+  static constexpr size_t kMaxVmFaults = 64;
+
+  /// Compiled prefilters by their pattern list, shared by the scans of one Analyzer: a new scan
+  /// starts from the same list, and compiling ~200 patterns is most of analysing a short log.
+  using FilterCache = std::map<std::string, std::shared_ptr<const RE2::Set>>;
+
+  /// Resets `matcher`. Every argument must outlive the scan.
+  LineScan(Matcher& matcher, const GeneralClassifier& general, const catalog::Catalog& catalog, bool prefilter,
+           FilterCache& cache);
+
+  /// One line of `input` (without its newline).
+  void Line(LineSource source, std::string_view raw, uint64_t number, std::string_view input);
+
+  /// Matches the buffered lines (when the prefilter says any of them can matter).
+  void Flush();
+
+  /// A conclusion reached elsewhere (a crash's classification) counts `weight` for `category`.
+  void Prior(core::Category category, int weight, core::Evidence evidence);
+
+  void Count(const ReadStats& stats);
+  void SetRepeat(const core::RepeatStats& repeat) { found_.repeat = repeat; }
+  void SetKeyLineIfEmpty(const std::string& line) {
+    if (found_.key_line.empty()) found_.key_line = line;
+  }
+
+  /// Ends the input (flushes and closes open VM fault blocks); then read findings().
+  void Finish();
+
+  const ScanFindings& findings() const { return found_; }
+  const forensics::SignatureScanner& signature() const { return signature_; }
+
+ private:
+  void Process(LineSource source, std::string_view line, uint64_t number, std::string_view input);
+  void ScoreErrorCode(std::string_view line, uint64_t number, std::string_view input);
+  void ScoreGeneralSignals(std::string_view line, uint64_t number, std::string_view input);
+  void TallyXid(std::string_view line, uint64_t number, std::string_view input);
+  void TakeVmFaults();
+  void RebuildFilter();
+
+  struct ChunkLine {
+    size_t offset;
+    size_t size;
+    uint64_t number;
+  };
+
+  Matcher& matcher_;
+  const GeneralClassifier& general_;
+  forensics::SignatureScanner signature_;
+  VmFaultAssembler vm_;
+  ScanFindings found_;
+  int key_weight_ = 0;
+  bool signature_wanted_ = true;
+  const catalog::ErrorCode* scored_code_ = nullptr;
+  int xid_lines_ = 0;
+  std::vector<VmFault> vm_done_;
+  const bool prefilter_;
+  std::vector<int> hits_;
+  std::vector<int> general_counts_;
+  std::string chunk_;
+  std::vector<ChunkLine> chunk_lines_;
+  std::string chunk_input_;
+  std::shared_ptr<const RE2::Set> filter_;
+  FilterCache& filter_cache_;
+  bool filter_stale_ = true;
+  bool filter_broken_ = false;
+};
+
+}  // namespace gputriage::kb

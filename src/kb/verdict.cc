@@ -1,0 +1,143 @@
+#include "kb/verdict.h"
+
+#include <fmt/format.h>
+
+namespace gputriage::kb {
+namespace {
+
+// Which way the evidence beyond the error lines points.
+struct Leaning {
+  bool hardware = false;
+  bool driver = false;
+  bool application = false;
+  std::vector<std::string> hardware_why;
+};
+
+void VmFaultReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
+  for (const VmFault& f : found.vm_faults) a.vm_faults.push_back(ToJson(f));
+  if (found.vm_faults.empty()) return;
+  const VmFault& first = found.vm_faults.front();
+  a.verdict_reasons.push_back(fmt::format("{} amdgpu VM fault{} (each block of kernel-log lines is one); the first: {}",
+                                          found.vm_fault_count, found.vm_fault_count == 1 ? "" : "s", first.Describe()));
+  if (first.address && *first.address < 0x10000) {
+    a.verdict_reasons.push_back(fmt::format("the faulting page {:#x} is at the bottom of the address space: a null "
+                                            "(or nearly null) pointer used by the GPU",
+                                            *first.address));
+  }
+  if (first.vmid && *first.vmid == 0) {
+    a.verdict_reasons.push_back("vmid 0 is the system context (kb/tables/amdgpu-vm-fault.yaml): the access came "
+                                "from the kernel driver or firmware, not from a user's kernel");
+    leaning.driver = true;
+  }
+}
+
+void XidReasons(const ScanFindings& found, const catalog::XidTable& table, const Facts* facts, Analysis& a,
+                Leaning& leaning) {
+  for (const auto& [code, seen] : found.xids) {
+    auto it = table.find(static_cast<int>(code));
+    std::string name = it != table.end() ? it->second.name : "not in the Xid catalog";
+    core::Verdict klass = it != table.end() ? it->second.verdict : core::Verdict::kUnknown;
+    std::string gpus;
+    for (const std::string& g : seen.gpus) gpus += (gpus.empty() ? "" : ", ") + g;
+    a.xids.push_back({{"code", code}, {"name", name}, {"class", core::VerdictName(klass)}, {"count", seen.count},
+                      {"gpus", seen.gpus}, {"first_line", seen.first_line}});
+    std::string times = seen.count > 1 ? fmt::format(" ({} times)", seen.count) : "";
+    if (klass == core::Verdict::kHardware || klass == core::Verdict::kDriverFirmware ||
+        klass == core::Verdict::kApplication) {
+      a.verdict_reasons.push_back(fmt::format("Xid {} ({}) on {}{}: NVIDIA's Xid catalog classes it as {}", code, name,
+                                              gpus, times, core::VerdictName(klass)));
+    } else {
+      a.verdict_reasons.push_back(fmt::format(
+          "Xid {} ({}) on {}{}: its cause can be the program, the driver or the hardware", code, name, gpus, times));
+    }
+    if (klass == core::Verdict::kHardware) {
+      leaning.hardware = true;
+      leaning.hardware_why.push_back(fmt::format("Xid {}", code));
+    }
+    leaning.driver = leaning.driver || klass == core::Verdict::kDriverFirmware;
+    leaning.application = leaning.application || klass == core::Verdict::kApplication;
+    if (seen.gpus.size() > 1) {
+      a.verdict_reasons.push_back(fmt::format(
+          "Xid {} on {} GPUs at once: one failing GPU does not make others fail, so this points at "
+          "what they share (the job, the driver, the node)",
+          code, seen.gpus.size()));
+    } else if (klass == core::Verdict::kHardware && facts && facts->gpu_count > 1) {
+      a.verdict_reasons.push_back(fmt::format(
+          "only {} of the {} GPUs in the snapshot reports Xid {}: the failure follows that GPU", gpus,
+          facts->gpu_count, code));
+    }
+  }
+}
+
+void SnapshotReasons(const Facts* facts, Analysis& a, Leaning& leaning) {
+  if (!facts) return;
+  for (const std::string& alert : facts->hardware_alerts) {
+    a.verdict_reasons.push_back("snapshot: " + alert);
+    leaning.hardware = true;
+    leaning.hardware_why.push_back(alert);
+  }
+  for (const std::string& change : facts->changes) {
+    a.verdict_reasons.push_back("changed since the last good snapshot: " + change);
+  }
+}
+
+void RepeatReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
+  if (!found.repeat || found.repeat->runs <= 1) return;
+  const core::RepeatStats& r = *found.repeat;
+  if (r.failures == r.runs && r.distinct_signatures == 1) {
+    a.verdict_reasons.push_back(fmt::format(
+        "failed {} of {} runs with the same signature: deterministic, which points at the program "
+        "or a library rather than failing hardware",
+        r.failures, r.runs));
+    leaning.application = true;
+  } else if (r.failures == r.runs) {
+    a.verdict_reasons.push_back(fmt::format(
+        "failed {} of {} runs but with {} different signatures: a race or memory corruption in the "
+        "program, or unstable hardware",
+        r.failures, r.runs, r.distinct_signatures));
+  } else {
+    a.verdict_reasons.push_back(fmt::format(
+        "failed {} of {} runs ({} with this signature): intermittent, so a race, uninitialised "
+        "memory or marginal hardware rather than a plain bug",
+        r.failures, r.runs, r.same_signature));
+  }
+}
+
+// A known issue keeps its verdict (and hears about hardware evidence); otherwise the evidence
+// decides: hardware, else driver-firmware, else an undecided verdict leans to the application.
+void SettleVerdict(const Leaning& leaning, Analysis& a) {
+  if (a.matches.empty()) {
+    core::Verdict before = a.verdict;
+    if (leaning.hardware) {
+      a.verdict = core::Verdict::kHardware;
+    } else if (leaning.driver) {
+      a.verdict = core::Verdict::kDriverFirmware;
+    } else if (a.verdict == core::Verdict::kUnknown && leaning.application) {
+      a.verdict = core::Verdict::kApplication;
+    }
+    if (a.verdict != before) {
+      a.verdict_reasons.push_back(fmt::format("verdict {} (the error lines alone said {})",
+                                              core::VerdictName(a.verdict), core::VerdictName(before)));
+    }
+  } else if (leaning.hardware && a.verdict != core::Verdict::kHardware) {
+    std::string why;
+    for (const std::string& w : leaning.hardware_why) why += (why.empty() ? "" : "; ") + w;
+    a.verdict_reasons.push_back(fmt::format(
+        "the known issue says {}, but there is hardware evidence too ({}): check the GPU before "
+        "blaming the software",
+        core::VerdictName(a.verdict), why));
+  }
+}
+
+}  // namespace
+
+void AddVerdictEvidence(const ScanFindings& found, const catalog::XidTable& xid, const Facts* facts, Analysis& a) {
+  Leaning leaning;
+  VmFaultReasons(found, a, leaning);
+  XidReasons(found, xid, facts, a, leaning);
+  SnapshotReasons(facts, a, leaning);
+  RepeatReasons(found, a, leaning);
+  SettleVerdict(leaning, a);
+}
+
+}  // namespace gputriage::kb
