@@ -42,6 +42,8 @@ struct Analysis {
   core::Json xids = core::Json::array();
   /// amdgpu VM fault blocks, one event each, decoded (kb/vm_fault.h); the first 64.
   core::Json vm_faults = core::Json::array();
+  /// AMD ACA error banks, decoded with kb/tables/amd-ras.yaml (kb/aca.h); the first 64.
+  core::Json aca_banks = core::Json::array();
   std::vector<std::string> search_links;  ///< when nothing matched
   ReadStats stats;
 };

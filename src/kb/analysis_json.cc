@@ -49,6 +49,7 @@ Json ToJson(const Analysis& a) {
               {"group_key", a.group_key},
               {"xids", a.xids},
               {"vm_faults", a.vm_faults},
+              {"aca_banks", a.aca_banks},
               {"search_links", a.search_links},
               {"input", {{"bytes", a.stats.bytes}, {"lines", a.stats.lines}, {"cut_lines", a.stats.cut_lines},
                          {"compression", a.stats.compression}}}};

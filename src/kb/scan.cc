@@ -36,6 +36,7 @@ LineScan::LineScan(Matcher& matcher, const GeneralClassifier& general, const cat
       general_(general),
       signature_(catalog.errors),
       vm_(catalog.vm_fault),
+      aca_(catalog.aca),
       prefilter_(prefilter),
       general_counts_(general.size(), 0),
       filter_cache_(cache) {
@@ -103,6 +104,7 @@ void LineScan::Finish() {
   Flush();
   vm_.Finish(&vm_done_);
   TakeVmFaults();
+  found_.aca_banks = aca_.Finish();
 }
 
 void LineScan::TakeVmFaults() {
@@ -125,6 +127,7 @@ void LineScan::Process(LineSource source, std::string_view line, uint64_t number
     VmFaultAssembler::LineKind kind = vm_.Line(line, number, input, &vm_done_);
     TakeVmFaults();
     if (kind == VmFaultAssembler::LineKind::kContinuation) return;
+    aca_.Line(line, number, input);
   }
   TallyXid(line, number, input);
   // PyTorch/CUDA: "CUDA kernel errors might be asynchronously reported at some other API
@@ -225,6 +228,7 @@ void LineScan::RebuildFilter() {
   if (signature_wanted_) wanted.push_back(signature_.WantedPattern());
   if (xid_lines_ < kXidLines) wanted.emplace_back(R"(Xid \()");
   if (found_.vm_faults.size() < kMaxVmFaults) wanted.emplace_back(VmFaultLinePattern());
+  wanted.emplace_back(AcaAssembler::LinePattern());
   if (wanted.empty()) return;
   std::string key;
   for (const std::string& pattern : wanted) key += pattern + '\n';

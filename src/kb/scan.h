@@ -26,6 +26,7 @@
 #include "core/category.h"
 #include "core/model.h"
 #include "forensics/gpu_signature.h"
+#include "kb/aca.h"
 #include "kb/general_classifier.h"
 #include "kb/log_reader.h"
 #include "kb/matcher.h"
@@ -52,6 +53,7 @@ struct ScanFindings {
   std::map<uint32_t, XidSeen> xids;
   std::vector<VmFault> vm_faults;  ///< the first kMaxVmFaults
   uint64_t vm_fault_count = 0;
+  std::vector<AcaBank> aca_banks;  ///< AMD ACA error banks, decoded
   std::optional<core::RepeatStats> repeat;  ///< from a bundle's repeat.json
   ReadStats stats;
 };
@@ -113,6 +115,7 @@ class LineScan {
   const GeneralClassifier& general_;
   forensics::SignatureScanner signature_;
   VmFaultAssembler vm_;
+  AcaAssembler aca_;
   ScanFindings found_;
   int key_weight_ = 0;
   bool signature_wanted_ = true;

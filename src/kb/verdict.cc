@@ -31,6 +31,24 @@ void VmFaultReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
   }
 }
 
+// ACA banks are the GPU's own hardware error reports (kb/tables/amd-ras.yaml).
+void AcaReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
+  size_t valid = 0;
+  const AcaBank* first = nullptr;
+  for (const AcaBank& bank : found.aca_banks) {
+    a.aca_banks.push_back(ToJson(bank));
+    if (!bank.valid) continue;
+    ++valid;
+    if (first == nullptr) first = &bank;
+  }
+  if (first == nullptr) return;
+  a.verdict_reasons.push_back(fmt::format("{} AMD ACA hardware error bank{} in the kernel log (decoded with "
+                                          "kb/tables/amd-ras.yaml); the first: {}",
+                                          valid, valid == 1 ? "" : "s", first->Describe()));
+  leaning.hardware = true;
+  leaning.hardware_why.push_back(first->ip.empty() ? "ACA error bank" : "ACA error bank from " + first->ip);
+}
+
 void XidReasons(const ScanFindings& found, const catalog::XidTable& table, const Facts* facts, Analysis& a,
                 Leaning& leaning) {
   for (const auto& [code, seen] : found.xids) {
@@ -134,6 +152,7 @@ void SettleVerdict(const Leaning& leaning, Analysis& a) {
 void AddVerdictEvidence(const ScanFindings& found, const catalog::XidTable& xid, const Facts* facts, Analysis& a) {
   Leaning leaning;
   VmFaultReasons(found, a, leaning);
+  AcaReasons(found, a, leaning);
   XidReasons(found, xid, facts, a, leaning);
   SnapshotReasons(facts, a, leaning);
   RepeatReasons(found, a, leaning);
