@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "corefile/byte_reader.h"
+#include "core/byte_reader.h"
 
 namespace gputriage::corefile::internal {
 namespace {
@@ -70,8 +70,8 @@ core::Result<CoreImage> CheckCore(ElfPtr elf, uint64_t file_size, std::string_vi
   }
   if (phnum == 0) return core::MakeError("{}: core file has no program headers", source_name);
   // libelf refuses program headers past the end without saying so; say it with the numbers.
-  auto table_size = CheckedMul(phnum, sizeof(Elf64_Phdr));
-  if (!table_size || !RangeInside(ehdr.e_phoff, *table_size, file_size)) {
+  auto table_size = core::CheckedMul(phnum, sizeof(Elf64_Phdr));
+  if (!table_size || !core::RangeInside(ehdr.e_phoff, *table_size, file_size)) {
     return core::MakeError(
         "{}: {} program headers at offset 0x{:x} run past the end of the file (0x{:x} bytes): "
         "truncated core?",
