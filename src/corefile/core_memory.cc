@@ -9,13 +9,14 @@
 #include <cstring>
 
 #include "core/byte_reader.h"
+#include "core/scoped_fd.h"
 #include "corefile/elf_image.h"
 
 namespace gputriage::corefile {
 
 struct CoreMemory::Source {
   std::vector<char> bytes;  // FromBytes
-  internal::ScopedFd fd;    // OpenFile
+  core::ScopedFd fd;        // OpenFile
 };
 
 namespace {
@@ -140,7 +141,7 @@ size_t CoreMemory::ReadFromMappedFile(uint64_t address, uint8_t* out, size_t len
     }
     auto file_offset = core::CheckedAdd(mapping.file_offset, address - mapping.start);
     if (!file_offset || *file_offset > static_cast<uint64_t>(INT64_MAX)) return 0;
-    internal::ScopedFd fd(open(mapping.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    core::ScopedFd fd(open(mapping.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     struct stat st;
     // Only regular files: a device (/dev/nvidia0 is in NT_FILE) can hang or have side effects.
     if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;

@@ -323,7 +323,7 @@ core::Result<CoreNotes> ParseCoreNotes(std::string_view bytes, std::string_view 
 
 core::Result<CoreNotes> ReadCoreNotesFile(const std::string& path) {
   uint64_t size = 0;
-  GT_ASSIGN_OR_RETURN(internal::ScopedFd fd, internal::OpenRegularFile(path, &size));
+  GT_ASSIGN_OR_RETURN(core::ScopedFd fd, internal::OpenRegularFile(path, &size));
   GT_ASSIGN_OR_RETURN(CoreImage core_image, internal::OpenCoreFd(fd.get(), size, path));
   return ParseImage(core_image, path);
 }

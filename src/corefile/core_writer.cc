@@ -13,13 +13,14 @@
 #include <optional>
 #include <string_view>
 
+#include "core/scoped_fd.h"
 #include "core/text.h"
 #include "corefile/elf_image.h"
 
 namespace gputriage::corefile {
 namespace {
 
-using internal::ScopedFd;
+using core::ScopedFd;
 
 #if defined(__x86_64__)
 constexpr uint16_t kMachine = EM_X86_64;
@@ -489,12 +490,12 @@ core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
 
   std::string directory = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
   std::string temp_template = path + ".tmp.XXXXXX";
-  int temp_fd = mkostemp(temp_template.data(), O_CLOEXEC);
-  if (temp_fd < 0) {
+  ScopedFd temp_fd(mkostemp(temp_template.data(), O_CLOEXEC));
+  if (!temp_fd.valid()) {
     return core::MakeError("{}: cannot create a temporary file in {}: {}", path, directory,
                            std::strerror(errno));
   }
-  CoreFileWriter writer(pid, ScopedFd(temp_fd), temp_template);
+  CoreFileWriter writer(pid, std::move(temp_fd), temp_template);
   uint64_t page_size = writer.page_size();
 
   // Notes, in the kernel's order: the signalled thread's prstatus, then the process-wide notes,

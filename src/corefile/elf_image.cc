@@ -126,20 +126,8 @@ core::Result<CoreImage> OpenCoreFd(int fd, uint64_t file_size, std::string_view 
   return CheckCore(std::move(elf), file_size, source_name, head_view);
 }
 
-ScopedFd& ScopedFd::operator=(ScopedFd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = other.release();
-  }
-  return *this;
-}
-
-ScopedFd::~ScopedFd() {
-  if (fd_ >= 0) close(fd_);
-}
-
-core::Result<ScopedFd> OpenRegularFile(const std::string& path, uint64_t* size) {
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+core::Result<core::ScopedFd> OpenRegularFile(const std::string& path, uint64_t* size) {
+  core::ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return core::MakeError("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st;
   if (fstat(fd.get(), &st) != 0) {

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "core/scoped_fd.h"
 #include "inspect/amd.h"
 #include "inspect/nvidia.h"
 #include "inspect/occupancy.h"
@@ -29,19 +30,14 @@ constexpr uint64_t kMaxWholeRead = 2ull << 30;
 
 class File {
  public:
-  explicit File(int fd) : fd_(fd) {}
-  ~File() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-  int fd() const { return fd_; }
+  explicit File(core::ScopedFd fd) : fd_(std::move(fd)) {}
+  int fd() const { return fd_.get(); }
 
   bool Read(uint64_t offset, size_t size, std::string* out) const {
     out->resize(size);
     size_t done = 0;
     while (done < size) {
-      ssize_t n = ::pread(fd_, out->data() + done, size - done, static_cast<off_t>(offset + done));
+      ssize_t n = ::pread(fd_.get(), out->data() + done, size - done, static_cast<off_t>(offset + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       done += static_cast<size_t>(n);
@@ -50,7 +46,7 @@ class File {
   }
 
  private:
-  int fd_;
+  core::ScopedFd fd_;
 };
 
 struct Section {
@@ -153,11 +149,11 @@ std::string Magic(const std::string& head, size_t n) { return head.substr(0, std
 }  // namespace
 
 core::Result<FileSummary> InspectFile(const std::string& path, const InspectOptions& options, const CodeObjectSink& sink) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return core::MakeError("{}: {}", path, std::strerror(errno));
-  File file(fd);
+  core::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return core::ErrnoError(errno, "{}", path);
+  File file(std::move(fd));
   struct stat st {};
-  if (fstat(fd, &st) != 0) return core::MakeError("{}: {}", path, std::strerror(errno));
+  if (fstat(file.fd(), &st) != 0) return core::ErrnoError(errno, "{}", path);
   if (S_ISDIR(st.st_mode)) return core::MakeError("{}: is a directory", path);
   uint64_t size = static_cast<uint64_t>(st.st_size);
   // 8 threads decode libtorch_cuda.so (2,789 cubins) in 1.2 s on the H200 machine's 16 cores;
