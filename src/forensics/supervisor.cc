@@ -14,13 +14,13 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/file.h"
 #include "core/scoped_fd.h"
+#include "core/text.h"
 #include "corefile/core_writer.h"
 #include "forensics/capture.h"
 #include "forensics/disasm.h"
@@ -34,6 +34,9 @@ using core::ScopedFd;
 
 constexpr int kTraceOptions = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
                               PTRACE_O_TRACEEXEC;
+// /proc/PID/status is ~1.5 KB; /proc/cpuinfo ~1.5 KB per CPU (a 1024-CPU host: ~1.5 MB).
+constexpr size_t kMaxStatusBytes = 64u << 10;
+constexpr size_t kMaxCpuinfoBytes = 16u << 20;
 
 core::Result<std::pair<ScopedFd, ScopedFd>> MakePipe() {
   int fds[2];
@@ -45,10 +48,9 @@ core::Result<std::pair<ScopedFd, ScopedFd>> MakePipe() {
 void ContinueIfAlive(int tid, int sig) { ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<intptr_t>(sig))); }
 
 std::optional<int> ReadTgid(int tid) {
-  std::ifstream in(fmt::format("/proc/{}/status", tid));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Tgid:", 0) == 0) return std::atoi(line.c_str() + 5);
+  std::string status = core::ReadFile(fmt::format("/proc/{}/status", tid), kMaxStatusBytes).value_or("");
+  for (std::string_view line : core::SplitLines(status)) {
+    if (line.rfind("Tgid:", 0) == 0) return std::atoi(std::string(line.substr(5)).c_str());
   }
   return std::nullopt;
 }
@@ -67,15 +69,8 @@ std::vector<int> ListThreads(int tgid) {
 }
 
 std::set<std::string> HostCpuFlags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  std::string text;
-  while (std::getline(in, line)) {
-    text += line;
-    text += '\n';
-    if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) break;
-  }
-  return ParseCpuFlags(text);
+  // ParseCpuFlags stops at the first CPU's flags line.
+  return ParseCpuFlags(core::ReadFile("/proc/cpuinfo", kMaxCpuinfoBytes).value_or(""));
 }
 
 // Keeps the last `limit` bytes of a stream (amortised: trims when twice the limit).

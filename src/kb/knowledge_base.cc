@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "core/file.h"
 #include "core/text.h"
 #include "knowledge_data/embedded.h"
 
@@ -16,6 +15,8 @@ namespace gputriage::kb {
 namespace {
 
 constexpr std::string_view kIssuesDir = "kb/issues/";
+// An entry or example log is a few KB; anything near this is not one.
+constexpr size_t kMaxKbFileBytes = 16u << 20;
 
 // "x.match.log" / "x.match-2.log" -> ("x", true); "x.nomatch.log" -> ("x", false).
 std::optional<std::pair<std::string, bool>> ExampleOf(std::string_view name) {
@@ -109,10 +110,8 @@ core::Result<std::vector<KbFile>> ReadKbDirectory(const std::string& dir) {
   std::vector<KbFile> files;
   for (const auto& entry : std::filesystem::directory_iterator(issues, ec)) {
     if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    files.push_back({std::string(kIssuesDir) + entry.path().filename().string(), text.str()});
+    GT_ASSIGN_OR_RETURN(std::string text, core::ReadFile(entry.path().string(), kMaxKbFileBytes));
+    files.push_back({std::string(kIssuesDir) + entry.path().filename().string(), std::move(text)});
   }
   if (ec) return core::MakeError("{}: {}", issues.string(), ec.message());
   std::sort(files.begin(), files.end(), [](const KbFile& a, const KbFile& b) { return a.path < b.path; });
