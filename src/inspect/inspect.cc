@@ -81,7 +81,7 @@ core::Result<void> FindSections(const File& file, const std::string& path, Secti
 void DecodeInOrder(const File& file, const std::vector<FatbinEntry>& entries, const std::string& origin,
                    const InspectOptions& options, unsigned threads, const CodeObjectSink& sink) {
   if (entries.empty()) return;
-  ByteReader read = [&file](uint64_t offset, size_t size, std::string* out) { return file.Read(offset, size, out); };
+  RangeReader read = [&file](uint64_t offset, size_t size, std::string* out) { return file.Read(offset, size, out); };
   auto decode = [&](const FatbinEntry& e) {
     CodeObject co = DecodeFatbinEntry(read, e, origin);
     std::string prepared = options.prepare ? options.prepare(co) : std::string();
@@ -198,8 +198,9 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
         if (nv.offset > size || nv.size > size - nv.offset) {
           summary.problems.push_back(fmt::format(".nv_fatbin section ({:#x} bytes at {:#x}) runs past the file's end", nv.size, nv.offset));
         } else {
-          ByteReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
-          std::vector<FatbinEntry> entries = ListFatbinEntries(read, nv.offset, nv.size, &summary.problems);
+          RangeReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
+          std::vector<FatbinEntry> entries =
+              ListFatbinEntries(read, nv.offset, nv.size, path + ":.nv_fatbin", &summary.problems);
           if (options.headers_only) {
             for (const FatbinEntry& e : entries) one(FatbinEntryObject(e, path + ":.nv_fatbin"));
           } else {
@@ -218,8 +219,8 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     }
   } else if (head.size() >= 4 && Magic(head, 4) == "\x50\xed\x55\xba") {
     summary.kind = "fatbin";
-    ByteReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
-    std::vector<FatbinEntry> entries = ListFatbinEntries(read, 0, size, &summary.problems);
+    RangeReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
+    std::vector<FatbinEntry> entries = ListFatbinEntries(read, 0, size, path, &summary.problems);
     if (options.headers_only) {
       for (const FatbinEntry& e : entries) one(FatbinEntryObject(e, path));
     } else {

@@ -11,8 +11,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
+
+#include "core/byte_reader.h"
 
 namespace gputriage::inspect {
 namespace {
@@ -108,6 +111,87 @@ core::Result<void> Decompress(const std::string& stored, const FatbinEntry& e, s
   return core::MakeError("compressed (flags {:#x}) in a way this version does not know", e.flags);
 }
 
+// The 16-byte container header and the fields of the (at least) 64-byte entry header that are
+// read; the layout is in nvidia.h.
+constexpr uint64_t kContainerHeaderBytes = 16;
+constexpr uint64_t kEntryHeaderMinBytes = 64;
+
+struct ContainerHeader {
+  uint32_t magic = 0;
+  uint16_t header_size = 0;
+  uint64_t entries_size = 0;
+};
+
+std::optional<ContainerHeader> ParseContainerHeader(std::string_view bytes) {
+  core::ByteReader reader(bytes);
+  auto magic = reader.U32(0);
+  auto header_size = reader.U16(6);
+  auto entries_size = reader.U64(8);
+  if (!magic || !header_size || !entries_size) return std::nullopt;
+  return ContainerHeader{*magic, *header_size, *entries_size};
+}
+
+struct EntryHeader {
+  uint16_t kind = 0;
+  uint32_t header_size = 0;
+  uint64_t padded_size = 0;
+  uint32_t compressed_size = 0;
+  uint32_t arch = 0;
+  uint64_t flags = 0;
+  uint64_t uncompressed_size = 0;
+};
+
+std::optional<EntryHeader> ParseEntryHeader(std::string_view bytes) {
+  core::ByteReader reader(bytes);
+  auto kind = reader.U16(0);
+  auto header_size = reader.U32(4);
+  auto padded_size = reader.U64(8);
+  auto compressed_size = reader.U32(16);
+  auto arch = reader.U32(28);
+  auto flags = reader.U64(40);
+  auto uncompressed_size = reader.U64(56);
+  if (!kind || !header_size || !padded_size || !compressed_size || !arch || !flags || !uncompressed_size) {
+    return std::nullopt;
+  }
+  return EntryHeader{*kind, *header_size, *padded_size, *compressed_size, *arch, *flags, *uncompressed_size};
+}
+
+/// `value` rounded up to a multiple of 8, or the largest uint64_t when that overflows.
+uint64_t AlignUp8(uint64_t value) {
+  return value > UINT64_MAX - 7 ? UINT64_MAX : (value + 7) / 8 * 8;
+}
+
+// Appends the PTX and ELF entries of the container at `container` whose entries are
+// [entries_begin, container_end); stops at the first entry whose sizes run past it.
+void ListContainerEntries(const RangeReader& read, uint64_t container, uint64_t entries_begin,
+                          uint64_t container_end, const std::function<void(std::string)>& problem,
+                          std::vector<FatbinEntry>* out) {
+  std::string bytes;
+  for (uint64_t p = entries_begin; container_end - p >= kEntryHeaderMinBytes;) {
+    if (!read(p, kEntryHeaderMinBytes, &bytes)) break;
+    std::optional<EntryHeader> eh = ParseEntryHeader(bytes);
+    if (!eh) break;
+    uint64_t room = container_end - p;
+    if (eh->header_size < kEntryHeaderMinBytes || eh->header_size > room || eh->padded_size > room - eh->header_size) {
+      problem(fmt::format("fatbin entry at {:#x}: header size {} and payload {} run past its container (ends at {:#x})",
+                          p, eh->header_size, eh->padded_size, container_end));
+      break;
+    }
+    FatbinEntry e;
+    e.kind = eh->kind;
+    e.arch = eh->arch;
+    e.flags = eh->flags;
+    e.uncompressed_size = eh->uncompressed_size;
+    e.container_offset = container;
+    e.payload_offset = p + eh->header_size;
+    e.payload_size = e.compressed() && eh->compressed_size > 0 && eh->compressed_size <= eh->padded_size
+                         ? eh->compressed_size
+                         : eh->padded_size;
+    if (e.kind == 1 || e.kind == 2) out->push_back(e);
+    p += eh->header_size + eh->padded_size;
+  }
+}
+
 // Each decoding thread reuses its two buffers across entries (a library has thousands); one
 // grown past 2 MiB by a large entry is released after it, so idle threads hold little.
 struct EntryBuffers {
@@ -128,55 +212,60 @@ std::string Demangle(const std::string& symbol) {
   return status == 0 && d ? std::string(d.get()) : symbol;
 }
 
-std::vector<FatbinEntry> ListFatbinEntries(const ByteReader& read, uint64_t begin, uint64_t length,
-                                           std::vector<std::string>* problems) {
+std::vector<FatbinEntry> ListFatbinEntries(const RangeReader& read, uint64_t begin, uint64_t length,
+                                           std::string_view origin, std::vector<std::string>* problems) {
   std::vector<FatbinEntry> out;
-  uint64_t end = begin + length;
+  auto problem = [&](std::string text) {
+    if (problems) problems->push_back(fmt::format("{}: {}", origin, text));
+  };
+  std::optional<uint64_t> end = core::CheckedAdd(begin, length);
+  if (!end) {
+    problem(fmt::format("{:#x} bytes at {:#x} run past the end of the address space", length, begin));
+    return out;
+  }
+  // Every read stays inside [begin, end), whatever the headers say.
+  RangeReader read_inside = [&](uint64_t offset, size_t size, std::string* bytes) {
+    return offset >= begin && core::RangeInside(offset - begin, size, length) && read(offset, size, bytes);
+  };
   uint64_t at = begin;
-  std::string header;
-  while (at + 16 <= end) {
-    if (!read(at, 16, &header)) break;
-    if (Load<uint32_t>(header, 0) != kFatbinMagic) {
-      at += 8;  // containers start 8-byte aligned; padding between them is skipped
+  // Containers start 8-byte aligned: after padding or a damaged container, look 8 bytes on.
+  auto next_slot = [&] { at = *end - at > 8 ? at + 8 : *end; };
+  std::string bytes;
+  while (*end - at >= 4) {
+    uint64_t remaining = *end - at;
+    if (!read_inside(at, std::min(remaining, kContainerHeaderBytes), &bytes)) break;
+    std::optional<ContainerHeader> header = ParseContainerHeader(bytes);
+    if (!header) {
+      if (core::ByteReader(bytes).U32(0) == kFatbinMagic) {
+        problem(fmt::format("fatbin container at {:#x}: header truncated ({} of {} bytes)", at, remaining,
+                            kContainerHeaderBytes));
+      }
+      break;
+    }
+    if (header->magic != kFatbinMagic) {
+      next_slot();
       continue;
     }
-    uint16_t header_size = Load<uint16_t>(header, 6);
-    uint64_t size = Load<uint64_t>(header, 8);
-    if (header_size < 16 || size > end - at - header_size) {
-      if (problems) {
-        problems->push_back(fmt::format("fatbin container at {:#x}: header says {} bytes of entries, "
-                                        "only {} remain", at, size, end - at - std::min<uint64_t>(end - at, header_size)));
-      }
-      at += 8;
+    // The header's own size first: what remains after it is only computed once it fits.
+    if (header->header_size < kContainerHeaderBytes || header->header_size > remaining) {
+      problem(header->header_size < kContainerHeaderBytes
+                  ? fmt::format("fatbin container at {:#x}: header size {} is smaller than the {}-byte header",
+                                at, header->header_size, kContainerHeaderBytes)
+                  : fmt::format("fatbin container at {:#x}: header of {} bytes runs past the end ({} bytes remain)",
+                                at, header->header_size, remaining));
+      next_slot();
       continue;
     }
-    uint64_t p = at + header_size, container_end = at + header_size + size;
-    std::string eh;
-    while (p + 64 <= container_end) {
-      if (!read(p, 64, &eh)) break;
-      FatbinEntry e;
-      e.kind = Load<uint16_t>(eh, 0);
-      uint32_t entry_header = Load<uint32_t>(eh, 4);
-      uint64_t padded = Load<uint64_t>(eh, 8);
-      uint32_t compressed_size = Load<uint32_t>(eh, 16);
-      e.arch = Load<uint32_t>(eh, 28);
-      e.flags = Load<uint64_t>(eh, 40);
-      e.uncompressed_size = Load<uint64_t>(eh, 56);
-      e.container_offset = at;
-      if (entry_header < 64 || padded > container_end - p - std::min<uint64_t>(container_end - p, entry_header) ||
-          p + entry_header > container_end) {
-        if (problems) {
-          problems->push_back(fmt::format("fatbin entry at {:#x}: header size {} and payload {} run past its "
-                                          "container (ends at {:#x})", p, entry_header, padded, container_end));
-        }
-        break;
-      }
-      e.payload_offset = p + entry_header;
-      e.payload_size = e.compressed() && compressed_size > 0 && compressed_size <= padded ? compressed_size : padded;
-      if (e.kind == 1 || e.kind == 2) out.push_back(e);
-      p += entry_header + padded;
+    uint64_t entries_begin = at + header->header_size;
+    if (header->entries_size > *end - entries_begin) {
+      problem(fmt::format("fatbin container at {:#x}: header says {} bytes of entries, only {} remain", at,
+                          header->entries_size, *end - entries_begin));
+      next_slot();
+      continue;
     }
-    at = container_end > at ? (container_end + 7) / 8 * 8 : at + 8;
+    uint64_t container_end = entries_begin + header->entries_size;
+    ListContainerEntries(read_inside, at, entries_begin, container_end, problem, &out);
+    at = std::min(*end, AlignUp8(container_end));
   }
   return out;
 }
@@ -193,7 +282,7 @@ CodeObject FatbinEntryObject(const FatbinEntry& e, std::string_view origin) {
   return co;
 }
 
-CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::string_view origin) {
+CodeObject DecodeFatbinEntry(const RangeReader& read, const FatbinEntry& e, std::string_view origin) {
   CodeObject co = FatbinEntryObject(e, origin);
   if (e.payload_size > kMaxEntryBytes) {
     co.error = fmt::format("entry of {} bytes is not plausible", e.payload_size);
@@ -222,14 +311,14 @@ CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& e, std::
 }
 
 std::vector<CodeObject> ReadNvFatbin(std::string_view data, std::string_view origin) {
-  ByteReader read = [data](uint64_t offset, size_t size, std::string* out) {
+  RangeReader read = [data](uint64_t offset, size_t size, std::string* out) {
     if (offset > data.size() || size > data.size() - offset) return false;
     out->assign(data.substr(offset, size));
     return true;
   };
   std::vector<std::string> problems;
   std::vector<CodeObject> out;
-  for (const FatbinEntry& e : ListFatbinEntries(read, 0, data.size(), &problems)) {
+  for (const FatbinEntry& e : ListFatbinEntries(read, 0, data.size(), origin, &problems)) {
     out.push_back(DecodeFatbinEntry(read, e, origin));
   }
   for (const std::string& p : problems) {
