@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "core/byte_reader.h"
 #include "core/scoped_fd.h"
 #include "inspect/amd.h"
 #include "inspect/nvidia.h"
@@ -179,9 +180,8 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     if (!file.Read(0, size, &all)) return core::MakeError("{}: cannot read", path);
     return all;
   };
-  if (Magic(head, 4) == "\x7f" "ELF" && head.size() >= 20) {
-    uint16_t machine = 0;
-    std::memcpy(&machine, head.data() + 18, 2);
+  std::optional<uint16_t> machine = core::ByteReader(head).U16(18);  // e_machine
+  if (Magic(head, 4) == "\x7f" "ELF" && machine) {
     if (machine == 190) {  // EM_CUDA: a cubin
       GT_ASSIGN_OR_RETURN(std::string all, whole());
       summary.kind = "cubin";

@@ -7,7 +7,6 @@
 #include <zstd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,13 +24,6 @@ constexpr uint64_t kFlagLz4 = 0x2000;
 constexpr uint64_t kFlagZstd = 0x8000;
 // No entry of a real fatbin comes near this (libtorch_cuda.so's largest cubin is a few MiB).
 constexpr uint64_t kMaxEntryBytes = 1ull << 30;
-
-template <typename T>
-T Load(const std::string& bytes, size_t at) {
-  T value;
-  std::memcpy(&value, bytes.data() + at, sizeof value);
-  return value;
-}
 
 // libelf keeps per-descriptor state but reports errors through a process-wide elf_errno: one
 // cubin at a time.
@@ -54,17 +46,20 @@ struct NvInfoRecord {
 
 // `.nv.info` records; stops at the first record that runs past the section.
 std::vector<NvInfoRecord> ParseNvInfo(std::string_view section) {
+  core::ByteReader reader(section);
   std::vector<NvInfoRecord> out;
-  size_t at = 0;
-  while (at + 4 <= section.size()) {
-    NvInfoRecord r;
-    r.format = static_cast<uint8_t>(section[at]);
-    r.attribute = static_cast<uint8_t>(section[at + 1]);
-    std::memcpy(&r.value, section.data() + at + 2, 2);
+  uint64_t at = 0;
+  for (;;) {
+    auto format = reader.U8(at);
+    auto attribute = reader.U8(at + 1);
+    auto value = reader.U16(at + 2);
+    if (!format || !attribute || !value) break;
+    NvInfoRecord r{*format, *attribute, *value, {}};
     at += 4;
     if (r.format == 4) {
-      if (at + r.value > section.size()) break;
-      r.data = section.substr(at, r.value);
+      auto data = reader.Bytes(at, r.value);
+      if (!data) break;
+      r.data = *data;
       at += r.value;
     }
     out.push_back(r);
@@ -72,11 +67,8 @@ std::vector<NvInfoRecord> ParseNvInfo(std::string_view section) {
   return out;
 }
 
-uint32_t U32(std::string_view data, size_t at) {
-  uint32_t v = 0;
-  if (at + 4 <= data.size()) std::memcpy(&v, data.data() + at, 4);
-  return v;
-}
+// The u32 at `at` of a record's data; 0 when the record is too short.
+uint32_t U32(std::string_view data, uint64_t at) { return core::ByteReader(data).U32(at).value_or(0); }
 
 constexpr uint8_t kAttrMaxThreads = 0x05;
 constexpr uint8_t kAttrFrameSize = 0x11;
@@ -92,7 +84,7 @@ core::Result<void> Decompress(const std::string& stored, const FatbinEntry& e, s
     return core::MakeError("uncompressed size {} is not plausible", e.uncompressed_size);
   }
   out.resize(e.uncompressed_size);
-  if (stored.size() >= 4 && Load<uint32_t>(stored, 0) == 0xFD2FB528) {
+  if (core::ByteReader(stored).U32(0) == 0xFD2FB528u) {
     size_t n = ZSTD_decompress(out.data(), out.size(), stored.data(), stored.size());
     if (ZSTD_isError(n)) return core::MakeError("zstd: {}", ZSTD_getErrorName(n));
     if (n != out.size()) return core::MakeError("zstd: {} bytes decoded, the entry header says {}", n, out.size());
@@ -312,9 +304,9 @@ CodeObject DecodeFatbinEntry(const RangeReader& read, const FatbinEntry& e, std:
 
 std::vector<CodeObject> ReadNvFatbin(std::string_view data, std::string_view origin) {
   RangeReader read = [data](uint64_t offset, size_t size, std::string* out) {
-    if (offset > data.size() || size > data.size() - offset) return false;
-    out->assign(data.substr(offset, size));
-    return true;
+    std::optional<std::string_view> bytes = core::ByteReader(data).Bytes(offset, size);
+    if (bytes) out->assign(*bytes);
+    return bytes.has_value();
   };
   std::vector<std::string> problems;
   std::vector<CodeObject> out;
