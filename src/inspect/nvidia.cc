@@ -326,6 +326,134 @@ std::vector<CodeObject> ReadNvFatbin(std::string_view data, std::string_view ori
 
 namespace {
 
+// A cubin's sections by name (the last of a name wins), and its symbol table (the last
+// SHT_SYMTAB; nullptr when there is none). The Elf_Scn pointers live as long as the Elf.
+struct CubinSection {
+  GElf_Shdr header;
+  Elf_Scn* scn;
+};
+struct CubinSections {
+  std::map<std::string, CubinSection, std::less<>> by_name;
+  Elf_Scn* symtab = nullptr;
+  GElf_Shdr symtab_header{};
+};
+
+CubinSections ReadSections(Elf* elf, size_t shstrndx) {
+  CubinSections out;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name) continue;
+    out.by_name[name] = {sh, scn};
+    if (sh.sh_type == SHT_SYMTAB) {
+      out.symtab = scn;
+      out.symtab_header = sh;
+    }
+  }
+  return out;
+}
+
+// The bytes libelf holds for the section; empty when it has none or cannot read them.
+std::string_view SectionBytes(const CubinSection& s) {
+  Elf_Data* d = elf_getdata(s.scn, nullptr);
+  if (!d || !d->d_buf) return {};
+  return std::string_view(static_cast<const char*>(d->d_buf), d->d_size);
+}
+
+// Symbol index -> name ("" for a symbol without one), for the per-symbol records of the global
+// `.nv.info`; stops at the first unreadable symbol and after 10 million.
+std::vector<std::string> SymbolNames(Elf* elf, const CubinSections& sections) {
+  std::vector<std::string> symbols;
+  if (!sections.symtab) return symbols;
+  Elf_Data* d = elf_getdata(sections.symtab, nullptr);
+  if (!d) return symbols;
+  const GElf_Shdr& header = sections.symtab_header;
+  size_t count = header.sh_entsize ? header.sh_size / header.sh_entsize : 0;
+  for (size_t i = 0; i < count && i < 10'000'000; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(d, static_cast<int>(i), &sym)) break;
+    const char* name = elf_strptr(elf, header.sh_link, sym.st_name);
+    symbols.emplace_back(name ? name : "");
+  }
+  return symbols;
+}
+
+// "a" when `.nv.compat` marks the cubin arch-specific (sm_90a): attribute 9 = 1 (seen with nvcc
+// 13.0; e_flags are the same as sm_90's); else `suffix`.
+std::string_view CompatSuffix(const CubinSections& sections, std::string_view suffix) {
+  if (auto it = sections.by_name.find(".nv.compat"); it != sections.by_name.end()) {
+    for (const NvInfoRecord& r : ParseNvInfo(SectionBytes(it->second))) {
+      if (r.attribute == 9 && r.format == 2 && (r.value & 0xff) == 1) suffix = "a";
+    }
+  }
+  return suffix;
+}
+
+// What the global `.nv.info` records per symbol name: registers (REGCOUNT) and stack frame
+// (FRAME_SIZE). Records naming a symbol index outside `symbols` are ignored.
+struct PerSymbolInfo {
+  std::map<std::string, uint32_t, std::less<>> registers, frames;
+};
+
+PerSymbolInfo GlobalNvInfo(const CubinSections& sections, const std::vector<std::string>& symbols) {
+  PerSymbolInfo out;
+  if (auto it = sections.by_name.find(".nv.info"); it != sections.by_name.end()) {
+    for (const NvInfoRecord& r : ParseNvInfo(SectionBytes(it->second))) {
+      if (r.format != 4 || r.data.size() < 8) continue;
+      uint32_t sym = U32(r.data, 0), value = U32(r.data, 4);
+      if (sym >= symbols.size()) continue;
+      if (r.attribute == kAttrRegCount) out.registers[symbols[sym]] = value;
+      if (r.attribute == kAttrFrameSize) out.frames[symbols[sym]] = value;
+    }
+  }
+  return out;
+}
+
+// One kernel per `.nv.info.<kernel>` section, in name order: launch bounds and parameter size
+// from its records, registers and stack frame from `info` (registers else from the kernel's
+// `.text.` section flags), static shared memory from `.nv.shared.<kernel>`.
+std::vector<Kernel> ReadKernels(const CubinSections& sections, const PerSymbolInfo& info) {
+  std::vector<Kernel> kernels;
+  // Since sm_90 the kernel's shared section also holds the 1 KiB the system reserves per block
+  // (there is then a `.nv.shared.reserved.0` section); ptxas -v and the launch limits count the
+  // kernel's own static shared memory, without it. Seen with nvcc 13.0 for sm_90, sm_100 and
+  // sm_120 (the tests compare with ptxas -v).
+  bool reserved_in_section = sections.by_name.count(".nv.shared.reserved.0") > 0;
+  constexpr std::string_view kInfoPrefix = ".nv.info.";
+  for (const auto& [name, sec] : sections.by_name) {
+    if (name.rfind(kInfoPrefix, 0) != 0) continue;
+    Kernel k;
+    k.symbol = name.substr(kInfoPrefix.size());
+    for (const NvInfoRecord& r : ParseNvInfo(SectionBytes(sec))) {
+      if (r.attribute == kAttrMaxThreads && r.format == 4 && r.data.size() >= 12) {
+        uint64_t n = uint64_t{U32(r.data, 0)} * U32(r.data, 4) * U32(r.data, 8);
+        if (n > 0 && n <= 0xffffffffu) k.max_threads = static_cast<uint32_t>(n);
+      }
+      if (r.attribute == kAttrCbankParamSize && r.format == 3) k.param_bytes = r.value;
+    }
+    if (auto it = info.registers.find(k.symbol); it != info.registers.end()) {
+      k.registers = it->second;
+    } else if (auto text = sections.by_name.find(".text." + k.symbol); text != sections.by_name.end()) {
+      k.registers = static_cast<uint32_t>(text->second.header.sh_info >> 24);
+    }
+    if (auto it = info.frames.find(k.symbol); it != info.frames.end()) k.local_bytes = it->second;
+    k.shared_bytes = 0;
+    if (auto sh = sections.by_name.find(".nv.shared." + k.symbol); sh != sections.by_name.end()) {
+      uint64_t size = sh->second.header.sh_size;
+      if (reserved_in_section && size >= 1024) {
+        size -= 1024;
+        k.reserved_shared_bytes = 1024;
+      }
+      k.shared_bytes = static_cast<uint32_t>(std::min<uint64_t>(size, 0xffffffffu));
+    }
+    kernels.push_back(std::move(k));
+  }
+  return kernels;
+}
+
+// ReadCubin under libelf's lock, without demangling: the ELF checks, the architecture (from the
+// arguments, else e_flags and .nv.compat) and the kernels.
 CodeObject ReadCubinLocked(std::string_view image, std::string_view origin, uint32_t arch, std::string_view suffix) {
   CodeObject co;
   co.vendor = "nvidia";
@@ -358,97 +486,12 @@ CodeObject ReadCubinLocked(std::string_view image, std::string_view origin, uint
     co.error = "cubin without a section-name table";
     return co;
   }
-  struct Sec {
-    GElf_Shdr header;
-    Elf_Scn* scn;
-  };
-  std::map<std::string, Sec, std::less<>> sections;
-  Elf_Scn* symtab = nullptr;
-  GElf_Shdr symtab_header{};
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
-    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (!name) continue;
-    sections[name] = {sh, scn};
-    if (sh.sh_type == SHT_SYMTAB) {
-      symtab = scn;
-      symtab_header = sh;
-    }
-  }
-  auto section_bytes = [&](const Sec& s) -> std::string_view {
-    Elf_Data* d = elf_getdata(s.scn, nullptr);
-    if (!d || !d->d_buf) return {};
-    return std::string_view(static_cast<const char*>(d->d_buf), d->d_size);
-  };
-  // Symbol index -> name, for the per-symbol records of the global `.nv.info`.
-  std::vector<std::string> symbols;
-  if (symtab) {
-    if (Elf_Data* d = elf_getdata(symtab, nullptr)) {
-      size_t count = symtab_header.sh_entsize ? symtab_header.sh_size / symtab_header.sh_entsize : 0;
-      for (size_t i = 0; i < count && i < 10'000'000; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(d, static_cast<int>(i), &sym)) break;
-        const char* name = elf_strptr(elf, symtab_header.sh_link, sym.st_name);
-        symbols.emplace_back(name ? name : "");
-      }
-    }
-  }
-  if (from_header) {
-    // An arch-specific cubin (sm_90a) says so in `.nv.compat`: attribute 9 = 1 (seen with nvcc
-    // 13.0; e_flags are the same as sm_90's).
-    if (auto it = sections.find(".nv.compat"); it != sections.end()) {
-      for (const NvInfoRecord& r : ParseNvInfo(section_bytes(it->second))) {
-        if (r.attribute == 9 && r.format == 2 && (r.value & 0xff) == 1) suffix = "a";
-      }
-    }
-  }
+  CubinSections sections = ReadSections(elf, shstrndx);
+  std::vector<std::string> symbols = SymbolNames(elf, sections);
+  if (from_header) suffix = CompatSuffix(sections, suffix);
   co.arch = ArchName("sm", arch, suffix);
   co.target_id = co.arch;
-  std::map<std::string, uint32_t, std::less<>> registers, frames;
-  if (auto it = sections.find(".nv.info"); it != sections.end()) {
-    for (const NvInfoRecord& r : ParseNvInfo(section_bytes(it->second))) {
-      if (r.format != 4 || r.data.size() < 8) continue;
-      uint32_t sym = U32(r.data, 0), value = U32(r.data, 4);
-      if (sym >= symbols.size()) continue;
-      if (r.attribute == kAttrRegCount) registers[symbols[sym]] = value;
-      if (r.attribute == kAttrFrameSize) frames[symbols[sym]] = value;
-    }
-  }
-  // Since sm_90 the kernel's shared section also holds the 1 KiB the system reserves per block
-  // (there is then a `.nv.shared.reserved.0` section); ptxas -v and the launch limits count the
-  // kernel's own static shared memory, without it. Seen with nvcc 13.0 for sm_90, sm_100 and
-  // sm_120 (the tests compare with ptxas -v).
-  bool reserved_in_section = sections.count(".nv.shared.reserved.0") > 0;
-  constexpr std::string_view kInfoPrefix = ".nv.info.";
-  for (const auto& [name, sec] : sections) {
-    if (name.rfind(kInfoPrefix, 0) != 0) continue;
-    Kernel k;
-    k.symbol = name.substr(kInfoPrefix.size());
-    for (const NvInfoRecord& r : ParseNvInfo(section_bytes(sec))) {
-      if (r.attribute == kAttrMaxThreads && r.format == 4 && r.data.size() >= 12) {
-        uint64_t n = uint64_t{U32(r.data, 0)} * U32(r.data, 4) * U32(r.data, 8);
-        if (n > 0 && n <= 0xffffffffu) k.max_threads = static_cast<uint32_t>(n);
-      }
-      if (r.attribute == kAttrCbankParamSize && r.format == 3) k.param_bytes = r.value;
-    }
-    if (auto it = registers.find(k.symbol); it != registers.end()) {
-      k.registers = it->second;
-    } else if (auto text = sections.find(".text." + k.symbol); text != sections.end()) {
-      k.registers = static_cast<uint32_t>(text->second.header.sh_info >> 24);
-    }
-    if (auto it = frames.find(k.symbol); it != frames.end()) k.local_bytes = it->second;
-    k.shared_bytes = 0;
-    if (auto sh = sections.find(".nv.shared." + k.symbol); sh != sections.end()) {
-      uint64_t size = sh->second.header.sh_size;
-      if (reserved_in_section && size >= 1024) {
-        size -= 1024;
-        k.reserved_shared_bytes = 1024;
-      }
-      k.shared_bytes = static_cast<uint32_t>(std::min<uint64_t>(size, 0xffffffffu));
-    }
-    co.kernels.push_back(std::move(k));
-  }
+  co.kernels = ReadKernels(sections, GlobalNvInfo(sections, symbols));
   return co;
 }
 
