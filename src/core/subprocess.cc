@@ -13,6 +13,8 @@
 #include <cstring>
 #include <thread>
 
+#include "core/scoped_fd.h"
+
 extern char** environ;
 
 namespace gputriage::core {
@@ -25,34 +27,7 @@ using Clock = std::chrono::steady_clock;
 // blocked uninterruptibly in a driver call cannot die until the call returns.
 constexpr auto kKillGrace = std::chrono::milliseconds(300);
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept {
-    reset(other.release());
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-bool MakePipe(Fd& read_end, Fd& write_end) {
+bool MakePipe(ScopedFd& read_end, ScopedFd& write_end) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return false;
   read_end.reset(fds[0]);
@@ -107,7 +82,7 @@ bool DrainInto(int fd, std::string& sink, size_t max_bytes, bool keep_tail, size
 Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
                                       const RunOptions& options) {
   if (argv.empty()) return MakeError("RunWithTimeout: empty command line");
-  Fd out_r, out_w, err_r, err_w, in_r, in_w;
+  ScopedFd out_r, out_w, err_r, err_w, in_r, in_w;
   if (!MakePipe(out_r, out_w) || !MakePipe(err_r, err_w) ||
       (options.stdin_data && !MakePipe(in_r, in_w))) {
     return MakeError("{}: cannot create pipes: {}", argv[0], std::strerror(errno));

@@ -8,14 +8,15 @@
 #include <cerrno>
 #include <cstring>
 
-#include "corefile/byte_reader.h"
+#include "core/byte_reader.h"
+#include "core/scoped_fd.h"
 #include "corefile/elf_image.h"
 
 namespace gputriage::corefile {
 
 struct CoreMemory::Source {
   std::vector<char> bytes;  // FromBytes
-  internal::ScopedFd fd;    // OpenFile
+  core::ScopedFd fd;        // OpenFile
 };
 
 namespace {
@@ -124,8 +125,11 @@ size_t CoreMemory::ReadFromCore(uint64_t address, uint8_t* out, size_t length) c
   size_t count = static_cast<size_t>(std::min<uint64_t>(length, segment.filesz - delta));
   uint64_t offset = segment.offset + delta;  // <= file size: filesz was clipped to it
   if (!source_->fd.valid()) {
-    std::memcpy(out, source_->bytes.data() + offset, count);
-    return count;
+    core::ByteReader core_bytes(std::string_view(source_->bytes.data(), source_->bytes.size()));
+    auto bytes = core_bytes.Bytes(offset, count);
+    if (!bytes) return 0;
+    std::memcpy(out, bytes->data(), bytes->size());
+    return bytes->size();
   }
   return PreadFully(source_->fd.get(), out, count, offset);
 }
@@ -135,9 +139,9 @@ size_t CoreMemory::ReadFromMappedFile(uint64_t address, uint8_t* out, size_t len
     if (address < mapping.start || address >= mapping.end || !IsReadableMappedFile(mapping.path)) {
       continue;
     }
-    auto file_offset = CheckedAdd(mapping.file_offset, address - mapping.start);
+    auto file_offset = core::CheckedAdd(mapping.file_offset, address - mapping.start);
     if (!file_offset || *file_offset > static_cast<uint64_t>(INT64_MAX)) return 0;
-    internal::ScopedFd fd(open(mapping.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    core::ScopedFd fd(open(mapping.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     struct stat st;
     // Only regular files: a device (/dev/nvidia0 is in NT_FILE) can hang or have side effects.
     if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;

@@ -9,12 +9,15 @@
 #include <cstring>
 #include <vector>
 
-#include "corefile/byte_reader.h"
+#include "core/byte_reader.h"
 #include "corefile/elf_image.h"
 
 namespace gputriage::corefile {
 namespace {
 
+using core::ByteReader;
+using core::CheckedMul;
+using core::RangeInside;
 using internal::CoreImage;
 
 // Layout of struct elf_prstatus on 64-bit Linux (include/uapi/linux/elfcore.h): pr_info
@@ -252,7 +255,7 @@ void ParseNoteSegment(const CoreImage& image, const GElf_Phdr& phdr, NoteParser&
                             phdr.p_offset, phdr.p_filesz, elf_errmsg(-1)));
     return;
   }
-  std::string_view segment(static_cast<const char*>(data->d_buf), data->d_size);
+  ByteReader segment(std::string_view(static_cast<const char*>(data->d_buf), data->d_size));
   size_t offset = 0;
   while (offset < data->d_size) {
     GElf_Nhdr nhdr;
@@ -265,15 +268,11 @@ void ParseNoteSegment(const CoreImage& image, const GElf_Phdr& phdr, NoteParser&
       return;
     }
     ++*note_count;
-    // gelf_getnote checked these ranges; RangeInside keeps that explicit and cheap.
-    if (RangeInside(name_offset, nhdr.n_namesz, segment.size()) &&
-        RangeInside(desc_offset, nhdr.n_descsz, segment.size())) {
-      std::string_view owner = segment.substr(name_offset, nhdr.n_namesz);
-      owner = owner.substr(0, owner.find('\0'));
-      if (owner == "CORE") {
-        parser.Parse(nhdr.n_type, segment.substr(desc_offset, nhdr.n_descsz),
-                     phdr.p_offset + desc_offset);
-      }
+    // gelf_getnote checked these ranges; the reader keeps that explicit and cheap.
+    auto owner = segment.Bytes(name_offset, nhdr.n_namesz);
+    auto desc = segment.Bytes(desc_offset, nhdr.n_descsz);
+    if (owner && desc && owner->substr(0, owner->find('\0')) == "CORE") {
+      parser.Parse(nhdr.n_type, *desc, phdr.p_offset + desc_offset);
     }
     offset = next;
   }
@@ -324,7 +323,7 @@ core::Result<CoreNotes> ParseCoreNotes(std::string_view bytes, std::string_view 
 
 core::Result<CoreNotes> ReadCoreNotesFile(const std::string& path) {
   uint64_t size = 0;
-  GT_ASSIGN_OR_RETURN(internal::ScopedFd fd, internal::OpenRegularFile(path, &size));
+  GT_ASSIGN_OR_RETURN(core::ScopedFd fd, internal::OpenRegularFile(path, &size));
   GT_ASSIGN_OR_RETURN(CoreImage core_image, internal::OpenCoreFd(fd.get(), size, path));
   return ParseImage(core_image, path);
 }

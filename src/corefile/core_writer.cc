@@ -13,13 +13,14 @@
 #include <optional>
 #include <string_view>
 
+#include "core/scoped_fd.h"
 #include "core/text.h"
 #include "corefile/elf_image.h"
 
 namespace gputriage::corefile {
 namespace {
 
-using internal::ScopedFd;
+using core::ScopedFd;
 
 #if defined(__x86_64__)
 constexpr uint16_t kMachine = EM_X86_64;
@@ -458,47 +459,41 @@ SegmentPlan PlanSegment(const MapEntry& map, CoreFileWriter& writer) {
   return plan;
 }
 
-}  // namespace
-
-core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
-                                       const siginfo_t& info, const std::string& path,
-                                       const CoreWriteOptions& options) {
-  if (kMachine == EM_NONE) {
-    return core::MakeError("{}: writing cores is supported on x86_64 and aarch64 only", path);
-  }
-  if (tids.empty()) return core::MakeError("{}: no thread of pid {} to write", path, pid);
-  CoreWriteStats stats;
-
-  // Registers first: if the first thread is not stopped for us, fail before touching the disk.
+// Registers first: the first thread (the one that took the signal) must be readable, else the
+// core fails before anything touches the disk; a later thread that cannot be read is listed in
+// stats->skipped.
+core::Result<std::vector<ThreadRegs>> ReadThreads(int pid, const std::vector<int>& tids,
+                                                  CoreWriteStats* stats) {
   std::vector<ThreadRegs> threads;
   for (size_t i = 0; i < tids.size(); ++i) {
     auto thread = ReadThread(pid, tids[i]);
     if (!thread.ok()) {
       if (i == 0) return thread.error();
-      stats.skipped.push_back(fmt::format("thread {} ({})", tids[i], thread.error().message));
+      stats->skipped.push_back(fmt::format("thread {} ({})", tids[i], thread.error().message));
       continue;
     }
     threads.push_back(std::move(thread).value());
   }
+  return threads;
+}
+
+// The mappings of /proc/PID/maps, at most as many as the 16-bit program header count leaves
+// for PT_LOADs next to the PT_NOTE; the ones cut are counted in stats->skipped.
+core::Result<std::vector<MapEntry>> ReadDumpedMaps(int pid, CoreWriteStats* stats) {
   GT_ASSIGN_OR_RETURN(std::vector<MapEntry> maps, ReadMaps(pid));
   if (maps.size() > kMaxPhdrs - 1) {
-    stats.skipped.push_back(fmt::format("{} mappings above the first {} (ELF program header limit)",
-                                        maps.size() - (kMaxPhdrs - 1), kMaxPhdrs - 1));
+    stats->skipped.push_back(fmt::format("{} mappings above the first {} (ELF program header limit)",
+                                         maps.size() - (kMaxPhdrs - 1), kMaxPhdrs - 1));
     maps.resize(kMaxPhdrs - 1);
   }
+  return maps;
+}
 
-  std::string directory = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  std::string temp_template = path + ".tmp.XXXXXX";
-  int temp_fd = mkostemp(temp_template.data(), O_CLOEXEC);
-  if (temp_fd < 0) {
-    return core::MakeError("{}: cannot create a temporary file in {}: {}", path, directory,
-                           std::strerror(errno));
-  }
-  CoreFileWriter writer(pid, ScopedFd(temp_fd), temp_template);
-  uint64_t page_size = writer.page_size();
-
-  // Notes, in the kernel's order: the signalled thread's prstatus, then the process-wide notes,
-  // then its other register sets; then each further thread's.
+// The PT_NOTE contents, in the kernel's order: the signalled thread's prstatus, then the
+// process-wide notes (prpsinfo, siginfo, auxv, file table), then its other register sets; then
+// each further thread's.
+std::string BuildNotes(int pid, const std::vector<ThreadRegs>& threads, const siginfo_t& info,
+                       const std::vector<MapEntry>& maps, uint64_t page_size) {
   std::string notes;
   std::string auxv = ReadProcFile(fmt::format("/proc/{}/auxv", pid), 1u << 20).value_or("");
   for (size_t i = 0; i < threads.size(); ++i) {
@@ -514,20 +509,26 @@ core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
     if (thread.fpregs) AppendNote(notes, "CORE", NT_PRFPREG, *thread.fpregs);
     if (thread.xstate) AppendNote(notes, "LINUX", NT_X86_XSTATE, *thread.xstate);
   }
+  return notes;
+}
 
-  size_t phnum = maps.size() + 1;
-  uint64_t notes_offset = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
-  uint64_t data_offset = (notes_offset + notes.size() + page_size - 1) / page_size * page_size;
-
-  // Plan every mapping, then write contents: the threads' stacks first (most valuable under a
-  // cap), then the rest in address order.
+// What to write of each mapping (PlanSegment, in map order); skip reasons go to stats->skipped.
+std::vector<SegmentPlan> PlanSegments(const std::vector<MapEntry>& maps, CoreFileWriter& writer,
+                                      CoreWriteStats* stats) {
   std::vector<SegmentPlan> plans;
   plans.reserve(maps.size());
   for (const MapEntry& map : maps) {
     SegmentPlan plan = PlanSegment(map, writer);
-    if (!plan.skip_reason.empty()) stats.skipped.push_back(plan.skip_reason);
+    if (!plan.skip_reason.empty()) stats->skipped.push_back(plan.skip_reason);
     plans.push_back(std::move(plan));
   }
+  return plans;
+}
+
+// The indices of `maps` in writing order: the mappings that hold a thread's stack pointer first
+// (most valuable under a size cap), then the rest in address order.
+std::vector<size_t> WriteOrder(const std::vector<MapEntry>& maps,
+                               const std::vector<ThreadRegs>& threads) {
   std::vector<size_t> order;
   for (size_t i = 0; i < maps.size(); ++i) {
     bool is_stack = std::any_of(threads.begin(), threads.end(), [&](const ThreadRegs& t) {
@@ -539,29 +540,49 @@ core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
   for (size_t i = 0; i < maps.size(); ++i) {
     if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
   }
+  return order;
+}
+
+// Copies the wanted contents of each mapping, in `order`, page-aligned from `data_offset` on,
+// and records each one's offset and file size in `plans`. A mapping over the size cap or
+// unreadable keeps p_filesz 0 and is counted in stats. Returns the end of the last segment
+// written; fails only when the file cannot be written.
+core::Result<uint64_t> WriteSegments(CoreFileWriter& writer, const std::vector<MapEntry>& maps,
+                                     const std::vector<size_t>& order, uint64_t data_offset,
+                                     const CoreWriteOptions& options,
+                                     std::vector<SegmentPlan>* plans, CoreWriteStats* stats) {
+  uint64_t page_size = writer.page_size();
   uint64_t end_offset = data_offset;
   for (size_t i : order) {
-    SegmentPlan& plan = plans[i];
+    SegmentPlan& plan = (*plans)[i];
     plan.offset = end_offset;
     if (plan.want_bytes == 0) continue;
     if (end_offset + plan.want_bytes > options.size_cap_bytes) {
-      ++stats.segments_truncated;
-      stats.skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(over the size cap)", maps[i].start,
-                                          maps[i].end, maps[i].path.empty() ? "" : maps[i].path + " "));
+      ++stats->segments_truncated;
+      stats->skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(over the size cap)", maps[i].start,
+                                           maps[i].end, maps[i].path.empty() ? "" : maps[i].path + " "));
       continue;
     }
     GT_ASSIGN_OR_RETURN(uint64_t readable, writer.CopyMemory(maps[i].start, plan.want_bytes, end_offset));
     if (readable == 0) {
-      ++stats.segments_truncated;
-      stats.skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(unreadable)", maps[i].start,
-                                          maps[i].end, maps[i].path.empty() ? "" : maps[i].path + " "));
+      ++stats->segments_truncated;
+      stats->skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(unreadable)", maps[i].start,
+                                           maps[i].end, maps[i].path.empty() ? "" : maps[i].path + " "));
       continue;
     }
     plan.filesz = plan.want_bytes;
     end_offset += (plan.want_bytes + page_size - 1) / page_size * page_size;
   }
+  return end_offset;
+}
 
-  // Headers last, now that every segment's place is known.
+// Writes the ELF header, the program headers (the PT_NOTE, then one PT_LOAD per mapping as
+// `plans` placed it) and the notes at `notes_offset`; last, now that every segment's place is
+// known.
+core::Result<void> WriteHeaders(CoreFileWriter& writer, const std::vector<MapEntry>& maps,
+                                const std::vector<SegmentPlan>& plans, const std::string& notes,
+                                uint64_t notes_offset) {
+  size_t phnum = maps.size() + 1;
   Elf64_Ehdr ehdr = {};
   std::memcpy(ehdr.e_ident, ELFMAG, SELFMAG);
   ehdr.e_ident[EI_CLASS] = ELFCLASS64;
@@ -588,17 +609,49 @@ core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
     phdr.p_vaddr = maps[i].start;
     phdr.p_filesz = plans[i].filesz;
     phdr.p_memsz = maps[i].end - maps[i].start;
-    phdr.p_align = page_size;
+    phdr.p_align = writer.page_size();
   }
-  auto header = writer.WriteAt(0, &ehdr, sizeof(ehdr));
-  if (!header.ok()) return header.error();
-  auto table = writer.WriteAt(sizeof(ehdr), phdrs.data(), phdrs.size() * sizeof(Elf64_Phdr));
-  if (!table.ok()) return table.error();
-  auto note_bytes = writer.WriteAt(notes_offset, notes.data(), notes.size());
-  if (!note_bytes.ok()) return note_bytes.error();
+  GT_RETURN_IF_ERROR(writer.WriteAt(0, &ehdr, sizeof(ehdr)));
+  GT_RETURN_IF_ERROR(writer.WriteAt(sizeof(ehdr), phdrs.data(), phdrs.size() * sizeof(Elf64_Phdr)));
+  GT_RETURN_IF_ERROR(writer.WriteAt(notes_offset, notes.data(), notes.size()));
+  return {};
+}
+
+}  // namespace
+
+core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
+                                       const siginfo_t& info, const std::string& path,
+                                       const CoreWriteOptions& options) {
+  if (kMachine == EM_NONE) {
+    return core::MakeError("{}: writing cores is supported on x86_64 and aarch64 only", path);
+  }
+  if (tids.empty()) return core::MakeError("{}: no thread of pid {} to write", path, pid);
+  CoreWriteStats stats;
+  GT_ASSIGN_OR_RETURN(std::vector<ThreadRegs> threads, ReadThreads(pid, tids, &stats));
+  GT_ASSIGN_OR_RETURN(std::vector<MapEntry> maps, ReadDumpedMaps(pid, &stats));
+
+  std::string directory = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  std::string temp_template = path + ".tmp.XXXXXX";
+  ScopedFd temp_fd(mkostemp(temp_template.data(), O_CLOEXEC));
+  if (!temp_fd.valid()) {
+    return core::MakeError("{}: cannot create a temporary file in {}: {}", path, directory,
+                           std::strerror(errno));
+  }
+  CoreFileWriter writer(pid, std::move(temp_fd), temp_template);
+  uint64_t page_size = writer.page_size();
+
+  // Layout: ELF header, program headers, notes, then the page-aligned segment contents.
+  std::string notes = BuildNotes(pid, threads, info, maps, page_size);
+  size_t phnum = maps.size() + 1;
+  uint64_t notes_offset = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
+  uint64_t data_offset = (notes_offset + notes.size() + page_size - 1) / page_size * page_size;
+
+  std::vector<SegmentPlan> plans = PlanSegments(maps, writer, &stats);
+  GT_ASSIGN_OR_RETURN(uint64_t end_offset, WriteSegments(writer, maps, WriteOrder(maps, threads),
+                                                         data_offset, options, &plans, &stats));
+  GT_RETURN_IF_ERROR(WriteHeaders(writer, maps, plans, notes, notes_offset));
   uint64_t file_size = std::max(end_offset, notes_offset + notes.size());
-  auto committed = writer.Commit(path, file_size);
-  if (!committed.ok()) return committed.error();
+  GT_RETURN_IF_ERROR(writer.Commit(path, file_size));
 
   stats.bytes_written = file_size;
   stats.segments = maps.size();

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "corefile/byte_reader.h"
+#include "core/byte_reader.h"
 
 namespace gputriage::corefile::internal {
 namespace {
@@ -70,8 +70,8 @@ core::Result<CoreImage> CheckCore(ElfPtr elf, uint64_t file_size, std::string_vi
   }
   if (phnum == 0) return core::MakeError("{}: core file has no program headers", source_name);
   // libelf refuses program headers past the end without saying so; say it with the numbers.
-  auto table_size = CheckedMul(phnum, sizeof(Elf64_Phdr));
-  if (!table_size || !RangeInside(ehdr.e_phoff, *table_size, file_size)) {
+  auto table_size = core::CheckedMul(phnum, sizeof(Elf64_Phdr));
+  if (!table_size || !core::RangeInside(ehdr.e_phoff, *table_size, file_size)) {
     return core::MakeError(
         "{}: {} program headers at offset 0x{:x} run past the end of the file (0x{:x} bytes): "
         "truncated core?",
@@ -126,20 +126,8 @@ core::Result<CoreImage> OpenCoreFd(int fd, uint64_t file_size, std::string_view 
   return CheckCore(std::move(elf), file_size, source_name, head_view);
 }
 
-ScopedFd& ScopedFd::operator=(ScopedFd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = other.release();
-  }
-  return *this;
-}
-
-ScopedFd::~ScopedFd() {
-  if (fd_ >= 0) close(fd_);
-}
-
-core::Result<ScopedFd> OpenRegularFile(const std::string& path, uint64_t* size) {
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+core::Result<core::ScopedFd> OpenRegularFile(const std::string& path, uint64_t* size) {
+  core::ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return core::MakeError("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st;
   if (fstat(fd.get(), &st) != 0) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/scoped_fd.h"
 
 namespace gputriage::corefile::internal {
 
@@ -40,30 +41,8 @@ core::Result<CoreImage> OpenCoreFd(int fd, uint64_t file_size, std::string_view 
 /// "ET_DYN", "ET_CORE", ... or "type <n>".
 std::string ElfTypeName(unsigned type);
 
-/// An owned file descriptor.
-class ScopedFd {
- public:
-  ScopedFd() = default;
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ScopedFd(ScopedFd&& other) noexcept : fd_(other.release()) {}
-  ScopedFd& operator=(ScopedFd&& other) noexcept;
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  ~ScopedFd();
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 /// Opens `path` read-only for a core reader: fails (naming `path` and the errno text) when it
 /// cannot be opened, is a directory or is not a regular file. Never blocks on a FIFO.
-core::Result<ScopedFd> OpenRegularFile(const std::string& path, uint64_t* size);
+core::Result<core::ScopedFd> OpenRegularFile(const std::string& path, uint64_t* size);
 
 }  // namespace gputriage::corefile::internal

@@ -10,11 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/file.h"
 #include "core/maps.h"
 #include "core/signals.h"
 
@@ -28,12 +27,15 @@ using core::ParseMaps;
 using core::LocateFault;
 namespace {
 
+// /proc/PID/maps of a large process (PyTorch with CUDA: ~10k mappings) stays far below this.
+constexpr size_t kMaxProcFileBytes = 64u << 20;
+
+// A /proc file of the captured process; nullopt when it cannot be read (the process is gone)
+// or is larger than kMaxProcFileBytes.
 std::optional<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  core::Result<std::string> text = core::ReadFile(path, kMaxProcFileBytes);
+  if (!text.ok()) return std::nullopt;
+  return std::move(text).value();
 }
 
 std::string Chomp(std::string s) {

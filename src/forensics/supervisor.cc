@@ -14,12 +14,13 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/file.h"
+#include "core/scoped_fd.h"
+#include "core/text.h"
 #include "corefile/core_writer.h"
 #include "forensics/capture.h"
 #include "forensics/disasm.h"
@@ -30,47 +31,27 @@ namespace gputriage::forensics {
 using core::IsCrashSignal;
 namespace {
 
+using core::ScopedFd;
+
 constexpr int kTraceOptions = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
                               PTRACE_O_TRACEEXEC;
+// /proc/PID/status is ~1.5 KB; /proc/cpuinfo ~1.5 KB per CPU (a 1024-CPU host: ~1.5 MB).
+constexpr size_t kMaxStatusBytes = 64u << 10;
+constexpr size_t kMaxCpuinfoBytes = 16u << 20;
 
-// A file descriptor closed on scope exit.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-core::Result<std::pair<Fd, Fd>> MakePipe() {
+core::Result<std::pair<ScopedFd, ScopedFd>> MakePipe() {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return core::MakeError("pipe2: {}", std::strerror(errno));
-  return std::make_pair(Fd(fds[0]), Fd(fds[1]));
+  return std::make_pair(ScopedFd(fds[0]), ScopedFd(fds[1]));
 }
 
 // ptrace requests whose failure with ESRCH means "the tracee is gone": expected, not an error.
 void ContinueIfAlive(int tid, int sig) { ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<intptr_t>(sig))); }
 
 std::optional<int> ReadTgid(int tid) {
-  std::ifstream in(fmt::format("/proc/{}/status", tid));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Tgid:", 0) == 0) return std::atoi(line.c_str() + 5);
+  std::string status = core::ReadFile(fmt::format("/proc/{}/status", tid), kMaxStatusBytes).value_or("");
+  for (std::string_view line : core::SplitLines(status)) {
+    if (line.rfind("Tgid:", 0) == 0) return std::atoi(std::string(line.substr(5)).c_str());
   }
   return std::nullopt;
 }
@@ -89,15 +70,8 @@ std::vector<int> ListThreads(int tgid) {
 }
 
 std::set<std::string> HostCpuFlags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  std::string text;
-  while (std::getline(in, line)) {
-    text += line;
-    text += '\n';
-    if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) break;
-  }
-  return ParseCpuFlags(text);
+  // ParseCpuFlags stops at the first CPU's flags line.
+  return ParseCpuFlags(core::ReadFile("/proc/cpuinfo", kMaxCpuinfoBytes).value_or(""));
 }
 
 // Keeps the last `limit` bytes of a stream (amortised: trims when twice the limit).
@@ -148,7 +122,7 @@ class Supervisor {
   void KillTree(int sig);
   void DetachAll();
   int TgidOf(int tid);
-  void ReadPipe(Fd& pipe, int sink, bool& sink_ok, std::string& tail, uint64_t& total);
+  void ReadPipe(ScopedFd& pipe, int sink, bool& sink_ok, std::string& tail, uint64_t& total);
 
   const SuperviseOptions& options_;
   SuperviseOutcome& outcome_;
@@ -158,7 +132,7 @@ class Supervisor {
   std::deque<std::pair<int, int>> pending_;  // (tid, status) reaped during a capture
   std::set<int> captured_tgids_;
   std::set<std::string> cpu_flags_;
-  Fd out_read_, err_read_, signal_fd_;
+  ScopedFd out_read_, err_read_, signal_fd_;
   bool stdout_ok_ = true, stderr_ok_ = true;
   KmsgWatch kmsg_;
   sigset_t old_mask_{};
@@ -178,8 +152,8 @@ core::Result<void> Supervisor::Start() {
   sigemptyset(&mask);
   for (int sig : {SIGCHLD, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
   sigprocmask(SIG_BLOCK, &mask, &old_mask_);
-  signal_fd_ = Fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (signal_fd_.get() < 0) return core::MakeError("signalfd: {}", std::strerror(errno));
+  signal_fd_ = ScopedFd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_.valid()) return core::MakeError("signalfd: {}", std::strerror(errno));
   // The job's output may go to a pipe that closes early (`| head`); the supervisor keeps
   // draining so the job is not blocked, and never dies of SIGPIPE itself.
   struct sigaction ignore {};
@@ -212,10 +186,10 @@ core::Result<void> Supervisor::Start() {
   root_ = pid;
   outcome_.root_pid = pid;
   outcome_.job_pids.insert(pid);
-  out_pipe.second.Reset();
-  err_pipe.second.Reset();
-  sync_pipe.first.Reset();
-  exec_pipe.second.Reset();
+  out_pipe.second.reset();
+  err_pipe.second.reset();
+  sync_pipe.first.reset();
+  exec_pipe.second.reset();
   out_read_ = std::move(out_pipe.first);
   err_read_ = std::move(err_pipe.first);
 
@@ -244,7 +218,7 @@ core::Result<void> Supervisor::Start() {
   cpu_flags_ = HostCpuFlags();
   char go = 1;
   (void)!write(sync_pipe.second.get(), &go, 1);
-  sync_pipe.second.Reset();
+  sync_pipe.second.reset();
 
   int err = 0;
   ssize_t n;
@@ -266,12 +240,12 @@ int Supervisor::TgidOf(int tid) {
   return t.tgid.value_or(tid);
 }
 
-void Supervisor::ReadPipe(Fd& pipe, int sink, bool& sink_ok, std::string& tail, uint64_t& total) {
+void Supervisor::ReadPipe(ScopedFd& pipe, int sink, bool& sink_ok, std::string& tail, uint64_t& total) {
   char buffer[65536];
   ssize_t n = read(pipe.get(), buffer, sizeof buffer);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n <= 0) {
-    pipe.Reset();
+    pipe.reset();
     return;
   }
   total += static_cast<uint64_t>(n);
@@ -554,7 +528,7 @@ core::Result<void> Supervisor::Run() {
   outcome_.kmsg = kmsg_.records();
   outcome_.kmsg_raw = kmsg_.raw();
   outcome_.kmsg_lost = kmsg_.lost();
-  signal_fd_.Reset();
+  signal_fd_.reset();
   // Drop SIGCHLDs of our own job that are still pending before unblocking.
   sigset_t pending;
   sigpending(&pending);

@@ -15,54 +15,21 @@
 #include <limits>
 #include <utility>
 
+#include "core/byte_reader.h"
 #include "core/text.h"
 
 namespace gputriage::inspect {
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Bounds-checked little-endian reading. Everything read here comes from untrusted files; every
-// accessor returns nullopt rather than read outside the view, and offsets are added with
-// overflow checks. (Both formats are little-endian, as are the hosts we run on.)
+// Everything read here comes from untrusted files: through core::ByteReader, whose accessors
+// return nullopt rather than read outside the view, with offsets added with overflow checks.
+// (Both formats are little-endian.)
 
-std::optional<uint64_t> CheckedMul(uint64_t a, uint64_t b) {
-  uint64_t product = 0;
-  if (__builtin_mul_overflow(a, b, &product)) return std::nullopt;
-  return product;
-}
-
-/// True when [offset, offset + length) lies inside [0, size).
-bool RangeInside(uint64_t offset, uint64_t length, uint64_t size) {
-  return offset <= size && length <= size - offset;
-}
+using core::ByteReader;
+using core::CheckedMul;
+using core::RangeInside;
 
 uint64_t AlignUp4(uint64_t value) { return (value + 3) & ~uint64_t{3}; }
-
-class Reader {
- public:
-  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
-
-  uint64_t size() const { return bytes_.size(); }
-  std::optional<uint8_t> U8(uint64_t offset) const { return Read<uint8_t>(offset); }
-  std::optional<uint16_t> U16(uint64_t offset) const { return Read<uint16_t>(offset); }
-  std::optional<uint32_t> U32(uint64_t offset) const { return Read<uint32_t>(offset); }
-  std::optional<uint64_t> U64(uint64_t offset) const { return Read<uint64_t>(offset); }
-  std::optional<std::string_view> Bytes(uint64_t offset, uint64_t length) const {
-    if (!RangeInside(offset, length, bytes_.size())) return std::nullopt;
-    return bytes_.substr(offset, length);
-  }
-
- private:
-  template <typename T>
-  std::optional<T> Read(uint64_t offset) const {
-    if (!RangeInside(offset, sizeof(T), bytes_.size())) return std::nullopt;
-    T value;
-    std::memcpy(&value, bytes_.data() + offset, sizeof(T));
-    return value;
-  }
-
-  std::string_view bytes_;
-};
 
 bool IsPrintableAscii(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
@@ -110,7 +77,7 @@ struct EntryHeader {
   uint64_t next = 0;  ///< where the next entry header starts
 };
 
-core::Result<EntryHeader> ReadEntryHeader(const Reader& reader, uint64_t pos, uint64_t index) {
+core::Result<EntryHeader> ReadEntryHeader(const ByteReader& reader, uint64_t pos, uint64_t index) {
   EntryHeader header;
   auto offset = reader.U64(pos);
   auto size = reader.U64(pos + 8);
@@ -139,7 +106,7 @@ core::Result<EntryHeader> ReadEntryHeader(const Reader& reader, uint64_t pos, ui
 /// Reads a plain bundle at data[0]; `*end` is the offset just past its last byte (headers or
 /// entry data, whichever is further).
 core::Result<std::vector<BundleEntry>> ReadPlainBundle(std::string_view data, uint64_t* end) {
-  Reader reader(data);
+  ByteReader reader(data);
   auto count = reader.U64(kBundleCountOffset);
   if (!count) {
     return core::MakeError("truncated header: {:#x} bytes, the entry count ends at {:#x}",
@@ -165,8 +132,8 @@ core::Result<std::vector<BundleEntry>> ReadPlainBundle(std::string_view data, ui
     entry.id = header.id;
     SplitBundleId(entry.id, &entry);
     entry.offset = header.offset;
-    if (RangeInside(header.offset, header.size, data.size())) {
-      entry.bytes = data.substr(header.offset, header.size);
+    if (auto bytes = reader.Bytes(header.offset, header.size)) {
+      entry.bytes = *bytes;
       extent = std::max(extent, header.offset + header.size);
     } else {
       entry.error = fmt::format(
@@ -193,7 +160,7 @@ std::string MethodName(uint16_t method) {
   return fmt::format("method {}", method);
 }
 
-core::Result<CompressedHeader> ReadCompressedHeader(const Reader& reader) {
+core::Result<CompressedHeader> ReadCompressedHeader(const ByteReader& reader) {
   CompressedHeader header;
   auto version = reader.U16(4);
   auto method = reader.U16(6);
@@ -328,7 +295,7 @@ core::Result<Decoded> DecodeZlib(std::string_view input, uint64_t expected) {
 
 core::Result<std::vector<BundleEntry>> ReadCompressedBundle(std::string_view data, size_t* consumed,
                                                             uint64_t max_decompressed_bytes) {
-  Reader reader(data);
+  ByteReader reader(data);
   GT_ASSIGN_OR_RETURN(CompressedHeader header, ReadCompressedHeader(reader));
   std::string what = fmt::format("CCOB version {} ({})", header.version, MethodName(header.method));
   uint64_t input_end = data.size();
@@ -346,7 +313,8 @@ core::Result<std::vector<BundleEntry>> ReadCompressedBundle(std::string_view dat
         "{}: uncompressed size {:#x} in the header exceeds the limit of {:#x} bytes", what,
         header.uncompressed_bytes, max_decompressed_bytes);
   }
-  std::string_view input = data.substr(header.header_bytes, input_end - header.header_bytes);
+  // ReadCompressedHeader checked that the header fits; input_end is at or past it.
+  std::string_view input = *reader.Bytes(header.header_bytes, input_end - header.header_bytes);
   auto decoded = header.method == kMethodZstd ? DecodeZstd(input, header.uncompressed_bytes)
                                               : DecodeZlib(input, header.uncompressed_bytes);
   if (!decoded.ok()) return core::MakeError("{}: {}", what, decoded.error().message);
@@ -559,7 +527,7 @@ core::Result<void> CheckIdent(std::string_view elf) {
     return core::MakeError("truncated ELF header: {:#x} bytes, need {:#x}", elf.size(),
                            kElf64HeaderBytes);
   }
-  Reader reader(elf);
+  ByteReader reader(elf);
   if (*reader.U8(4) != kElfClass64) {
     return core::MakeError("ELF class {} is not ELFCLASS64", *reader.U8(4));
   }
@@ -574,7 +542,7 @@ core::Result<void> CheckIdent(std::string_view elf) {
 
 core::Result<ElfHeader> ReadElfHeader(std::string_view elf) {
   if (auto ident = CheckIdent(elf); !ident.ok()) return ident.error();
-  Reader reader(elf);
+  ByteReader reader(elf);
   uint8_t os_abi = *reader.U8(7);
   if (os_abi != kOsAbiAmdgpuHsa) {
     return core::MakeError("EI_OSABI {} is not ELFOSABI_AMDGPU_HSA (64)", OsAbiName(os_abi));
@@ -619,7 +587,7 @@ core::Result<void> CheckTable(const char* what, uint64_t offset, uint64_t count,
   return {};
 }
 
-std::string SectionName(const Reader& reader, const ElfHeader& header, uint32_t name_offset) {
+std::string SectionName(const ByteReader& reader, const ElfHeader& header, uint32_t name_offset) {
   if (header.shstrndx >= header.shnum) return "";
   uint64_t strtab = header.shoff + uint64_t{header.shstrndx} * kElf64SectionHeaderBytes;
   auto offset = reader.U64(strtab + 24);
@@ -634,7 +602,7 @@ std::string SectionName(const Reader& reader, const ElfHeader& header, uint32_t 
 
 /// The SHT_NOTE sections; every section with file contents must lie inside the file (a
 /// truncated code object fails here, naming the first section that is cut).
-core::Result<std::vector<NoteRange>> NoteSections(const Reader& reader, const ElfHeader& header) {
+core::Result<std::vector<NoteRange>> NoteSections(const ByteReader& reader, const ElfHeader& header) {
   if (auto table = CheckTable("section headers", header.shoff, header.shnum, header.shentsize,
                               kElf64SectionHeaderBytes, reader.size());
       !table.ok()) {
@@ -661,7 +629,7 @@ core::Result<std::vector<NoteRange>> NoteSections(const Reader& reader, const El
 }
 
 /// The PT_NOTE segments, for a code object without section headers.
-core::Result<std::vector<NoteRange>> NoteSegments(const Reader& reader, const ElfHeader& header) {
+core::Result<std::vector<NoteRange>> NoteSegments(const ByteReader& reader, const ElfHeader& header) {
   if (auto table = CheckTable("program headers", header.phoff, header.phnum, header.phentsize,
                               kElf64ProgramHeaderBytes, reader.size());
       !table.ok()) {
@@ -692,8 +660,8 @@ struct Note {
 
 /// The notes of one range (ELF note format: uint32 namesz, descsz, type; name and desc each
 /// padded to 4 bytes, as AMDGPU code objects align them).
-core::Result<std::vector<Note>> ReadNotes(const Reader& file, const NoteRange& range) {
-  Reader reader(*file.Bytes(range.offset, range.size));
+core::Result<std::vector<Note>> ReadNotes(const ByteReader& file, const NoteRange& range) {
+  ByteReader reader = *file.Slice(range.offset, range.size);  // checked by NoteSections/Segments
   std::vector<Note> notes;
   uint64_t pos = 0;
   while (pos + 12 <= reader.size()) {
@@ -718,7 +686,7 @@ core::Result<std::vector<Note>> ReadNotes(const Reader& file, const NoteRange& r
 }
 
 core::Result<std::vector<Note>> ReadAllNotes(std::string_view elf, const ElfHeader& header) {
-  Reader reader(elf);
+  ByteReader reader(elf);
   core::Result<std::vector<NoteRange>> ranges =
       header.shnum > 0 ? NoteSections(reader, header) : NoteSegments(reader, header);
   if (!ranges.ok()) return ranges.error();
@@ -1067,7 +1035,7 @@ std::vector<CodeObject> ReadHipFatbin(std::string_view section, std::string_view
 }
 
 bool LooksLikeAmdgpuElf(std::string_view data) {
-  Reader reader(data);
+  ByteReader reader(data);
   return data.substr(0, 4) ==
              "\x7f"
              "ELF" &&

@@ -55,6 +55,9 @@ void Note(size_t& count, std::string& first, const std::string& what) {
   if (count++ == 0) first = what;
 }
 
+// "inspect.<name>", the id of a finding of this file.
+std::string FindingId(std::string_view name) { return "inspect." + std::string(name); }
+
 core::Finding MakeFinding(std::string id, core::Severity severity, std::string title, std::string detail,
                           std::string fix, std::vector<std::string> references = {}) {
   core::Finding f;
@@ -179,128 +182,147 @@ void FileFindings::Add(const CodeObject& co) {
 std::vector<core::Finding> FileFindings::Finish(const std::vector<MachineGpu>& gpus,
                                                 const std::optional<std::string>& hsa_override) const {
   std::vector<core::Finding> out;
-  std::string id_base = "inspect.";
-  if (errors_ > 0) {
-    out.push_back(MakeFinding(id_base + "unreadable_objects", core::Severity::kWarning,
-                              fmt::format("{}: {} GPU code object(s) could not be read", path_, errors_),
-                              "first: " + first_error_, "The file may be damaged or use a format version this gputriage does not know."));
-  }
+  AddUnreadableFinding(&out);
   for (const MachineGpu& gpu : gpus) {
-    bool nvidia = gpu.arch.rfind("sm_", 0) == 0;
-    std::string where = gpu.pci_address.empty() ? gpu.arch : fmt::format("{} ({})", gpu.arch, gpu.pci_address);
-    if (nvidia) {
-      bool has_nvidia = false;
-      for (const std::string& a : binary_) has_nvidia = has_nvidia || a.rfind("sm_", 0) == 0;
-      for (const std::string& a : ptx_) has_nvidia = has_nvidia || a.rfind("compute_", 0) == 0;
-      if (!has_nvidia) continue;  // not a CUDA binary
-      int want = SmNumber(gpu.arch);
-      bool exact = binary_.count(gpu.arch) > 0, compatible = false, ptx = false;
-      int best_ptx = -1;
-      for (const std::string& a : binary_) {
-        int n = SmNumber(a);
-        if (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) compatible = true;
-      }
-      for (const std::string& a : ptx_) {
-        int n = SmNumber(a);
-        if (n >= 0 && n <= want) {
-          ptx = true;
-          best_ptx = std::max(best_ptx, n);
-        }
-      }
-      if (exact || compatible) {
-        // The file covers this GPU, but does every kernel? Some come only for other
-        // architectures (a kernel written for sm_90a or sm_100 only).
-        uint64_t usable = 0;
-        for (size_t i = 0; i < arch_index_.size(); ++i) {
-          const std::string& a = arch_index_[i];
-          int n = SmNumber(a);
-          bool ok = (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) || (a.rfind("compute_", 0) == 0 && n <= want);
-          if (ok) usable |= uint64_t{1} << i;
-        }
-        size_t lacking = 0;
-        std::string example;
-        for (const auto& [h, archs] : kernel_archs_) {
-          if ((archs & usable) != 0) continue;
-          if (lacking++ == 0 || example.empty()) {
-            if (auto e = kernel_example_.find(h); e != kernel_example_.end()) example = e->second;
-          }
-        }
-        if (lacking > 0) {
-          out.push_back(MakeFinding(
-              id_base + "kernels_missing_for_gpu", core::Severity::kInfo,
-              fmt::format("{}: {} kernel(s) have code for other architectures but none the {} GPU can run", path_, lacking, where),
-              fmt::format("Calling one of them on this GPU fails with \"no kernel image is available\"; usually these are "
-                          "paths the library takes only on other GPUs. {}", example.empty() ? "" : "First: " + example + "."),
-              "Nothing to do unless the failing kernel is one of these; then use a build with code for this GPU.",
-              {kCudaCompatibility}));
-        }
-        continue;
-      }
-      std::string carried;
-      for (const std::string& a : binary_) carried += (carried.empty() ? "" : ", ") + a;
-      for (const std::string& a : ptx_) carried += (carried.empty() ? "" : ", ") + a;
-      if (ptx) {
-        out.push_back(MakeFinding(
-            id_base + "ptx_only", core::Severity::kWarning,
-            fmt::format("{}: no SASS for the {} GPU, only PTX (compute_{}): JIT-compiled at load", path_, where, best_ptx),
-            fmt::format("Carries {}. The driver compiles the PTX when the module loads: slow first run, a JIT "
-                        "cache to keep warm, and it fails if the driver is older than the PTX.", carried),
-            fmt::format("Rebuild with SASS for {} (e.g. -gencode arch=compute_{},code={}).", gpu.arch, want, gpu.arch),
-            {kCudaCompatibility}));
-      } else {
-        out.push_back(MakeFinding(
-            id_base + "missing_arch", core::Severity::kError,
-            fmt::format("{}: no code for the {} GPU", path_, where),
-            fmt::format("Carries {}: no SASS of the same major version at or below {}, and no PTX at or below it. "
-                        "Launching its kernels fails with \"no kernel image is available for execution on the "
-                        "device\" (cudaErrorNoKernelImageForDevice).", carried, gpu.arch),
-            fmt::format("Use a build of this library that includes {} (or PTX for an older architecture).", gpu.arch),
-            {kCudaCompatibility}));
-      }
-      continue;
+    if (gpu.arch.rfind("sm_", 0) == 0) {
+      AddNvidiaCoverage(gpu, &out);
+    } else {
+      AddAmdCoverage(gpu, hsa_override, &out);
     }
-    if (amd_targets_.empty()) continue;  // not a HIP binary
-    std::string device = gpu.target_id.empty() ? gpu.arch : gpu.target_id;
-    std::string effective = device;
-    if (hsa_override) {
-      if (auto gfx = GfxFromOverride(*hsa_override)) effective = *gfx;
-    }
-    bool found = false, processor_only = false;
-    for (const std::string& t : amd_targets_) {
-      if (TargetCompatible(t, effective)) found = true;
-      if (Processor(t) == Processor(effective)) processor_only = true;
-    }
-    std::string carried;
-    for (const std::string& t : amd_targets_) carried += (carried.empty() ? "" : ", ") + t;
-    if (effective != device) {
-      auto wave = amd_wavefront_.find(Processor(effective));
-      std::string detail = fmt::format(
-          "HSA_OVERRIDE_GFX_VERSION={} makes the runtime treat the {} GPU as {} and load code built for another "
-          "ISA{}. Carries {}.",
-          *hsa_override, where, effective, found ? "" : " (and even that is not in the file)", carried);
-      if (wave != amd_wavefront_.end() && Processor(device).rfind("gfx9", 0) == 0 && wave->second == 32) {
-        detail += " That code is wave32; GCN/CDNA GPUs (gfx9) run wave64 only.";
-      }
-      out.push_back(MakeFinding(id_base + "hsa_override", core::Severity::kWarning,
-                                fmt::format("{}: {} code would run on the {} GPU under HSA_OVERRIDE_GFX_VERSION", path_, effective, where),
-                                detail, fmt::format("Use a build with code for {} and unset HSA_OVERRIDE_GFX_VERSION.", Processor(device)),
-                                {kAmdTargetIds}));
-    }
-    if (found) continue;
-    out.push_back(MakeFinding(
-        id_base + (processor_only ? "target_feature_mismatch" : "missing_arch"), core::Severity::kError,
-        processor_only ? fmt::format("{}: code for {} exists, but not for this GPU's xnack/sramecc mode ({})", path_, Processor(effective), effective)
-                       : fmt::format("{}: no code object for the {} GPU", path_, where),
-        fmt::format("Carries {}. The HIP runtime finds no compatible code object: hipErrorNoBinaryForGpu "
-                    "(\"No compatible code objects found\").", carried),
-        fmt::format("Use a build of this library for {} (its target id must match the GPU's xnack/sramecc mode).", effective),
-        {kAmdTargetIds}));
   }
+  AddKernelFindings(&out);
+  return out;
+}
+
+void FileFindings::AddUnreadableFinding(std::vector<core::Finding>* out) const {
+  if (errors_ == 0) return;
+  out->push_back(MakeFinding(FindingId("unreadable_objects"), core::Severity::kWarning,
+                             fmt::format("{}: {} GPU code object(s) could not be read", path_, errors_),
+                             "first: " + first_error_, "The file may be damaged or use a format version this gputriage does not know."));
+}
+
+void FileFindings::AddNvidiaCoverage(const MachineGpu& gpu, std::vector<core::Finding>* out) const {
+  std::string where = gpu.pci_address.empty() ? gpu.arch : fmt::format("{} ({})", gpu.arch, gpu.pci_address);
+  bool has_nvidia = false;
+  for (const std::string& a : binary_) has_nvidia = has_nvidia || a.rfind("sm_", 0) == 0;
+  for (const std::string& a : ptx_) has_nvidia = has_nvidia || a.rfind("compute_", 0) == 0;
+  if (!has_nvidia) return;  // not a CUDA binary
+  int want = SmNumber(gpu.arch);
+  bool exact = binary_.count(gpu.arch) > 0, compatible = false, ptx = false;
+  int best_ptx = -1;
+  for (const std::string& a : binary_) {
+    int n = SmNumber(a);
+    if (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) compatible = true;
+  }
+  for (const std::string& a : ptx_) {
+    int n = SmNumber(a);
+    if (n >= 0 && n <= want) {
+      ptx = true;
+      best_ptx = std::max(best_ptx, n);
+    }
+  }
+  if (exact || compatible) {
+    AddKernelsMissingForGpu(want, where, out);
+    return;
+  }
+  std::string carried;
+  for (const std::string& a : binary_) carried += (carried.empty() ? "" : ", ") + a;
+  for (const std::string& a : ptx_) carried += (carried.empty() ? "" : ", ") + a;
+  if (ptx) {
+    out->push_back(MakeFinding(
+        FindingId("ptx_only"), core::Severity::kWarning,
+        fmt::format("{}: no SASS for the {} GPU, only PTX (compute_{}): JIT-compiled at load", path_, where, best_ptx),
+        fmt::format("Carries {}. The driver compiles the PTX when the module loads: slow first run, a JIT "
+                    "cache to keep warm, and it fails if the driver is older than the PTX.", carried),
+        fmt::format("Rebuild with SASS for {} (e.g. -gencode arch=compute_{},code={}).", gpu.arch, want, gpu.arch),
+        {kCudaCompatibility}));
+  } else {
+    out->push_back(MakeFinding(
+        FindingId("missing_arch"), core::Severity::kError,
+        fmt::format("{}: no code for the {} GPU", path_, where),
+        fmt::format("Carries {}: no SASS of the same major version at or below {}, and no PTX at or below it. "
+                    "Launching its kernels fails with \"no kernel image is available for execution on the "
+                    "device\" (cudaErrorNoKernelImageForDevice).", carried, gpu.arch),
+        fmt::format("Use a build of this library that includes {} (or PTX for an older architecture).", gpu.arch),
+        {kCudaCompatibility}));
+  }
+}
+
+void FileFindings::AddKernelsMissingForGpu(int want, const std::string& where, std::vector<core::Finding>* out) const {
+  // The file covers this GPU, but does every kernel? Some come only for other architectures (a
+  // kernel written for sm_90a or sm_100 only).
+  uint64_t usable = 0;
+  for (size_t i = 0; i < arch_index_.size(); ++i) {
+    const std::string& a = arch_index_[i];
+    int n = SmNumber(a);
+    bool ok = (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) || (a.rfind("compute_", 0) == 0 && n <= want);
+    if (ok) usable |= uint64_t{1} << i;
+  }
+  size_t lacking = 0;
+  std::string example;
+  for (const auto& [h, archs] : kernel_archs_) {
+    if ((archs & usable) != 0) continue;
+    if (lacking++ == 0 || example.empty()) {
+      if (auto e = kernel_example_.find(h); e != kernel_example_.end()) example = e->second;
+    }
+  }
+  if (lacking == 0) return;
+  out->push_back(MakeFinding(
+      FindingId("kernels_missing_for_gpu"), core::Severity::kInfo,
+      fmt::format("{}: {} kernel(s) have code for other architectures but none the {} GPU can run", path_, lacking, where),
+      fmt::format("Calling one of them on this GPU fails with \"no kernel image is available\"; usually these are "
+                  "paths the library takes only on other GPUs. {}", example.empty() ? "" : "First: " + example + "."),
+      "Nothing to do unless the failing kernel is one of these; then use a build with code for this GPU.",
+      {kCudaCompatibility}));
+}
+
+void FileFindings::AddAmdCoverage(const MachineGpu& gpu, const std::optional<std::string>& hsa_override,
+                                  std::vector<core::Finding>* out) const {
+  if (amd_targets_.empty()) return;  // not a HIP binary
+  std::string where = gpu.pci_address.empty() ? gpu.arch : fmt::format("{} ({})", gpu.arch, gpu.pci_address);
+  std::string device = gpu.target_id.empty() ? gpu.arch : gpu.target_id;
+  std::string effective = device;
+  if (hsa_override) {
+    if (auto gfx = GfxFromOverride(*hsa_override)) effective = *gfx;
+  }
+  bool found = false, processor_only = false;
+  for (const std::string& t : amd_targets_) {
+    if (TargetCompatible(t, effective)) found = true;
+    if (Processor(t) == Processor(effective)) processor_only = true;
+  }
+  std::string carried;
+  for (const std::string& t : amd_targets_) carried += (carried.empty() ? "" : ", ") + t;
+  if (effective != device) {
+    auto wave = amd_wavefront_.find(Processor(effective));
+    std::string detail = fmt::format(
+        "HSA_OVERRIDE_GFX_VERSION={} makes the runtime treat the {} GPU as {} and load code built for another "
+        "ISA{}. Carries {}.",
+        *hsa_override, where, effective, found ? "" : " (and even that is not in the file)", carried);
+    if (wave != amd_wavefront_.end() && Processor(device).rfind("gfx9", 0) == 0 && wave->second == 32) {
+      detail += " That code is wave32; GCN/CDNA GPUs (gfx9) run wave64 only.";
+    }
+    out->push_back(MakeFinding(FindingId("hsa_override"), core::Severity::kWarning,
+                               fmt::format("{}: {} code would run on the {} GPU under HSA_OVERRIDE_GFX_VERSION", path_, effective, where),
+                               detail, fmt::format("Use a build with code for {} and unset HSA_OVERRIDE_GFX_VERSION.", Processor(device)),
+                               {kAmdTargetIds}));
+  }
+  if (found) return;
+  out->push_back(MakeFinding(
+      FindingId(processor_only ? "target_feature_mismatch" : "missing_arch"), core::Severity::kError,
+      processor_only ? fmt::format("{}: code for {} exists, but not for this GPU's xnack/sramecc mode ({})", path_, Processor(effective), effective)
+                     : fmt::format("{}: no code object for the {} GPU", path_, where),
+      fmt::format("Carries {}. The HIP runtime finds no compatible code object: hipErrorNoBinaryForGpu "
+                  "(\"No compatible code objects found\").", carried),
+      fmt::format("Use a build of this library for {} (its target id must match the GPU's xnack/sramecc mode).", effective),
+      {kAmdTargetIds}));
+}
+
+void FileFindings::AddKernelFindings(std::vector<core::Finding>* out) const {
   auto kernel_finding = [&](const KernelIssue& issue, const char* id, core::Severity severity, const std::string& title,
                             const std::string& detail, const std::string& fix) {
     if (issue.count == 0) return;
-    out.push_back(MakeFinding(id_base + id, severity, fmt::format("{}: {} kernel(s) {}", path_, issue.count, title),
-                              fmt::format("{} First: {}.", detail, issue.first), fix));
+    out->push_back(MakeFinding(FindingId(id), severity, fmt::format("{}: {} kernel(s) {}", path_, issue.count, title),
+                               fmt::format("{} First: {}.", detail, issue.first), fix));
   };
   kernel_finding(spills_, "register_spills", core::Severity::kWarning, "spill registers to scratch memory",
                  "The compiler ran out of registers and keeps values in scratch (private) memory: slower, and more "
@@ -315,7 +337,6 @@ std::vector<core::Finding> FileFindings::Finish(const std::vector<MachineGpu>& g
   kernel_finding(bounds_over_, "launch_bounds_over_limit", core::Severity::kError, "declare more threads per block than the architecture allows",
                  "The launch bound exceeds the architecture's maximum block/workgroup size; launches with that size fail.",
                  "Lower __launch_bounds__ / amdgpu_flat_work_group_size to at most 1024.");
-  return out;
 }
 
 }  // namespace gputriage::inspect

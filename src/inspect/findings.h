@@ -35,6 +35,24 @@ class FileFindings {
   const std::set<std::string>& ptx_archs() const { return ptx_; }
 
  private:
+  // The pieces of Finish; each appends its findings to *out.
+  /// "unreadable_objects" when some object could not be read (the first one's error in detail).
+  void AddUnreadableFinding(std::vector<core::Finding>* out) const;
+  /// For an NVIDIA GPU, when the file carries NVIDIA code: "ptx_only" or "missing_arch" when no
+  /// SASS can run on it, else AddKernelsMissingForGpu.
+  void AddNvidiaCoverage(const MachineGpu& gpu, std::vector<core::Finding>* out) const;
+  /// "kernels_missing_for_gpu" when some kernels have no code that sm_`want` (the GPU `where`)
+  /// can run although the file covers it.
+  void AddKernelsMissingForGpu(int want, const std::string& where, std::vector<core::Finding>* out) const;
+  /// For an AMD GPU, when the file carries AMD code: "hsa_override" when the override changes
+  /// the ISA loaded, and "missing_arch" or "target_feature_mismatch" when nothing compatible is
+  /// carried for the (effective) target.
+  void AddAmdCoverage(const MachineGpu& gpu, const std::optional<std::string>& hsa_override,
+                      std::vector<core::Finding>* out) const;
+  /// The per-kernel findings: spills, stack frames, shared memory and LDS near the limit,
+  /// launch bounds over it.
+  void AddKernelFindings(std::vector<core::Finding>* out) const;
+
   struct KernelIssue {
     size_t count = 0;
     std::string first;  // "kernel (arch)"

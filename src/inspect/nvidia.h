@@ -43,14 +43,19 @@ struct FatbinEntry {
   std::string_view suffix() const { return flags & 0x100000 ? "a" : flags & 0x200000 ? "f" : ""; }
 };
 
-/// Reads `size` bytes at `offset` of the underlying data into *out; false past its end.
-using ByteReader = std::function<bool(uint64_t offset, size_t size, std::string* out)>;
+/// Reads `size` bytes at `offset` of the underlying data (a file, a buffer) into *out; false
+/// past its end or on an I/O error. The bytes it gives are untrusted: parse them with
+/// core::ByteReader.
+using RangeReader = std::function<bool(uint64_t offset, size_t size, std::string* out)>;
 
 /// Lists the entries of every fatbin container in [begin, begin + length) of the data `read`
-/// gives access to. Containers are found by their magic; a container whose entries lie about
-/// their sizes is reported in *problems and skipped, the others are still listed.
-std::vector<FatbinEntry> ListFatbinEntries(const ByteReader& read, uint64_t begin, uint64_t length,
-                                           std::vector<std::string>* problems);
+/// gives access to (a .fatbin file, or a host binary's .nv_fatbin section); nothing outside that
+/// range is read. Containers are found by their magic; a container whose header is truncated or
+/// whose header, entries or entry sizes run past the range or their container is reported in
+/// *problems ("ORIGIN: fatbin container at 0x...: ...", offsets in `read`'s coordinates) and
+/// skipped, the others are still listed.
+std::vector<FatbinEntry> ListFatbinEntries(const RangeReader& read, uint64_t begin, uint64_t length,
+                                           std::string_view origin, std::vector<std::string>* problems);
 
 /// What an entry's header alone says: vendor, arch ("sm_90a", "compute_90"), format, origin,
 /// compression and size; no kernels. DecodeFatbinEntry starts from it.
@@ -58,9 +63,10 @@ CodeObject FatbinEntryObject(const FatbinEntry& entry, std::string_view origin);
 
 /// Decodes one entry: decompresses it (LZ4 or zstd) and reads the cubin or the PTX. Errors are
 /// in the result's `error`.
-CodeObject DecodeFatbinEntry(const ByteReader& read, const FatbinEntry& entry, std::string_view origin);
+CodeObject DecodeFatbinEntry(const RangeReader& read, const FatbinEntry& entry, std::string_view origin);
 
-/// A whole fatbin in memory (a .fatbin file, a section, a fuzz input): every entry decoded.
+/// A whole fatbin in memory (a .fatbin file, a section, a fuzz input): every entry decoded, and
+/// one object with an `error` (origin `origin`) per problem ListFatbinEntries reports.
 std::vector<CodeObject> ReadNvFatbin(std::string_view data, std::string_view origin);
 
 /// A cubin: its kernels and their attributes. `arch` and `suffix` ("a", "f") override what the

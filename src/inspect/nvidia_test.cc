@@ -5,9 +5,14 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <re2/re2.h>
+
+#include "capture_tree.h"
+#include "inspect/inspect.h"
 
 namespace gputriage::inspect {
 namespace {
@@ -169,6 +174,106 @@ TEST(NvidiaFatbin, DamageIsReportedPerObject) {
   ASSERT_EQ(from_absurd.size(), 3u);
   ASSERT_TRUE(from_absurd[0].error.has_value());
   EXPECT_NE(from_absurd[0].error->find("not plausible"), std::string::npos);
+}
+
+template <typename T>
+T Get(const std::string& bytes, size_t at) {
+  T value{};
+  EXPECT_LE(at + sizeof(T), bytes.size());
+  if (at + sizeof(T) <= bytes.size()) std::memcpy(&value, bytes.data() + at, sizeof(T));
+  return value;
+}
+
+template <typename T>
+void Put(std::string& bytes, size_t at, T value) {
+  ASSERT_LE(at + sizeof(T), bytes.size());
+  std::memcpy(bytes.data() + at, &value, sizeof(T));
+}
+
+// A section of an ELF64 host object: where its header is and what it says.
+struct SectionAt {
+  uint64_t header = 0;  // file offset of the Elf64_Shdr
+  uint64_t offset = 0, size = 0;
+};
+
+std::optional<SectionAt> FindSection(const std::string& elf, std::string_view name) {
+  uint64_t shoff = Get<uint64_t>(elf, 0x28);
+  uint16_t shentsize = Get<uint16_t>(elf, 0x3a), shnum = Get<uint16_t>(elf, 0x3c), shstrndx = Get<uint16_t>(elf, 0x3e);
+  uint64_t strtab = Get<uint64_t>(elf, shoff + uint64_t{shstrndx} * shentsize + 0x18);
+  for (uint16_t i = 0; i < shnum; ++i) {
+    uint64_t header = shoff + uint64_t{i} * shentsize;
+    const char* section_name = elf.c_str() + strtab + Get<uint32_t>(elf, header);
+    if (section_name == name) return SectionAt{header, Get<uint64_t>(elf, header + 0x18), Get<uint64_t>(elf, header + 0x20)};
+  }
+  return std::nullopt;
+}
+
+// A container header whose header size is larger than what is left of its section: the bytes
+// "remaining after the header" underflowed, the container was taken as valid, and its entries
+// were read from beyond the section's end (here: the object's real second and third entries,
+// which a truncated .nv_fatbin no longer holds). The container is refused with its offset.
+TEST(NvidiaFatbin, AContainerHeaderLongerThanItsSectionIsRefused) {
+  std::string object = Read("fatbin-speed.o");
+  std::optional<SectionAt> nv = FindSection(object, ".nv_fatbin");
+  ASSERT_TRUE(nv.has_value());
+  ASSERT_EQ(Get<uint32_t>(object, nv->offset), 0xBA55ED50u);
+  ASSERT_EQ(Get<uint16_t>(object, nv->offset + 6), 16u) << "container header size";
+  // The second entry, from the container's start: the first entry's header and payload sizes.
+  uint64_t first = nv->offset + 16;
+  uint64_t second = 16 + Get<uint32_t>(object, first + 4) + Get<uint64_t>(object, first + 8);
+  ASSERT_LT(second, 0x10000u) << "must fit the 16-bit header-size field";
+  ASSERT_LT(second + 64, nv->size);
+
+  // The section is cut 8 bytes before the second entry; the container header claims a header
+  // that ends exactly at it.
+  std::string damaged = object;
+  Put<uint16_t>(damaged, nv->offset + 6, static_cast<uint16_t>(second));
+  Put<uint64_t>(damaged, nv->header + 0x20, second - 8);
+  gputriage::testing::TempDir dir;
+  std::string path = dir / "damaged.o";
+  std::ofstream(path, std::ios::binary) << damaged;
+
+  InspectOptions options;
+  options.threads = 1;
+  std::vector<CodeObject> objects;
+  auto summary = InspectFile(path, options, [&](CodeObject&& co, std::string&&) { objects.push_back(std::move(co)); });
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  for (const CodeObject& co : objects) ADD_FAILURE() << "read from outside .nv_fatbin: " << co.origin << " " << co.arch;
+  EXPECT_EQ(summary->problems, std::vector<std::string>{fmt::format(
+                                   "{}:.nv_fatbin: fatbin container at {:#x}: header of {} bytes runs past the "
+                                   "end ({} bytes remain)",
+                                   path, nv->offset, second, second - 8)});
+
+  // The same lie in a fatbin file cut after the first entry's header.
+  std::string fatbin = object.substr(nv->offset, 16 + 64);
+  Put<uint16_t>(fatbin, 6, 0x1000);
+  std::vector<CodeObject> from_file = ReadNvFatbin(fatbin, "cut.fatbin");
+  ASSERT_EQ(from_file.size(), 1u);
+  EXPECT_EQ(from_file[0].origin, "cut.fatbin");
+  EXPECT_EQ(from_file[0].error.value_or(""),
+            "cut.fatbin: fatbin container at 0x0: header of 4096 bytes runs past the end (80 bytes remain)");
+
+  // The other header fields that can lie or be cut (the same damage is in the fuzz corpus).
+  std::string whole = object.substr(nv->offset, nv->size);
+  uint64_t entries = Get<uint64_t>(whole, 8);
+  std::string too_long = whole;
+  Put<uint16_t>(too_long, 6, 0xffff);
+  std::string too_many = whole;
+  Put<uint64_t>(too_many, 8, ~uint64_t{0});
+  std::string entry_lies = whole;
+  Put<uint32_t>(entry_lies, 16 + 4, 0xffffffffu);
+  for (const auto& [bytes, want] : std::vector<std::pair<std::string, std::string>>{
+           {whole.substr(0, 12), "x: fatbin container at 0x0: header truncated (12 of 16 bytes)"},
+           {too_long, fmt::format("x: fatbin container at 0x0: header of 65535 bytes runs past the end ({} bytes remain)",
+                                  whole.size())},
+           {too_many, fmt::format("x: fatbin container at 0x0: header says 18446744073709551615 bytes of entries, "
+                                  "only {} remain", whole.size() - 16)},
+           {entry_lies, fmt::format("x: fatbin entry at 0x10: header size 4294967295 and payload {} run past its "
+                                    "container (ends at {:#x})", Get<uint64_t>(whole, 16 + 8), 16 + entries)}}) {
+    std::vector<CodeObject> objects = ReadNvFatbin(bytes, "x");
+    ASSERT_FALSE(objects.empty()) << want;
+    EXPECT_EQ(objects.back().error.value_or(""), want);
+  }
 }
 #endif
 

@@ -267,6 +267,153 @@ std::optional<std::string> MissingLimit(
   return std::nullopt;
 }
 
+
+// The pieces of EstimateAmdOccupancy (LLVM AMDGPU's method, waves per SIMD).
+
+// An Unknown naming the first input the kernel lacks or the first limit the table lacks for
+// `limits`' architecture; nullopt when everything the estimate needs is known. `*wave` is the
+// wavefront size used (the kernel's, else the architecture's only one).
+std::optional<Occupancy> AmdInputsUnknown(const AmdKernelResources& kernel, const ArchLimits& limits,
+                                          uint32_t* wave_out) {
+  const std::string& arch = limits.arch;
+  if (limits.vendor != GpuVendor::kAmd) {
+    return Unknown(fmt::format("{}: not an AMD architecture", arch));
+  }
+  std::optional<uint32_t> wave = kernel.wavefront_size;
+  if (!wave && limits.wavefront_sizes.size() == 1) wave = limits.wavefront_sizes.front();
+  if (!wave)
+    return Unknown(fmt::format("{}: occupancy unknown: wavefront size not recorded", arch));
+  if (!kernel.vgprs)
+    return Unknown(fmt::format("{}: occupancy unknown: VGPR count not recorded", arch));
+  if (!kernel.lds_bytes)
+    return Unknown(fmt::format("{}: occupancy unknown: LDS size not recorded", arch));
+  if (!kernel.workgroup_size || *kernel.workgroup_size == 0) {
+    return Unknown(fmt::format("{}: occupancy unknown: workgroup size unknown", arch));
+  }
+  if (std::find(limits.wavefront_sizes.begin(), limits.wavefront_sizes.end(), *wave) ==
+      limits.wavefront_sizes.end()) {
+    return Unknown(
+        limits.wavefront_sizes.empty()
+            ? fmt::format("{}: occupancy unknown: the table has no wavefront sizes for {}", arch,
+                          arch)
+            : fmt::format("{}: occupancy unknown: wavefront size {} is not one the "
+                          "table lists for {}",
+                          arch, *wave, arch));
+  }
+  const std::string vgpr_total_name = fmt::format("VGPRs per SIMD for wave{}", *wave);
+  const std::string vgpr_granule_name = fmt::format("VGPR allocation granule for wave{}", *wave);
+  if (auto missing = MissingLimit(
+          limits,
+          {{"max workgroup size", limits.max_workgroup_size.has_value()},
+           {"LDS per workgroup", limits.lds_per_workgroup_bytes.has_value()},
+           {"SIMDs per CU/WGP", limits.simds_per_unit.has_value()},
+           {"LDS per CU/WGP", limits.lds_per_unit_bytes.has_value()},
+           {"max workgroups per CU/WGP", limits.max_workgroups_per_unit.has_value()},
+           {"max waves per SIMD", limits.max_waves_per_simd.has_value()},
+           {vgpr_total_name.c_str(), limits.vgprs_per_simd.count(*wave) > 0},
+           {vgpr_granule_name.c_str(), limits.vgpr_alloc_granule.count(*wave) > 0},
+           {"rule whether SGPRs limit occupancy", limits.sgprs_limit_occupancy.has_value()}})) {
+    return Unknown(*missing);
+  }
+  if (*limits.sgprs_limit_occupancy) {
+    if (auto missing = MissingLimit(
+            limits, {{"SGPRs per SIMD", limits.sgprs_per_simd.has_value()},
+                     {"SGPR allocation granule", limits.sgpr_alloc_granule.has_value()},
+                     {"trap-handler SGPRs", !kernel.trap_handler || limits.trap_handler_sgprs}})) {
+      return Unknown(*missing);
+    }
+    if (!kernel.sgprs)
+      return Unknown(fmt::format("{}: occupancy unknown: SGPR count not recorded", arch));
+  }
+  *wave_out = *wave;
+  return std::nullopt;
+}
+
+// A CannotRun when a workgroup of the kernel cannot be resident at all: more work-items, LDS
+// or VGPRs (`vgprs`, VGPRs and AGPRs combined) than the architecture allows; else nullopt.
+// Needs what AmdInputsUnknown checked.
+std::optional<Occupancy> AmdCannotRun(const AmdKernelResources& kernel, const ArchLimits& limits,
+                                      uint64_t vgprs) {
+  const std::string& arch = limits.arch;
+  const uint64_t workgroup = *kernel.workgroup_size;
+  const uint64_t lds = *kernel.lds_bytes;
+  if (workgroup > *limits.max_workgroup_size) {
+    return CannotRun("threads", fmt::format("{}: a workgroup of {} work-items exceeds the {} "
+                                            "allowed",
+                                            arch, workgroup, *limits.max_workgroup_size));
+  }
+  if (lds > *limits.lds_per_workgroup_bytes) {
+    return CannotRun("LDS", fmt::format("{}: {} B of LDS exceeds the {} B a workgroup can address",
+                                        arch, lds, *limits.lds_per_workgroup_bytes));
+  }
+  if (limits.max_vgprs_per_wave && vgprs > *limits.max_vgprs_per_wave) {
+    return CannotRun("VGPRs", fmt::format("{}: {} VGPRs exceed the {} a wave can address", arch,
+                                          vgprs, *limits.max_vgprs_per_wave));
+  }
+  return std::nullopt;
+}
+
+// Waves per SIMD that `vgprs` VGPRs per wave allow (LLVM IsaInfo::getNumWavesPerEUWithNumVGPRs),
+// with the rounded allocation and the SIMD's VGPR file for the explanation.
+struct AmdVgprLimit {
+  uint64_t waves = 0, alloc = 0, total = 0;
+};
+
+AmdVgprLimit WavesByVgprs(uint64_t vgprs, uint32_t wave, const ArchLimits& limits) {
+  const uint64_t max_waves = *limits.max_waves_per_simd;
+  const uint64_t granule = limits.vgpr_alloc_granule.at(wave);
+  AmdVgprLimit out;
+  out.total = limits.vgprs_per_simd.at(wave);
+  out.alloc = RoundUp(vgprs, granule);
+  out.waves = vgprs < granule ? max_waves
+                              : std::min<uint64_t>(std::max<uint64_t>(out.total / out.alloc, 1), max_waves);
+  return out;
+}
+
+// Waves per SIMD that the kernel's SGPRs allow, and the explanation's words for it. GFX9: the
+// per-SIMD SGPR file over the rounded per-wave allocation plus the trap handler's reservation;
+// GFX10+ SGPRs do not limit occupancy.
+struct AmdSgprLimit {
+  uint64_t waves = 0;
+  std::string text;
+};
+
+AmdSgprLimit WavesBySgprs(const AmdKernelResources& kernel, const ArchLimits& limits) {
+  const uint64_t max_waves = *limits.max_waves_per_simd;
+  AmdSgprLimit out{max_waves, "SGPRs no limit on this architecture"};
+  if (!*limits.sgprs_limit_occupancy) return out;
+  const uint64_t trap = kernel.trap_handler ? *limits.trap_handler_sgprs : 0;
+  const uint64_t sgpr_alloc = RoundUp(*kernel.sgprs, *limits.sgpr_alloc_granule) + trap;
+  out.waves =
+      std::min<uint64_t>(*limits.sgprs_per_simd / std::max<uint64_t>(sgpr_alloc, 1), max_waves);
+  out.text = fmt::format(
+      "SGPRs {} ({} -> {}{} of {})", out.waves, *kernel.sgprs, sgpr_alloc - trap,
+      trap ? fmt::format(" + {} trap handler", trap) : std::string(), *limits.sgprs_per_simd);
+  return out;
+}
+
+// Workgroups per CU/WGP (AMDGPUSubtarget::getOccupancyWithLocalMemSize with
+// IsaInfo::getMaxWorkGroupsPerCU; single-wave workgroups use no barrier): by wave slots and
+// barriers, by LDS, and the waves per SIMD they make.
+struct AmdGroupLimit {
+  uint64_t waves_per_group = 0, by_slots = 0, by_lds = 0, waves = 0;
+};
+
+AmdGroupLimit WavesByWorkgroups(uint64_t workgroup, uint32_t wave, uint64_t lds, const ArchLimits& limits) {
+  const uint64_t max_waves = *limits.max_waves_per_simd;
+  const uint64_t simds = *limits.simds_per_unit;
+  AmdGroupLimit out;
+  out.waves_per_group = DivCeil(workgroup, wave);
+  const uint64_t wave_slots = max_waves * simds;
+  out.by_slots = out.waves_per_group == 1
+                     ? wave_slots
+                     : std::min<uint64_t>(wave_slots / out.waves_per_group, *limits.max_workgroups_per_unit);
+  out.by_lds = lds > 0 ? *limits.lds_per_unit_bytes / lds : kNoLimit;
+  const uint64_t groups = std::min(out.by_slots, out.by_lds);
+  out.waves = std::min(DivCeil(groups * out.waves_per_group, simds), max_waves);
+  return out;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------- public API
@@ -443,135 +590,42 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
 }
 
 Occupancy EstimateAmdOccupancy(const AmdKernelResources& kernel, const ArchLimits& limits) {
-  const std::string& arch = limits.arch;
-  if (limits.vendor != GpuVendor::kAmd) {
-    return Unknown(fmt::format("{}: not an AMD architecture", arch));
-  }
-  std::optional<uint32_t> wave = kernel.wavefront_size;
-  if (!wave && limits.wavefront_sizes.size() == 1) wave = limits.wavefront_sizes.front();
-  if (!wave)
-    return Unknown(fmt::format("{}: occupancy unknown: wavefront size not recorded", arch));
-  if (!kernel.vgprs)
-    return Unknown(fmt::format("{}: occupancy unknown: VGPR count not recorded", arch));
-  if (!kernel.lds_bytes)
-    return Unknown(fmt::format("{}: occupancy unknown: LDS size not recorded", arch));
-  if (!kernel.workgroup_size || *kernel.workgroup_size == 0) {
-    return Unknown(fmt::format("{}: occupancy unknown: workgroup size unknown", arch));
-  }
-  if (std::find(limits.wavefront_sizes.begin(), limits.wavefront_sizes.end(), *wave) ==
-      limits.wavefront_sizes.end()) {
-    return Unknown(
-        limits.wavefront_sizes.empty()
-            ? fmt::format("{}: occupancy unknown: the table has no wavefront sizes for {}", arch,
-                          arch)
-            : fmt::format("{}: occupancy unknown: wavefront size {} is not one the "
-                          "table lists for {}",
-                          arch, *wave, arch));
-  }
-  const auto vgpr_total = limits.vgprs_per_simd.find(*wave);
-  const auto vgpr_granule = limits.vgpr_alloc_granule.find(*wave);
-  const std::string vgpr_total_name = fmt::format("VGPRs per SIMD for wave{}", *wave);
-  const std::string vgpr_granule_name = fmt::format("VGPR allocation granule for wave{}", *wave);
-  if (auto missing = MissingLimit(
-          limits,
-          {{"max workgroup size", limits.max_workgroup_size.has_value()},
-           {"LDS per workgroup", limits.lds_per_workgroup_bytes.has_value()},
-           {"SIMDs per CU/WGP", limits.simds_per_unit.has_value()},
-           {"LDS per CU/WGP", limits.lds_per_unit_bytes.has_value()},
-           {"max workgroups per CU/WGP", limits.max_workgroups_per_unit.has_value()},
-           {"max waves per SIMD", limits.max_waves_per_simd.has_value()},
-           {vgpr_total_name.c_str(), vgpr_total != limits.vgprs_per_simd.end()},
-           {vgpr_granule_name.c_str(), vgpr_granule != limits.vgpr_alloc_granule.end()},
-           {"rule whether SGPRs limit occupancy", limits.sgprs_limit_occupancy.has_value()}})) {
-    return Unknown(*missing);
-  }
-  const bool sgprs_limit = *limits.sgprs_limit_occupancy;
-  if (sgprs_limit) {
-    if (auto missing = MissingLimit(
-            limits, {{"SGPRs per SIMD", limits.sgprs_per_simd.has_value()},
-                     {"SGPR allocation granule", limits.sgpr_alloc_granule.has_value()},
-                     {"trap-handler SGPRs", !kernel.trap_handler || limits.trap_handler_sgprs}})) {
-      return Unknown(*missing);
-    }
-    if (!kernel.sgprs)
-      return Unknown(fmt::format("{}: occupancy unknown: SGPR count not recorded", arch));
-  }
+  uint32_t wave = 0;
+  if (std::optional<Occupancy> unknown = AmdInputsUnknown(kernel, limits, &wave)) return *unknown;
+  // .vgpr_count already combines VGPRs and AGPRs where they share a file; on gfx908 they are
+  // separate files of the same size.
+  const uint64_t vgprs = std::max(*kernel.vgprs, kernel.agprs.value_or(0));
+  if (std::optional<Occupancy> cannot = AmdCannotRun(kernel, limits, vgprs)) return *cannot;
 
+  const std::string& arch = limits.arch;
   const std::string unit = limits.occupancy_unit.empty() ? "CU" : limits.occupancy_unit;
   const uint64_t max_waves = *limits.max_waves_per_simd;
-  const uint64_t simds = *limits.simds_per_unit;
   const uint64_t workgroup = *kernel.workgroup_size;
   const uint64_t lds = *kernel.lds_bytes;
-  if (workgroup > *limits.max_workgroup_size) {
-    return CannotRun("threads", fmt::format("{}: a workgroup of {} work-items exceeds the {} "
-                                            "allowed",
-                                            arch, workgroup, *limits.max_workgroup_size));
-  }
-  if (lds > *limits.lds_per_workgroup_bytes) {
-    return CannotRun("LDS", fmt::format("{}: {} B of LDS exceeds the {} B a workgroup can address",
-                                        arch, lds, *limits.lds_per_workgroup_bytes));
-  }
+  const AmdVgprLimit by_vgprs = WavesByVgprs(vgprs, wave, limits);
+  const AmdSgprLimit by_sgprs = WavesBySgprs(kernel, limits);
+  const AmdGroupLimit groups = WavesByWorkgroups(workgroup, wave, lds, limits);
 
-  // VGPRs: LLVM IsaInfo::getNumWavesPerEUWithNumVGPRs. .vgpr_count already combines VGPRs and
-  // AGPRs where they share a file; on gfx908 they are separate files of the same size.
-  const uint64_t vgprs = std::max(*kernel.vgprs, kernel.agprs.value_or(0));
-  if (limits.max_vgprs_per_wave && vgprs > *limits.max_vgprs_per_wave) {
-    return CannotRun("VGPRs", fmt::format("{}: {} VGPRs exceed the {} a wave can address", arch,
-                                          vgprs, *limits.max_vgprs_per_wave));
-  }
-  const uint64_t granule = vgpr_granule->second;
-  const uint64_t vgpr_alloc = RoundUp(vgprs, granule);
-  const uint64_t by_vgprs =
-      vgprs < granule
-          ? max_waves
-          : std::min<uint64_t>(std::max<uint64_t>(vgpr_total->second / vgpr_alloc, 1), max_waves);
-
-  // SGPRs (GFX9): the per-SIMD SGPR file over the rounded per-wave allocation plus the trap
-  // handler's reservation; GFX10+ SGPRs do not limit occupancy.
-  uint64_t by_sgprs = max_waves;
-  std::string sgpr_text = "SGPRs no limit on this architecture";
-  if (sgprs_limit) {
-    const uint64_t trap = kernel.trap_handler ? *limits.trap_handler_sgprs : 0;
-    const uint64_t sgpr_alloc = RoundUp(*kernel.sgprs, *limits.sgpr_alloc_granule) + trap;
-    by_sgprs =
-        std::min<uint64_t>(*limits.sgprs_per_simd / std::max<uint64_t>(sgpr_alloc, 1), max_waves);
-    sgpr_text = fmt::format(
-        "SGPRs {} ({} -> {}{} of {})", by_sgprs, *kernel.sgprs, sgpr_alloc - trap,
-        trap ? fmt::format(" + {} trap handler", trap) : std::string(), *limits.sgprs_per_simd);
-  }
-
-  // Workgroups per CU/WGP: AMDGPUSubtarget::getOccupancyWithLocalMemSize with
-  // IsaInfo::getMaxWorkGroupsPerCU (single-wave workgroups use no barrier).
-  const uint64_t waves_per_group = DivCeil(workgroup, *wave);
-  const uint64_t wave_slots = max_waves * simds;
-  const uint64_t by_slots =
-      waves_per_group == 1
-          ? wave_slots
-          : std::min<uint64_t>(wave_slots / waves_per_group, *limits.max_workgroups_per_unit);
-  const uint64_t by_lds = lds > 0 ? *limits.lds_per_unit_bytes / lds : kNoLimit;
-  const uint64_t groups = std::min(by_slots, by_lds);
-  const uint64_t by_groups = std::min(DivCeil(groups * waves_per_group, simds), max_waves);
-
-  const uint64_t waves = std::min({by_vgprs, by_sgprs, by_groups});
+  const uint64_t waves = std::min({by_vgprs.waves, by_sgprs.waves, groups.waves});
   Occupancy out;
   out.active_blocks_or_waves = static_cast<int>(waves);
   out.fraction = static_cast<double>(waves) / static_cast<double>(max_waves);
   if (waves == max_waves) {
     out.limiter = "waves";
-  } else if (waves == by_vgprs) {
+  } else if (waves == by_vgprs.waves) {
     out.limiter = "VGPRs";
-  } else if (waves == by_sgprs) {
+  } else if (waves == by_sgprs.waves) {
     out.limiter = "SGPRs";
   } else {
-    out.limiter = by_lds < by_slots ? "LDS" : "waves";
+    out.limiter = groups.by_lds < groups.by_slots ? "LDS" : "waves";
   }
   out.explanation = fmt::format(
       "{}: wave{}, workgroup {} ({} waves), {} VGPRs, {} B LDS: {} of {} waves per SIMD, {:.0f}%; "
       "waves per SIMD by VGPRs {} ({} -> {} of {}), {}, workgroups {} ({} workgroups per {} by "
       "wave slots and barriers, {} by LDS)",
-      arch, *wave, workgroup, waves_per_group, vgprs, lds, waves, max_waves, *out.fraction * 100,
-      by_vgprs, vgprs, vgpr_alloc, vgpr_total->second, sgpr_text, by_groups, by_slots, unit,
-      LimitText(by_lds));
+      arch, wave, workgroup, groups.waves_per_group, vgprs, lds, waves, max_waves, *out.fraction * 100,
+      by_vgprs.waves, vgprs, by_vgprs.alloc, by_vgprs.total, by_sgprs.text, groups.waves, groups.by_slots, unit,
+      LimitText(groups.by_lds));
   return out;
 }
 

@@ -2,19 +2,20 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "core/file.h"
 #include "core/text.h"
 
 namespace gputriage::kb {
 namespace {
 
 constexpr std::string_view kIssuesDir = "kb/issues/";
+// An entry or example log is a few KB; anything near this is not one.
+constexpr size_t kMaxKbFileBytes = 16u << 20;
 
 // "x.match.log" / "x.match-2.log" -> ("x", true); "x.nomatch.log" -> ("x", false).
 std::optional<std::pair<std::string, bool>> ExampleOf(std::string_view name) {
@@ -124,11 +125,9 @@ core::Result<std::vector<KbFile>> ReadKbDirectory(const std::string& dir) {
       std::string name = entry.path().filename().string();
       if (!entry.is_regular_file()) continue;
       if (std::string_view(sub) != "issues" && !core::EndsWith(name, ".yaml")) continue;
-      std::ifstream in(entry.path(), std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
+      GT_ASSIGN_OR_RETURN(std::string text, core::ReadFile(entry.path().string(), kMaxKbFileBytes));
       std::string prefix = std::string_view(sub) == "." ? "kb/" : fmt::format("kb/{}/", sub);
-      files.push_back({prefix + name, text.str()});
+      files.push_back({prefix + name, std::move(text)});
     }
     if (ec) return core::MakeError("{}: {}", folder.string(), ec.message());
   }

@@ -1,17 +1,15 @@
 #include "store/snapshot_arg.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/file.h"
 #include "core/text.h"
 
 namespace gputriage::store {
@@ -23,31 +21,12 @@ using core::Result;
 
 constexpr size_t kMaxSnapshotFileBytes = size_t{1} << 30;
 
-// Reads all of `fd` up to the limit; `name` is for errors.
-Result<std::string> ReadAll(int fd, const std::string& name) {
-  std::string out;
-  char buffer[65536];
-  while (true) {
-    ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return MakeError("{}: read failed after {} bytes: {}", name, out.size(),
-                       std::strerror(errno));
-    }
-    if (n == 0) break;
-    out.append(buffer, static_cast<size_t>(n));
-    if (out.size() > kMaxSnapshotFileBytes) {
-      return MakeError("{}: larger than {} bytes; not a snapshot", name, kMaxSnapshotFileBytes);
-    }
+// A snapshot's text as core::ReadFile/ReadFd gave it, with this module's message for one that
+// is too large (core says so with kInvalidArgument, and for nothing else).
+Result<std::string> SnapshotText(Result<std::string> text, std::string_view name) {
+  if (!text.ok() && text.error().code == core::ErrorCode::kInvalidArgument) {
+    return MakeError("{}: larger than {} bytes; not a snapshot", name, kMaxSnapshotFileBytes);
   }
-  return out;
-}
-
-Result<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return MakeError("{}: {}", path, std::strerror(errno));
-  Result<std::string> text = ReadAll(fd, path);
-  ::close(fd);
   return text;
 }
 
@@ -126,11 +105,14 @@ Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view ar
   if (arg.empty()) return MakeError("an empty snapshot operand (want an id, 'latest' or a file)");
   if (AllDigits(arg) || arg == "latest" || arg == "previous") return StoredSnapshot(store, arg);
   if (arg == "-") {
-    GT_ASSIGN_OR_RETURN(std::string text, ReadAll(STDIN_FILENO, "standard input"));
+    GT_ASSIGN_OR_RETURN(std::string text,
+                        SnapshotText(core::ReadFd(STDIN_FILENO, "standard input", kMaxSnapshotFileBytes),
+                                     "standard input"));
     return ParseSnapshotJson(text, "standard input");
   }
   std::string path(arg);
-  GT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  GT_ASSIGN_OR_RETURN(std::string text,
+                      SnapshotText(core::ReadFile(path, kMaxSnapshotFileBytes), path));
   return ParseSnapshotJson(text, path);
 }
 

@@ -1,5 +1,7 @@
 #include "store/snapshot_arg.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "store/test_util.h"
@@ -108,6 +110,15 @@ TEST_F(LoadSnapshotArgTest, MissingFileNamesIt) {
   auto snapshot = LoadSnapshotArg(&*store_, path);
   ASSERT_FALSE(snapshot.ok());
   EXPECT_EQ(snapshot.error().message, path + ": No such file or directory");
+}
+
+// A file over the 1 GiB limit is refused from its size (a sparse file: nothing is read).
+TEST_F(LoadSnapshotArgTest, AFileOverTheLimitIsNotASnapshot) {
+  std::string path = WriteFile(tmp_, "huge.json", "{}");
+  ASSERT_EQ(::truncate(path.c_str(), (off_t{1} << 30) + 1), 0);
+  auto snapshot = LoadSnapshotArg(&*store_, path);
+  ASSERT_FALSE(snapshot.ok());
+  EXPECT_EQ(snapshot.error().message, path + ": larger than 1073741824 bytes; not a snapshot");
 }
 
 TEST_F(LoadSnapshotArgTest, BadJsonNamesFileAndPosition) {

@@ -16,6 +16,7 @@
 #include "kmsg/classify.h"
 #include "kmsg/kmsg.h"
 #include "core/clock.h"
+#include "core/scoped_fd.h"
 #include "core/text.h"
 
 namespace gputriage::kernel_log {
@@ -49,21 +50,6 @@ constexpr int kSyslogActionReadAll = 3;
 constexpr int kSyslogActionSizeBuffer = 10;
 // 9999-12-31T23:59:59Z: later times come from garbage timestamps and are not printed.
 constexpr uint64_t kMaxEpochSeconds = 253402300799ull;
-
-/// Owns a file descriptor.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 /// A failed open/read with its errno, and a message naming the object.
 struct IoFailure {
@@ -180,8 +166,8 @@ Json Accumulator::ToJson(std::string_view source, std::optional<uint64_t> boot_s
 /// read before it and is noted in `section`.
 std::optional<IoFailure> ReadLiveKmsg(const std::string& path, Accumulator& accumulator,
                                       core::Section& section) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (fd.get() < 0) {
+  core::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) {
     return IoFailure{errno, fmt::format("{}: {}", path, std::strerror(errno))};
   }
   std::string buffer(kKmsgReadBytes, '\0');

@@ -1,0 +1,166 @@
+#include "core/file.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "capture_tree.h"
+
+namespace gputriage::core {
+namespace {
+
+std::string WriteFile(const gputriage::testing::TempDir& dir, const std::string& name, const std::string& bytes) {
+  std::string path = dir / name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// A FIFO at `path` that a thread fills with `bytes` and closes.
+class FifoWriter {
+ public:
+  FifoWriter(const std::string& path, std::string bytes) {
+    EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+    thread_ = std::thread([path, bytes = std::move(bytes)] {
+      // A reader that stops early makes write() fail with EPIPE: blocked here, SIGPIPE (sent
+      // to this thread) stays pending and goes away with it.
+      sigset_t pipe_signal;
+      sigemptyset(&pipe_signal);
+      sigaddset(&pipe_signal, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+      int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return;
+      for (size_t done = 0; done < bytes.size();) {
+        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n <= 0) break;  // the reader gave up
+        done += static_cast<size_t>(n);
+      }
+      ::close(fd);
+    });
+  }
+  ~FifoWriter() { thread_.join(); }
+
+ private:
+  std::thread thread_;
+};
+
+TEST(ReadFileTest, ReadsARegularFile) {
+  gputriage::testing::TempDir dir;
+  std::string path = WriteFile(dir, "a.txt", "hello\nworld\n");
+  Result<std::string> text = ReadFile(path, 1024);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(*text, "hello\nworld\n");
+  // Exactly the limit is accepted; an empty file is empty.
+  EXPECT_EQ(ReadFile(path, 12).value_or("?"), "hello\nworld\n");
+  EXPECT_EQ(ReadFile(WriteFile(dir, "empty", ""), 0).value_or("?"), "");
+}
+
+TEST(ReadFileTest, ARegularFileOverTheLimitIsRefusedBeforeReading) {
+  gputriage::testing::TempDir dir;
+  std::string path = WriteFile(dir, "big.bin", std::string(100, 'x'));
+  Result<std::string> text = ReadFile(path, 99);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.error().message, path + ": 100 bytes, more than the 99 bytes allowed");
+  EXPECT_EQ(text.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(text.error().sys_errno, 0);
+}
+
+TEST(ReadFileTest, ProcFilesReportSizeZeroAndAreReadToTheirEnd) {
+  Result<std::string> status = ReadFile("/proc/self/status", 1 << 20);
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  EXPECT_NE(status->find("Pid:\t" + std::to_string(::getpid()) + "\n"), std::string::npos);
+  Result<std::string> cut = ReadFile("/proc/self/status", 10);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.error().message, "/proc/self/status: more than the 10 bytes allowed");
+  EXPECT_EQ(cut.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST(ReadFileTest, AFifoIsReadUntilItsWriterCloses) {
+  gputriage::testing::TempDir dir;
+  std::string payload(200000, 'f');  // more than a pipe buffer
+  {
+    FifoWriter writer(dir / "fifo", payload);
+    Result<std::string> text = ReadFile(dir / "fifo", payload.size());
+    ASSERT_TRUE(text.ok()) << text.error().message;
+    EXPECT_EQ(*text, payload);
+  }
+  ASSERT_EQ(::unlink((dir / "fifo").c_str()), 0);
+  {
+    FifoWriter writer(dir / "fifo", payload);
+    Result<std::string> text = ReadFile(dir / "fifo", 1000);
+    ASSERT_FALSE(text.ok());
+    EXPECT_EQ(text.error().message, dir / "fifo" + ": more than the 1000 bytes allowed");
+  }
+}
+
+TEST(ReadFileTest, AMissingFileIsNotFound) {
+  gputriage::testing::TempDir dir;
+  Result<std::string> text = ReadFile(dir / "nope", 10);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.error().message, dir / "nope" + ": No such file or directory");
+  EXPECT_EQ(text.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(text.error().sys_errno, ENOENT);
+  EXPECT_EQ(ReadFile(dir / "nope/deeper", 10).error().code, ErrorCode::kNotFound);
+}
+
+TEST(ReadFileTest, ADirectoryFailsItsRead) {
+  gputriage::testing::TempDir dir;
+  Result<std::string> text = ReadFile(dir.path(), 10);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.error().message, dir.path() + ": read failed after 0 bytes: " + std::strerror(EISDIR));
+  EXPECT_EQ(text.error().sys_errno, EISDIR);
+  EXPECT_EQ(text.error().code, ErrorCode::kIo);
+}
+
+TEST(ReadFileTailTest, KeepsTheLastBytes) {
+  gputriage::testing::TempDir dir;
+  std::string path = WriteFile(dir, "log", "0123456789");
+  EXPECT_EQ(ReadFileTail(path, 4).value_or("?"), "6789");
+  EXPECT_EQ(ReadFileTail(path, 10).value_or("?"), "0123456789");
+  EXPECT_EQ(ReadFileTail(path, 100).value_or("?"), "0123456789");
+  EXPECT_EQ(ReadFileTail(path, 0).value_or("?"), "");
+  Result<std::string> missing = ReadFileTail(dir / "nope", 4);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, dir / "nope" + ": No such file or directory");
+}
+
+TEST(ReadFileTailTest, StreamsKeepOnlyTheTail) {
+  gputriage::testing::TempDir dir;
+  std::string payload;
+  for (int i = 0; i < 50000; ++i) payload += std::to_string(i) + "\n";
+  FifoWriter writer(dir / "fifo", payload);
+  Result<std::string> tail = ReadFileTail(dir / "fifo", 1000);
+  ASSERT_TRUE(tail.ok()) << tail.error().message;
+  EXPECT_EQ(*tail, payload.substr(payload.size() - 1000));
+  Result<std::string> proc = ReadFileTail("/proc/self/status", 1 << 20);
+  ASSERT_TRUE(proc.ok());
+  EXPECT_NE(proc->find("Pid:"), std::string::npos);
+}
+
+TEST(ReadFdTest, ReadsToTheEndWithALimit) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  ASSERT_EQ(::write(fds[1], "abc", 3), 3);
+  ::close(fds[1]);
+  EXPECT_EQ(ReadFd(fds[0], "pipe", 3).value_or("?"), "abc");
+  ::close(fds[0]);
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  ASSERT_EQ(::write(fds[1], "abcd", 4), 4);
+  ::close(fds[1]);
+  Result<std::string> over = ReadFd(fds[0], "standard input", 3);
+  ::close(fds[0]);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().message, "standard input: more than the 3 bytes allowed");
+}
+
+}  // namespace
+}  // namespace gputriage::core
