@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "capture_tree.h"
+#include "catalog/catalog.h"
+#include "forensics/run_series.h"
 
 namespace gputriage::forensics {
 using core::ProcessReport;
@@ -73,6 +75,18 @@ TEST(CrashBundle, AssessesAndWritesAtomically) {
     ++entries;
   }
   EXPECT_EQ(entries, 2u);
+}
+
+TEST(CrashBundle, AnotherProcesssXidIsNotTheRunsSignature) {
+  auto catalog = catalog::BuiltinCatalog();
+  ASSERT_TRUE(catalog.ok()) << catalog.error().message;
+  // tests/fixtures/kernel_log/h200-dmesg-xid31-xid43.txt, once naming another pid, once ours.
+  SuperviseOutcome other = Segv();
+  other.kmsg.push_back({.message = "NVRM: Xid (PCI:0000:00:06): 43, pid=719, name=python3, channel 0x0000000a"});
+  EXPECT_EQ(RunSignature(Assess(std::move(other)), (*catalog)->errors), "SIGSEGV/null-dereference null_deref");
+  SuperviseOutcome ours = Segv();
+  ours.kmsg.push_back({.message = "NVRM: Xid (PCI:0000:00:06): 43, pid=77, name=crasher, channel 0x0000000a"});
+  EXPECT_EQ(RunSignature(Assess(std::move(ours)), (*catalog)->errors), "gpu: Xid 43");
 }
 
 TEST(CrashBundle, UnwritableDirectoryIsAnErrorNamingIt) {

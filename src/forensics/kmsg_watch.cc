@@ -68,12 +68,14 @@ std::vector<CorrelatedRecord> Correlate(const std::vector<kmsg::Record>& records
     CorrelatedRecord c;
     c.record = record;
     c.log_class = std::string(kmsg::LogClassName(kmsg::ClassifyMessage(record.message)));
-    for (int pid : PidsInMessage(record.message)) {
+    std::vector<int> named = PidsInMessage(record.message);
+    for (int pid : named) {
       if (job_pids.count(pid)) {
         c.job_pid = pid;
         break;
       }
     }
+    c.other_process = !named.empty() && !c.job_pid;
     if (auto xid = kmsg::ParseXid(record.message)) c.xid = xid->code;
     c.oom_kill = c.job_pid && RE2::PartialMatch(record.message, kOom);
     out.push_back(std::move(c));

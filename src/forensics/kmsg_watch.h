@@ -56,6 +56,7 @@ struct CorrelatedRecord {
   kmsg::Record record;
   std::string log_class;          ///< kmsg::LogClassName, "" when not GPU-related
   std::optional<int> job_pid;     ///< a pid of the job's process tree the record names
+  bool other_process = false;     ///< names pids, none of them the job's: another process's event
   std::optional<uint32_t> xid;    ///< NVIDIA Xid code, when it is an Xid line
   bool oom_kill = false;          ///< the OOM killer killed `job_pid`
 };

@@ -61,9 +61,12 @@ TEST(KmsgWatch, CorrelatesRecordsSavedByARunOnTheH200) {
   EXPECT_EQ(oob[2].xid, 13u);
   EXPECT_EQ(oob[3].job_pid, 452);
   EXPECT_EQ(oob[3].xid, 31u);
+  EXPECT_FALSE(oob[0].other_process);  // naming no process, it may be anyone's
   EXPECT_FALSE(oob[4].job_pid);  // torch's Xid 43 belongs to pid 474
+  EXPECT_TRUE(oob[4].other_process);
   auto torch = Correlate(records, {474, 475});
   EXPECT_EQ(torch[4].job_pid, 474);
+  EXPECT_FALSE(torch[4].other_process);
   EXPECT_EQ(torch[4].xid, 43u);
 }
 

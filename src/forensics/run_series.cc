@@ -150,6 +150,7 @@ std::string RunSignature(const RunAssessment& run, const catalog::ErrorCodes& er
   }
   for (const CorrelatedRecord& r : run.kernel_log) {
     if (scanner.WantedPattern().empty()) break;
+    if (r.other_process) continue;  // another process's Xid or fault is not this run's signature
     scanner.Line(r.record.message);
   }
   GpuSignature gpu = scanner.Finish({}, {});

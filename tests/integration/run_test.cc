@@ -511,7 +511,7 @@ TEST_F(RunTest, RepeatReportsDeterministicFlakyAndNotReproduced) {
   EXPECT_EQ(det.status, 139);
   EXPECT_EQ(j["verdict"].value("verdict", ""), "deterministic");
   EXPECT_EQ(j["verdict"].value("failures", 0), 3);
-  ASSERT_EQ(j["verdict"]["distinct_signatures"].size(), 1u);
+  ASSERT_EQ(j["verdict"]["distinct_signatures"].size(), 1u) << j.dump(1);
   EXPECT_EQ(j["verdict"]["distinct_signatures"][0].value("count", 0), 3);
   EXPECT_NE(j["verdict"]["distinct_signatures"][0].value("signature", "").find("SIGSEGV/null-dereference null_deref main"),
             std::string::npos);
