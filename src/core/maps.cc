@@ -29,7 +29,19 @@ std::string_view NextField(std::string_view& rest) {
   return field;
 }
 
-std::optional<Mapping> ParseLine(std::string_view line) {
+bool ParseDecimal(std::string_view text, uint64_t& out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 10);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool IsStackName(const std::string& path) {
+  return path == "[stack]" || path.rfind("[stack:", 0) == 0;
+}
+
+}  // namespace
+
+std::optional<Mapping> ParseMapsLine(std::string_view line) {
   std::string_view rest = line;
   std::string_view range = NextField(rest);
   std::string_view perms = NextField(rest);
@@ -43,7 +55,7 @@ std::optional<Mapping> ParseLine(std::string_view line) {
   if (dash == std::string_view::npos) return std::nullopt;
   Mapping m;
   if (!ParseHex(range.substr(0, dash), m.start) || !ParseHex(range.substr(dash + 1), m.end) ||
-      !ParseHex(offset, m.file_offset) || m.end < m.start) {
+      !ParseHex(offset, m.file_offset) || !ParseDecimal(inode, m.inode) || m.end < m.start) {
     return std::nullopt;
   }
   m.perms = std::string(perms);
@@ -51,12 +63,6 @@ std::optional<Mapping> ParseLine(std::string_view line) {
   if (path_start != std::string_view::npos) m.path = std::string(rest.substr(path_start));
   return m;
 }
-
-bool IsStackName(const std::string& path) {
-  return path == "[stack]" || path.rfind("[stack:", 0) == 0;
-}
-
-}  // namespace
 
 std::vector<Mapping> ParseMaps(std::string_view text, size_t* malformed) {
   std::vector<Mapping> maps;
@@ -66,7 +72,7 @@ std::vector<Mapping> ParseMaps(std::string_view text, size_t* malformed) {
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     if (line.empty()) continue;
-    if (auto m = ParseLine(line)) {
+    if (auto m = ParseMapsLine(line)) {
       maps.push_back(std::move(*m));
     } else {
       ++bad;

@@ -10,9 +10,16 @@
 
 namespace gputriage::core {
 
-/// Parses /proc/PID/maps text ("start-end perms offset dev inode   path"). Lines that do not
-/// parse are skipped and counted in `*malformed` when given. Paths keep embedded spaces and a
-/// " (deleted)" suffix.
+/// Parses one line of /proc/PID/maps (or a map line of /proc/PID/smaps): "start-end perms
+/// offset dev inode   path", fields separated by spaces. Nullopt when the line is not one: a
+/// range that is not "hex-hex" or ends before it starts, perms not four characters, an offset
+/// that is not hex, a dev without ':', an inode that is not decimal. The path is everything
+/// after the inode's spaces, embedded spaces and a " (deleted)" suffix included; empty for
+/// anonymous memory.
+std::optional<Mapping> ParseMapsLine(std::string_view line);
+
+/// Parses /proc/PID/maps text, one ParseMapsLine per line. Lines that do not parse are skipped
+/// and counted in `*malformed` when given; empty lines are neither.
 std::vector<Mapping> ParseMaps(std::string_view text, size_t* malformed = nullptr);
 
 /// The mapping that contains `address`, or nullptr.

@@ -52,6 +52,9 @@ struct Mapping {
   std::string perms;  ///< "r-xp"; empty when not known (core NT_FILE)
   uint64_t file_offset = 0;
   std::string path;  ///< file path or pseudo name ("[stack]", "[heap]"); empty for anonymous
+  /// The file's inode (0 for anonymous memory and pseudo files, and when not known: a core's
+  /// NT_FILE note, JSON). Not written to JSON: it only tells a core writer what is file-backed.
+  uint64_t inode = 0;
 };
 
 /// One decoded instruction.

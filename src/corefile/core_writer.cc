@@ -13,6 +13,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/maps.h"
 #include "core/scoped_fd.h"
 #include "core/text.h"
 #include "corefile/elf_image.h"
@@ -74,35 +75,11 @@ core::Result<std::string> ReadProcFile(const std::string& path, size_t max_bytes
   return text;
 }
 
-// One line of /proc/PID/smaps (or maps), with the VmFlags that matter for dumping.
-struct MapEntry {
-  uint64_t start = 0, end = 0, offset = 0, inode = 0;
-  std::string perms;
-  std::string path;
+// One map line of /proc/PID/smaps (or maps), with the VmFlags that matter for dumping.
+struct MapEntry : core::Mapping {
   bool dont_dump = false;  // VmFlags "dd" (MADV_DONTDUMP)
   bool io = false;         // VmFlags "io" or "pf": device memory, never read it
 };
-
-std::optional<MapEntry> ParseMapsLine(std::string_view line) {
-  // "start-end perms offset dev inode   path" — the path may contain spaces.
-  auto fields = core::SplitWhitespace(line);
-  if (fields.size() < 5) return std::nullopt;
-  auto dash = fields[0].find('-');
-  if (dash == std::string_view::npos) return std::nullopt;
-  auto start = core::ParseU64(fields[0].substr(0, dash), 16);
-  auto end = core::ParseU64(fields[0].substr(dash + 1), 16);
-  auto offset = core::ParseU64(fields[2], 16);
-  auto inode = core::ParseU64(fields[4], 10);
-  if (!start || !end || !offset || !inode || *end < *start || fields[1].size() != 4) {
-    return std::nullopt;
-  }
-  MapEntry entry{*start, *end, *offset, *inode, std::string(fields[1]), ""};
-  if (fields.size() > 5) {
-    size_t path_at = static_cast<size_t>(fields[5].data() - line.data());
-    entry.path = std::string(line.substr(path_at));
-  }
-  return entry;
-}
 
 // /proc/PID/smaps gives VmFlags; /proc/PID/maps is the fallback when smaps is not built in.
 core::Result<std::vector<MapEntry>> ReadMaps(int pid) {
@@ -127,7 +104,7 @@ core::Result<std::vector<MapEntry>> ReadMaps(int pid) {
     // smaps detail lines ("Rss:   4 kB") have a ':' in the first field; map lines do not.
     auto first_space = line.find(' ');
     if (line.substr(0, first_space).find(':') != std::string_view::npos) continue;
-    if (auto entry = ParseMapsLine(line)) maps.push_back(std::move(*entry));
+    if (auto mapping = core::ParseMapsLine(line)) maps.push_back(MapEntry{std::move(*mapping)});
   }
   if (maps.empty()) return core::MakeError("/proc/{}/maps: no mappings (process gone?)", pid);
   return maps;
@@ -298,7 +275,7 @@ std::string NtFile(const std::vector<MapEntry>& maps, uint64_t page_size) {
   uint64_t count = 0;
   for (const MapEntry& map : maps) {
     if (IsAnonymousLike(map) || map.path.empty() || map.path.front() != '/') continue;
-    uint64_t entry[3] = {map.start, map.end, map.offset / page_size};
+    uint64_t entry[3] = {map.start, map.end, map.file_offset / page_size};
     table.append(reinterpret_cast<const char*>(entry), sizeof(entry));
     names.append(map.path);
     names.push_back('\0');
@@ -453,7 +430,7 @@ SegmentPlan PlanSegment(const MapEntry& map, CoreFileWriter& writer) {
   // headers that debuggers need to find the file); readers take the rest from the file.
   if (map.perms[3] == 'p' && map.perms[1] == 'w') {
     plan.want_bytes = size;
-  } else if (map.offset == 0 && writer.LooksLikeElf(map.start)) {
+  } else if (map.file_offset == 0 && writer.LooksLikeElf(map.start)) {
     plan.want_bytes = std::min(size, writer.page_size());
   }
   return plan;
