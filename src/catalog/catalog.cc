@@ -32,6 +32,8 @@ core::Result<Catalog> LoadCatalog(const std::vector<SourceFile>& files) {
   GT_ASSIGN_OR_RETURN(c.vm_fault, ParseVmFaultLayout(vm->text, vm->path));
   GT_ASSIGN_OR_RETURN(const SourceFile* ras, Require(files, kAmdRasPath));
   GT_ASSIGN_OR_RETURN(c.aca, ParseAcaLayout(ras->text, ras->path));
+  GT_ASSIGN_OR_RETURN(const SourceFile* limits, Require(files, kArchLimitsPath));
+  GT_ASSIGN_OR_RETURN(c.arch_limits, ParseArchLimitsTable(limits->text, limits->path));
   return c;
 }
 

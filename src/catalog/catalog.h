@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catalog/amd_layouts.h"
+#include "catalog/arch_limits.h"
 #include "catalog/env_vars.h"
 #include "catalog/error_codes.h"
 #include "catalog/general_signals.h"
@@ -28,6 +29,7 @@ inline constexpr std::string_view kGeneralSignalsPath = "kb/tables/general-signa
 inline constexpr std::string_view kKernelLogRulesPath = "kb/tables/kernel-log-rules.yaml";
 inline constexpr std::string_view kVmFaultPath = "kb/tables/amdgpu-vm-fault.yaml";
 inline constexpr std::string_view kAmdRasPath = "kb/tables/amd-ras.yaml";
+inline constexpr std::string_view kArchLimitsPath = "kb/tables/gpu-arch-limits.yaml";
 
 struct Catalog {
   XidTable xid;
@@ -37,6 +39,7 @@ struct Catalog {
   std::vector<KernelLogRule> kernel_log_rules;
   VmFaultLayout vm_fault;
   AcaLayout aca;
+  std::vector<ArchLimits> arch_limits;
 };
 
 /// Every table from `files` (the knowledge base's files). Fails naming the first table that is
