@@ -1,6 +1,6 @@
 // Reading the catalog's YAML tables: a root mapping with `schema: gputriage.<name>/1` and a list
-// of `entries`; errors name the file and, where yaml-cpp knows it, the line. Private to
-// src/catalog.
+// of `entries`; errors name the file and, where yaml-cpp knows it, the line.
+// Private to src/catalog: the other modules read the catalog's typed tables.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

@@ -1,8 +1,9 @@
 // How core's typed models (Snapshot, ProcessReport, the bundle files) read and write their JSON
 // form from one field list. Each struct lists its members once, in a static
 // `Fields(visitor, self)`; a FieldReader fills them from JSON leniently (a member that is absent
-// or of another type stays unknown, never throws), a FieldWriter writes the known ones. Private
-// to src/core: everything outside reads the typed model (scripts/check-layers enforces it).
+// or of another type stays unknown, never throws), a FieldWriter writes the known ones.
+// Private to src/core: everything outside reads the typed model (the build and
+// scripts/check-layers enforce it).
 #pragma once
 
 #include <cstdint>
