@@ -56,6 +56,7 @@ std::optional<std::string> SelfExecutable() {
 
 #include "collect/env/env.h"
 #include "collect/snapshot.h"
+#include "store/snapshot_arg.h"
 
 namespace gputriage::cli {
 
@@ -97,6 +98,16 @@ core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags) {
 core::Result<core::Snapshot> TakeSnapshot(const SnapshotFlags& flags) {
   GT_ASSIGN_OR_RETURN(SnapshotSetup setup, SetUpSnapshot(flags));
   return collect::CollectSnapshot(setup.os, setup.options);
+}
+
+core::Result<std::optional<core::Snapshot>> LoadOrTakeSnapshot(const std::string& arg) {
+  if (!arg.empty()) {
+    GT_ASSIGN_OR_RETURN(core::Snapshot snapshot, store::LoadSnapshotArgFromDefaultStore(arg));
+    return std::optional<core::Snapshot>(std::move(snapshot));
+  }
+  auto taken = TakeSnapshot(SnapshotFlags{});
+  if (!taken.ok()) return std::optional<core::Snapshot>();
+  return std::optional<core::Snapshot>(std::move(*taken));
 }
 
 }  // namespace gputriage::cli

@@ -86,4 +86,9 @@ core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags);
 /// Collects a snapshot with the flags; errors (bad --root) are returned for the caller to print.
 core::Result<core::Snapshot> TakeSnapshot(const SnapshotFlags& flags);
 
+/// A --snapshot option's snapshot: the one `arg` names (a file, "-", or a stored snapshot's id,
+/// "latest", "previous": store::LoadSnapshotArgFromDefaultStore) when it is not empty, else one
+/// of this machine taken with default flags (nullopt when that fails). Fails only for `arg`.
+core::Result<std::optional<core::Snapshot>> LoadOrTakeSnapshot(const std::string& arg);
+
 }  // namespace gputriage::cli

@@ -116,4 +116,9 @@ Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view ar
   return ParseSnapshotJson(text, path);
 }
 
+Result<core::Snapshot> LoadSnapshotArgFromDefaultStore(std::string_view arg) {
+  Result<SnapshotStore> store = SnapshotStore::OpenDefault();
+  return LoadSnapshotArg(store.ok() ? &*store : nullptr, arg);
+}
+
 }  // namespace gputriage::store

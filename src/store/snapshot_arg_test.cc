@@ -190,5 +190,33 @@ TEST(ParseSnapshotJson, ParsesFromMemory) {
             "unexpected end of input; expected '[', '{', or a literal");
 }
 
+TEST(LoadSnapshotArgFromDefaultStore, ReadsTheDataHomesDatabase) {
+  TempDir home;
+  testing::ScopedEnv env("GPUTRIAGE_HOME", home.path());
+  auto store = SnapshotStore::OpenDefault();
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  EXPECT_EQ(store->path(), home / "snapshots.db");
+  auto id = store->Save(core::SnapshotFromJsonUnchecked(Snapshot("node-7", "2026-12-01T08:00:00Z")));
+  ASSERT_TRUE(id.ok());
+  auto latest = LoadSnapshotArgFromDefaultStore("latest");
+  ASSERT_TRUE(latest.ok()) << latest.error().message;
+  EXPECT_EQ(latest->host->hostname, "node-7");
+  EXPECT_EQ(LoadSnapshotArgFromDefaultStore("99").error().message,
+            "no snapshot with id 99 in " + home / "snapshots.db");
+}
+
+TEST(LoadSnapshotArgFromDefaultStore, WithoutADatabaseOnlyFilesResolve) {
+  TempDir tmp;
+  std::string not_a_directory = WriteFile(tmp, "home", "a file");
+  testing::ScopedEnv env("GPUTRIAGE_HOME", not_a_directory);
+  EXPECT_FALSE(SnapshotStore::OpenDefault().ok());
+  EXPECT_EQ(LoadSnapshotArgFromDefaultStore("latest").error().message,
+            "'latest' names a stored snapshot, but no snapshot database is open");
+  std::string file = WriteFile(tmp, "s.json", Snapshot("node-8", "2026-12-01T08:00:00Z").dump());
+  auto loaded = LoadSnapshotArgFromDefaultStore(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(loaded->host->hostname, "node-8");
+}
+
 }  // namespace
 }  // namespace gputriage::store

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/text.h"
+#include "store/data_home.h"
 
 namespace gputriage::store {
 namespace {
@@ -260,6 +261,11 @@ std::string SummarizeSnapshot(const core::Snapshot& snapshot) {
     summary += part;
   }
   return core::SanitizeUtf8(summary);
+}
+
+Result<SnapshotStore> SnapshotStore::OpenDefault() {
+  GT_ASSIGN_OR_RETURN(std::string path, DefaultDatabasePath());
+  return Open(path);
 }
 
 Result<SnapshotStore> SnapshotStore::Open(const std::string& db_path) {

@@ -43,6 +43,10 @@ class SnapshotStore {
   /// ("<path>: schema version 7 is newer than this gputriage (knows 1); upgrade gputriage").
   static core::Result<SnapshotStore> Open(const std::string& db_path);
 
+  /// Opens the default database, DefaultDatabasePath() (data_home.h). Fails as that does (no
+  /// usable data home) or as Open does.
+  static core::Result<SnapshotStore> OpenDefault();
+
   /// Stores `snapshot` and returns its id, which grows with every save. created_at is the
   /// snapshot's collected_at in UTC (the current time when it has none or it does not parse);
   /// hostname, root, tool_version, the GPU count and a summary line are taken from the snapshot
