@@ -1,5 +1,9 @@
 #include "catalog/kernel_log_rules.h"
 
+#include <algorithm>
+
+#include <re2/re2.h>
+
 #include "catalog/yaml_util.h"
 
 namespace gputriage::catalog {
@@ -21,6 +25,10 @@ core::Result<std::vector<KernelLogRule>> ParseKernelLogRules(std::string_view te
     }
     GT_ASSIGN_OR_RETURN(rule.severity, yaml::SeverityAt(node, source, rule.id));
     if (auto compiled = yaml::CheckPattern(rule.pattern, where); !compiled.ok()) return compiled.error();
+    RE2::Options options;
+    options.set_encoding(RE2::Options::EncodingLatin1);
+    options.set_log_errors(false);
+    rule.compiled = std::make_shared<const RE2>(rule.pattern, options);
     rule.detail = yaml::Scalar(node, "detail");
     rule.fix = yaml::Scalar(node, "fix");
     rule.examples = ExampleLines(node, "examples");
@@ -28,6 +36,16 @@ core::Result<std::vector<KernelLogRule>> ParseKernelLogRules(std::string_view te
     rules.push_back(std::move(rule));
   }
   return rules;
+}
+
+const KernelLogRule* FirstKernelLogRule(const std::vector<KernelLogRule>& rules, std::string_view log_class,
+                                        std::string_view message) {
+  const re2::StringPiece text(message.data(), message.size());
+  for (const KernelLogRule& rule : rules) {
+    if (std::find(rule.classes.begin(), rule.classes.end(), log_class) == rule.classes.end()) continue;
+    if (rule.compiled && RE2::PartialMatch(text, *rule.compiled)) return &rule;
+  }
+  return nullptr;
 }
 
 }  // namespace gputriage::catalog

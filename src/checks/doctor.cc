@@ -96,20 +96,16 @@ RecordGroup XidGroup(const core::XidRecord& xid, const catalog::XidTable& table)
 // the rule's and its message matches the rule's pattern.
 std::optional<RecordGroup> RuleGroup(const core::KernelLogRecord& record,
                                      const std::vector<catalog::KernelLogRule>& rules) {
-  std::string cls = record.log_class.value_or("");
-  std::string message = record.message.value_or("");
-  for (const catalog::KernelLogRule& rule : rules) {
-    if (std::find(rule.classes.begin(), rule.classes.end(), cls) == rule.classes.end()) continue;
-    if (!RE2::PartialMatch(message, CompiledPattern(rule.pattern))) continue;
-    RecordGroup g;
-    g.id = rule.id;
-    g.severity = rule.severity;
-    g.title = rule.title;
-    g.detail = rule.detail;
-    g.fix = rule.fix;
-    return g;
-  }
-  return std::nullopt;
+  const catalog::KernelLogRule* rule =
+      catalog::FirstKernelLogRule(rules, record.log_class.value_or(""), record.message.value_or(""));
+  if (rule == nullptr) return std::nullopt;
+  RecordGroup g;
+  g.id = rule->id;
+  g.severity = rule->severity;
+  g.title = rule->title;
+  g.detail = rule->detail;
+  g.fix = rule->fix;
+  return g;
 }
 
 }  // namespace

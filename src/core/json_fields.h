@@ -41,7 +41,7 @@ template <typename T>
 concept HasFields = requires(FieldReader& reader, T& value) { T::Fields(reader, value); };
 
 /// Where a lenient read is, and what it had to leave out: "host.cpu.logical_cpus: a string where
-/// a number belongs". Null when nobody asks.
+/// an integer belongs". Null when nobody asks.
 struct ReadProblems {
   std::vector<std::string>* out = nullptr;
   std::string path;

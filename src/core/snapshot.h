@@ -474,7 +474,7 @@ struct Gpu {
   std::optional<std::string> pci_address;  ///< "0000:00:06.0"
   std::optional<std::string> vendor_id, device_id, subsystem_vendor_id, subsystem_device_id,
       revision, pci_class;
-  std::optional<std::string> name;      ///< the driver's name, else the pci.ids name
+  std::optional<std::string> name;      ///< the vendor probe's name (NVML, amdgpu product_name)
   std::optional<std::string> pci_name;  ///< the pci.ids name
   std::optional<std::string> driver;    ///< bound kernel driver; absent when none
   std::optional<std::string> gfx_arch;  ///< AMD: "gfx90a"

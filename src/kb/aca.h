@@ -30,6 +30,9 @@ struct AcaBank {
 
   /// "ACA bank 00 of 0000:42:00.0 from SMU: valid, poisoned (POISON), ERRORCODEEXT 0x3e".
   std::string Describe() const;
+  /// A valid bank whose error was not corrected: uncorrectable (UC), poisoned data, or deferred.
+  /// A valid bank without these holds a corrected error, which does not fail a job by itself.
+  bool NotCorrected() const { return valid && (uncorrected || poisoned || deferred); }
 };
 
 core::Json ToJson(const AcaBank& bank);

@@ -55,6 +55,8 @@ TEST(AcaBanks, NewerFormatAndGarbageAroundIt) {
   EXPECT_EQ(banks[1].index, 2);
   EXPECT_TRUE(banks[1].valid);
   EXPECT_EQ(banks[1].ip, "");
+  EXPECT_TRUE(banks[0].NotCorrected());
+  EXPECT_FALSE(banks[1].NotCorrected());  // VAL alone: a corrected error
 }
 
 }  // namespace

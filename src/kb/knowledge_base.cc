@@ -9,6 +9,7 @@
 
 #include "core/file.h"
 #include "core/text.h"
+#include "kmsg/classify.h"
 
 namespace gputriage::kb {
 namespace {
@@ -110,6 +111,12 @@ core::Result<KnowledgeBase> LoadKnowledgeBase(const std::vector<KbFile>& files) 
 
 core::Result<KnowledgeBase> LoadEmbeddedKnowledgeBase() { return LoadKnowledgeBase(catalog::EmbeddedSources()); }
 
+core::Result<KnowledgeBase> LoadKnowledgeBaseFrom(const std::string& dir) {
+  if (dir.empty()) return LoadEmbeddedKnowledgeBase();
+  GT_ASSIGN_OR_RETURN(std::vector<KbFile> files, ReadKbDirectory(dir));
+  return LoadKnowledgeBase(files);
+}
+
 core::Result<std::vector<KbFile>> ReadKbDirectory(const std::string& dir) {
   std::error_code ec;
   std::filesystem::path root(dir);
@@ -186,7 +193,17 @@ void LintTables(const KnowledgeBase& kb, std::vector<Problem>& problems) {
   for (const catalog::KernelLogRule& r : kb.catalog.kernel_log_rules) {
     if (r.examples.empty()) problems.push_back({rules_file, r.line, r.id + ": no example line"});
     RE2 pattern(r.pattern, options);
-    for (const catalog::ExampleLine& e : r.examples) LintExample(kb, e, pattern, true, rules_file, r.line, r.id, problems);
+    for (const catalog::ExampleLine& e : r.examples) {
+      LintExample(kb, e, pattern, true, rules_file, r.line, r.id, problems);
+      // Doctor classifies the record first, then the first rule for its class takes it.
+      std::string_view log_class = kmsg::LogClassName(kmsg::ClassifyMessage(e.line));
+      const catalog::KernelLogRule* taken = catalog::FirstKernelLogRule(kb.catalog.kernel_log_rules, log_class, e.line);
+      if (taken != &r) {
+        problems.push_back({rules_file, r.line,
+                            fmt::format("{}: doctor classes its example as '{}' and {} takes it: '{}'", r.id, log_class,
+                                        taken ? "rule " + taken->id : "no rule", e.line)});
+      }
+    }
     for (const catalog::ExampleLine& e : r.counter_examples) {
       LintExample(kb, e, pattern, false, rules_file, r.line, r.id, problems);
     }

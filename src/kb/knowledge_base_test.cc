@@ -67,6 +67,29 @@ TEST(KnowledgeBase, LintFindsBrokenPatternsShadowsAndExampleMismatches) {
                    }));
 }
 
+TEST(KnowledgeBase, LintFindsAKernelLogRuleWhoseExampleAnEarlierRuleTakes) {
+  // The real rules, with one catch-all amdgpu rule put first: doctor would name every amdgpu
+  // record with it, so the later amdgpu rules' examples are taken by it.
+  std::vector<KbFile> files = WithTables({});
+  for (KbFile& f : files) {
+    if (f.path != catalog::kKernelLogRulesPath) continue;
+    const std::string first = "entries:\n";
+    ASSERT_NE(f.text.find(first), std::string::npos);
+    f.text.insert(f.text.find(first) + first.size(),
+                  "  - id: kmsg.test_catch_all\n    classes: [amdgpu]\n    pattern: 'amdgpu'\n"
+                  "    severity: warning\n    title: t\n");
+  }
+  auto kb = LoadKnowledgeBase(files);
+  ASSERT_TRUE(kb.ok()) << kb.error().message;
+  std::vector<std::string> taken;
+  for (const Problem& p : Lint(*kb)) {
+    if (p.Text().find("and rule kmsg.test_catch_all takes it") != std::string::npos) taken.push_back(p.Text());
+  }
+  ASSERT_FALSE(taken.empty());
+  EXPECT_NE(taken.front().find("kb/tables/kernel-log-rules.yaml:"), std::string::npos) << taken.front();
+  EXPECT_NE(taken.front().find("doctor classes its example as 'amdgpu'"), std::string::npos) << taken.front();
+}
+
 TEST(KnowledgeBase, ABrokenEntryStopsLoadingAndIsNamed) {
   std::vector<KbFile> files = {{"kb/issues/a.yaml", Entry("a", "x")},
                                {"kb/issues/b.yaml", "schema: gputriage.issue/1\nid: b\n"}};
@@ -171,6 +194,31 @@ bool HasReason(const Analysis& a, std::string_view start) {
 // The verdict's reasons: the Xid catalog's class (kb/tables/nvidia-xid.yaml) of each Xid and on
 // how many GPUs; the snapshot's hardware health. With no known issue matching (an empty
 // knowledge base), hardware evidence decides the verdict.
+TEST(Analysis, OnlyAnAcaBankThatWasNotCorrectedLeansToHardware) {
+  auto empty = LoadKnowledgeBase(WithTables({}));
+  ASSERT_TRUE(empty.ok());
+  auto analyzer = Analyzer::Create(*empty);
+  ASSERT_TRUE(analyzer.ok());
+  // The bank lines of tests/fixtures/kernel_log/amdgpu-mi300x-athub-...-eventid.txt (SMU, POISON).
+  const std::string poisoned =
+      "[13850.927941] amdgpu 0000:42:00.0: {1}[Hardware Error]: aca entry[00].STATUS=0x98000800003e0000\n"
+      "[13850.927960] amdgpu 0000:42:00.0: {1}[Hardware Error]: aca entry[00].IPID=0x0001000138430400\n";
+  Analysis hw = (*analyzer)->AnalyzeText(
+      "RuntimeError: HIP error: an illegal memory access was encountered\n" + poisoned, "dmesg", nullptr);
+  EXPECT_EQ(hw.aca_banks.size(), 1u);
+  EXPECT_EQ(core::VerdictName(hw.verdict), "hardware") << core::Json(hw.verdict_reasons).dump();
+  EXPECT_TRUE(HasReason(hw, "1 AMD ACA hardware error bank in the kernel log (1 not corrected"))
+      << core::Json(hw.verdict_reasons).dump();
+  // The same bank with STATUS = VAL only: a corrected error, named but not a hardware verdict.
+  Analysis ce = (*analyzer)->AnalyzeText(
+      "RuntimeError: HIP error: an illegal memory access was encountered\n"
+      "[13850.927941] amdgpu 0000:42:00.0: {1}[Hardware Error]: aca entry[00].STATUS=0x8000000000000000\n",
+      "dmesg", nullptr);
+  EXPECT_NE(core::VerdictName(ce.verdict), "hardware") << core::Json(ce.verdict_reasons).dump();
+  EXPECT_TRUE(HasReason(ce, "1 AMD ACA hardware error bank in the kernel log (0 not corrected"))
+      << core::Json(ce.verdict_reasons).dump();
+}
+
 TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
   auto empty = LoadKnowledgeBase(WithTables({}));
   ASSERT_TRUE(empty.ok());

@@ -31,20 +31,25 @@ void VmFaultReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
   }
 }
 
-// ACA banks are the GPU's own hardware error reports (kb/tables/amd-ras.yaml).
+// ACA banks are the GPU's own hardware error reports (kb/tables/amd-ras.yaml). Every valid bank
+// is a reason; only one whose error was not corrected leans the verdict to hardware.
 void AcaReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
-  size_t valid = 0;
+  size_t valid = 0, not_corrected = 0;
   const AcaBank* first = nullptr;
   for (const AcaBank& bank : found.aca_banks) {
     a.aca_banks.push_back(ToJson(bank));
     if (!bank.valid) continue;
     ++valid;
-    if (first == nullptr) first = &bank;
+    not_corrected += bank.NotCorrected() ? 1 : 0;
+    if (first == nullptr || (bank.NotCorrected() && !first->NotCorrected())) first = &bank;
   }
   if (first == nullptr) return;
-  a.verdict_reasons.push_back(fmt::format("{} AMD ACA hardware error bank{} in the kernel log (decoded with "
-                                          "kb/tables/amd-ras.yaml); the first: {}",
-                                          valid, valid == 1 ? "" : "s", first->Describe()));
+  a.verdict_reasons.push_back(
+      fmt::format("{} AMD ACA hardware error bank{} in the kernel log ({} not corrected; "
+                  "decoded with kb/tables/amd-ras.yaml); {}: {}",
+                  valid, valid == 1 ? "" : "s", not_corrected,
+                  first->NotCorrected() ? "the first not corrected" : "the first", first->Describe()));
+  if (not_corrected == 0) return;
   leaning.hardware = true;
   leaning.hardware_why.push_back(first->ip.empty() ? "ACA error bank" : "ACA error bank from " + first->ip);
 }
