@@ -77,17 +77,11 @@ bool DrainInto(int fd, std::string& sink, size_t max_bytes, bool keep_tail, size
   return true;
 }
 
-}  // namespace
-
-Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
-                                      const RunOptions& options) {
-  if (argv.empty()) return MakeError("RunWithTimeout: empty command line");
-  ScopedFd out_r, out_w, err_r, err_w, in_r, in_w;
-  if (!MakePipe(out_r, out_w) || !MakePipe(err_r, err_w) ||
-      (options.stdin_data && !MakePipe(in_r, in_w))) {
-    return MakeError("{}: cannot create pipes: {}", argv[0], std::strerror(errno));
-  }
-
+// The child's end of the pipes: stdin from `in_r` (or /dev/null), stdout and stderr into the
+// write ends. Own process group (a timeout kills the helper and anything it started), SIGPIPE at
+// its default, no blocked signals. Returns the pid, or the error of posix_spawn.
+Result<pid_t> SpawnInGroup(const std::vector<std::string>& argv, const RunOptions& options, const ScopedFd& in_r,
+                           const ScopedFd& out_w, const ScopedFd& err_w) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (options.stdin_data) {
@@ -100,7 +94,6 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  // Own process group, so a timeout kills the helper and anything it started.
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t default_signals;
   sigemptyset(&default_signals);
@@ -116,8 +109,6 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
   std::vector<std::string> env = BuildEnvironment(options.extra_env);
   std::vector<char*> c_args = CStrings(args);
   std::vector<char*> c_env = CStrings(env);
-
-  auto start = Clock::now();
   pid_t pid = 0;
   int rc = argv[0].find('/') == std::string::npos
                ? posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, c_args.data(), c_env.data())
@@ -125,27 +116,19 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return MakeError("{}: cannot start: {}", argv[0], std::strerror(rc));
-  out_w.reset();
-  err_w.reset();
-  in_r.reset();
+  return pid;
+}
 
-  ProcessOutcome outcome;
-  outcome.pid = pid;
-  if (options.stdin_data) {
-    // Small inputs only (probe requests); a full pipe would block, so write non-blocking.
-    ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
-    ssize_t ignored = ::write(in_w.get(), options.stdin_data->data(), options.stdin_data->size());
-    (void)ignored;
-    in_w.reset();
-  }
-
-  auto deadline = start + options.timeout;
+// Reads stdout (head kept) and stderr (tail kept) until both close or `deadline` passes; sets
+// `timed_out` in the latter case.
+void PumpOutput(const ScopedFd& out_r, const ScopedFd& err_r, const RunOptions& options,
+                Clock::time_point deadline, ProcessOutcome& outcome) {
   bool out_open = true, err_open = true;
   while (out_open || err_open) {
     auto now = Clock::now();
     if (now >= deadline) {
       outcome.timed_out = true;
-      break;
+      return;
     }
     int wait_ms = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
@@ -154,7 +137,7 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
     int n = ::poll(fds, 2, wait_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
-      break;
+      return;
     }
     if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       out_open = DrainInto(out_r.get(), outcome.stdout_data, options.max_stdout_bytes, false,
@@ -165,10 +148,14 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
                            nullptr);
     }
   }
+}
 
+// Waits for `pid` until `deadline` (its pipes are closed: it is exiting); past the deadline, or
+// when the output already timed out, kills its process group and waits kKillGrace more. Fills
+// exit_code / term_signal, or `abandoned` when even SIGKILL did not end it.
+void Reap(pid_t pid, Clock::time_point deadline, ProcessOutcome& outcome) {
   int status = 0;
   if (!outcome.timed_out) {
-    // Pipes closed: the child is exiting (or closed them itself); wait for it, bounded.
     while (true) {
       pid_t w = ::waitpid(pid, &status, WNOHANG);
       if (w == pid) break;
@@ -199,6 +186,36 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
   } else if (WIFSIGNALED(status)) {
     outcome.term_signal = WTERMSIG(status);
   }
+}
+
+}  // namespace
+
+Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
+                                      const RunOptions& options) {
+  if (argv.empty()) return MakeError("RunWithTimeout: empty command line");
+  ScopedFd out_r, out_w, err_r, err_w, in_r, in_w;
+  if (!MakePipe(out_r, out_w) || !MakePipe(err_r, err_w) ||
+      (options.stdin_data && !MakePipe(in_r, in_w))) {
+    return MakeError("{}: cannot create pipes: {}", argv[0], std::strerror(errno));
+  }
+  auto start = Clock::now();
+  GT_ASSIGN_OR_RETURN(pid_t pid, SpawnInGroup(argv, options, in_r, out_w, err_w));
+  out_w.reset();
+  err_w.reset();
+  in_r.reset();
+
+  ProcessOutcome outcome;
+  outcome.pid = pid;
+  if (options.stdin_data) {
+    // Small inputs only (probe requests); a full pipe would block, so write non-blocking.
+    ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
+    ssize_t ignored = ::write(in_w.get(), options.stdin_data->data(), options.stdin_data->size());
+    (void)ignored;
+    in_w.reset();
+  }
+  auto deadline = start + options.timeout;
+  PumpOutput(out_r, err_r, options, deadline, outcome);
+  Reap(pid, deadline, outcome);
   outcome.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   return outcome;
 }
