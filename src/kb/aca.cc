@@ -89,6 +89,7 @@ core::Json ToJson(const AcaBank& b) {
           {"uncorrected", b.uncorrected},
           {"deferred", b.deferred},
           {"poisoned", b.poisoned},
+          {"error_code_ext", b.error_code_ext ? core::Json(*b.error_code_ext) : core::Json(nullptr)},
           {"registers", registers},
           {"line", fmt::format("{}:{}", b.input, b.line_number)},
           {"summary", b.Describe()}};

@@ -37,6 +37,10 @@ TEST(AcaBanks, TwoPoisonedSmuBanksOfAnMi300x) {
   EXPECT_EQ(first.ip, "SMU");
   EXPECT_EQ(first.Describe(),
             "ACA bank 00 of 0000:42:00.0 from SMU: valid, poisoned data (POISON), ERRORCODEEXT 0x3e");
+  core::Json json = ToJson(first);
+  EXPECT_EQ(json["error_code_ext"], 0x3e);
+  EXPECT_EQ(json["registers"]["STATUS"], "0x98000800003e0000");
+  EXPECT_EQ(json["ip"], "SMU");
   EXPECT_EQ(banks[1].device, "0000:55:00.0");
   EXPECT_EQ(banks[1].registers.size(), 4u);
   EXPECT_EQ(banks[1].ip, "SMU");
