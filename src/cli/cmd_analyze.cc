@@ -1,86 +1,36 @@
 // `gputriage analyze PATH... [--exe PATH] [--snapshot S] [--baseline S] [--json]`: explain a
 // failure from what it left behind (logs, crash bundles, core files).
-#include <fmt/format.h>
-
 #include "cli/common.h"
 #include "cli/render.h"
 #include "core/version.h"
 #include "kb/inputs.h"
 #include "kb/knowledge_base.h"
-#include "store/data_home.h"
-#include "store/snapshot_arg.h"
-#include "store/snapshot_store.h"
 
 namespace gputriage::cli {
 namespace {
 
-using core::Json;
-
-core::Result<kb::KnowledgeBase> LoadKb(const std::string& dir) {
-  if (dir.empty()) return kb::LoadEmbeddedKnowledgeBase();
-  GT_ASSIGN_OR_RETURN(std::vector<kb::KbFile> files, kb::ReadKbDirectory(dir));
-  return kb::LoadKnowledgeBase(files);
-}
-
-// --snapshot and --baseline: a file, "-", or a stored snapshot (id, "latest", "previous").
-core::Result<std::optional<core::Snapshot>> LoadOptionalSnapshot(const std::string& arg) {
-  if (arg.empty()) return std::optional<core::Snapshot>();
-  std::optional<store::SnapshotStore> db;
-  if (auto path = store::DefaultDatabasePath(); path.ok()) {
-    if (auto opened = store::SnapshotStore::Open(*path); opened.ok()) db = std::move(*opened);
-  }
-  GT_ASSIGN_OR_RETURN(core::Snapshot snapshot, store::LoadSnapshotArg(db ? &*db : nullptr, arg));
-  return std::optional<core::Snapshot>(std::move(snapshot));
-}
-
 int Analyze(const std::vector<std::string>& paths, const std::string& exe, const std::string& snapshot_arg,
             const std::string& baseline_arg, const std::string& kb_dir, bool json) {
-  auto kb = LoadKb(kb_dir);
+  auto kb = kb::LoadKnowledgeBaseFrom(kb_dir);
   auto analyzer = kb.ok() ? kb::Analyzer::Create(*kb) : core::Result<std::unique_ptr<kb::Analyzer>>(kb.error());
-  if (!analyzer.ok()) {
-    PrintError("refusing to analyze: " + analyzer.error().message);
-    return kExitInternal;
-  }
+  if (!analyzer.ok()) return Fail("refusing to analyze: " + analyzer.error().message, kExitInternal);
   kb::AnalysisRequest request{.paths = paths, .exe = exe};
-  auto snapshot = LoadOptionalSnapshot(snapshot_arg);
-  auto baseline = LoadOptionalSnapshot(baseline_arg);
-  for (const auto* loaded : {&snapshot, &baseline}) {
-    if (!loaded->ok()) {
-      PrintError(fmt::format("analyze: {}{}", loaded == &baseline ? "--baseline: " : "", loaded->error().message));
-      return kExitUsage;
-    }
-  }
+  // --snapshot and --baseline: a file, "-", or a stored snapshot (id, "latest", "previous").
+  auto snapshot = LoadSnapshotOption(snapshot_arg);
+  auto baseline = LoadSnapshotOption(baseline_arg);
+  if (!snapshot.ok()) return Fail("analyze: " + snapshot.error().message, kExitUsage);
+  if (!baseline.ok()) return Fail("analyze: --baseline: " + baseline.error().message, kExitUsage);
   request.snapshot = std::move(*snapshot);
   request.baseline = std::move(*baseline);
   auto outcome = kb::AnalyzeInputs(**analyzer, request);
-  if (!outcome.ok()) {
-    PrintError(outcome.error().message);
-    return kExitUsage;
-  }
-  const kb::Analysis& analysis = outcome->analysis;
-  Json processes = Json::array();
-  std::string text;
-  for (const kb::AnalyzedInput& input : outcome->inputs) {
-    if (!input.process) continue;
-    text += RenderProcessReport(input.path, *input.process);
-    Json pj = core::ToJson(*input.process);
-    pj["source"] = input.path;
-    processes.push_back(std::move(pj));
-  }
-  bool found = !analysis.matches.empty() || analysis.category != core::Category::kOther || !processes.empty();
+  if (!outcome.ok()) return Fail(outcome.error().message, kExitUsage);
   if (json) {
-    Json out = kb::ToJson(analysis);
-    out["schema_version"] = 1;
-    out["tool_version"] = core::kToolVersion;
-    out["processes"] = processes;
-    out["snapshot_used"] = outcome->snapshot.has_value();
-    PrintJson(out);
+    PrintJson(kb::ToJson(*outcome, core::kToolVersion));
   } else {
-    if (!text.empty()) text += "\n";
-    std::fputs((text + RenderAnalysis(analysis)).c_str(), stdout);
+    std::fputs(RenderAnalysisOutcome(*outcome).c_str(), stdout);
     std::fflush(stdout);
   }
-  return found ? kExitFindings : kExitOk;
+  return kb::RecognisedFailure(*outcome) ? kExitFindings : kExitOk;
 }
 
 }  // namespace

@@ -10,12 +10,6 @@ namespace {
 
 using core::Json;
 
-core::Result<kb::KnowledgeBase> Load(const std::string& dir) {
-  if (dir.empty()) return kb::LoadEmbeddedKnowledgeBase();
-  GT_ASSIGN_OR_RETURN(std::vector<kb::KbFile> files, kb::ReadKbDirectory(dir));
-  return kb::LoadKnowledgeBase(files);
-}
-
 Json EntryJson(const kb::KnownIssue& i) {
   Json refs = Json::array();
   for (const kb::Reference& r : i.references) refs.push_back(r.url);
@@ -24,7 +18,7 @@ Json EntryJson(const kb::KnownIssue& i) {
 }
 
 int List(const std::string& dir, bool json, const std::string& query) {
-  auto kb = Load(dir);
+  auto kb = kb::LoadKnowledgeBaseFrom(dir);
   if (!kb.ok()) {
     PrintError(kb.error().message);
     return kExitInternal;
@@ -45,7 +39,7 @@ int List(const std::string& dir, bool json, const std::string& query) {
 }
 
 int LintCommand(const std::string& dir, bool json) {
-  auto kb = Load(dir);
+  auto kb = kb::LoadKnowledgeBaseFrom(dir);
   if (!kb.ok()) {
     // Entries that do not even parse: the message lists each with file and line.
     PrintError(kb.error().message);

@@ -1,10 +1,7 @@
 // `gputriage run [--repeat N] [--timeout D] [--bundle-dir DIR] [--core] [--json] -- CMD ...`:
 // supervise a job; when it fails, write a crash bundle and say what happened and where.
-#include <fmt/format.h>
-
 #include "catalog/catalog.h"
 #include "cli/common.h"
-#include "core/text.h"
 #include "core/version.h"
 #include "forensics/run_series.h"
 #include "store/data_home.h"
@@ -14,13 +11,10 @@ namespace gputriage::cli {
 namespace {
 
 struct RunFlags {
-  std::vector<std::string> command;
-  int repeat = 1;
+  forensics::RunRequest request;  // command, repeat, bundle_dir and core come straight from the flags
   std::string timeout;
-  std::string bundle_dir;
-  bool json = false;
-  bool core = false;
   std::string core_limit = "4G";
+  bool json = false;
   bool no_trace = false;
   bool no_snapshot = false;
   bool quiet = false;
@@ -28,70 +22,30 @@ struct RunFlags {
 
 void PrintToStderr(const std::string& text) { std::fputs(text.c_str(), stderr); }
 
-// The flags as a request; "" when they are fine, else what is wrong with them.
-std::string ToRequest(RunFlags& flags, CLI::App& app, forensics::RunRequest& request) {
+int RunJob(RunFlags& flags, CLI::App& app) {
+  forensics::RunRequest& request = flags.request;
   // Everything after the first positional belongs to the job; a leading "--" is optional.
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
-  flags.command.insert(flags.command.end(), rest.begin(), rest.end());
-  if (flags.command.empty()) return "run: no command given (usage: gputriage run [OPTIONS] -- CMD [ARGS...])";
-  if (flags.repeat < 1 || flags.repeat > 10000) {
-    return fmt::format("run: --repeat must be between 1 and 10000, not {}", flags.repeat);
-  }
-  if (!flags.timeout.empty()) {
-    std::optional<double> seconds = core::ParseDurationSeconds(flags.timeout);
-    if (!seconds || *seconds <= 0) {
-      return fmt::format("run: --timeout '{}' is not a duration (examples: 90, 30s, 500ms, 10m, 2h)", flags.timeout);
-    }
-    request.timeout = std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
-  }
-  std::optional<uint64_t> core_cap = core::ParseByteSize(flags.core_limit);
-  if (!core_cap) return fmt::format("run: --core-limit '{}' is not a size (examples: 512M, 4G)", flags.core_limit);
-  request.command = flags.command;
-  request.repeat = flags.repeat;
-  request.trace = !flags.no_trace;
-  request.core = flags.core;
-  request.core_cap_bytes = *core_cap;
-  request.tool_version = core::kToolVersion;
-  return "";
-}
-
-int RunJob(RunFlags& flags, CLI::App& app) {
-  forensics::RunRequest request;
-  if (std::string wrong = ToRequest(flags, app, request); !wrong.empty()) {
-    PrintError(wrong);
-    return kExitUsage;
-  }
-  request.bundle_dir = flags.bundle_dir;
+  request.command.insert(request.command.end(), rest.begin(), rest.end());
+  auto finished = forensics::FinishRunRequest(flags.timeout, flags.core_limit, &request);
+  if (!finished.ok()) return Fail(finished.error().message, kExitUsage);
   if (request.bundle_dir.empty()) {
     auto home = store::DataHome();
-    if (!home.ok()) {
-      PrintError(home.error().message + " (use --bundle-dir DIR)");
-      return kExitInternal;
-    }
+    if (!home.ok()) return Fail(home.error().message + " (use --bundle-dir DIR)", kExitInternal);
     request.bundle_dir = *home + "/bundles";
   }
+  request.trace = !flags.no_trace;
+  request.tool_version = core::kToolVersion;
   if (!flags.no_snapshot) request.take_snapshot = [] { return TakeSnapshot(SnapshotFlags{}); };
-  request.index_bundle = [&request](const forensics::RunAssessment& run, const std::string& path) -> std::string {
-    auto db = store::DefaultDatabasePath();
-    auto opened = db.ok() ? store::SnapshotStore::Open(*db) : core::Result<store::SnapshotStore>(db.error());
-    if (!opened.ok()) return opened.error().message;
-    auto saved = opened->SaveBundle(forensics::BundleRecordOf(run, path, request.command));
-    return saved.ok() ? "" : saved.error().message;
-  };
+  request.index_bundle = store::IndexBundleInDefaultStore;
   if (!flags.quiet) request.progress = PrintToStderr;
   if (!flags.quiet && !flags.json) request.summary = PrintToStderr;
-  request.error = [](const std::string& text) { PrintError(text); };
+  request.error = PrintError;
   auto catalog = catalog::BuiltinCatalog();
-  if (!catalog.ok()) {
-    PrintError("knowledge base: " + catalog.error().message);
-    return kExitInternal;
-  }
+  if (!catalog.ok()) return Fail("knowledge base: " + catalog.error().message, kExitInternal);
   auto outcome = forensics::RunSeries(request, (*catalog)->errors);
-  if (!outcome.ok()) {
-    PrintError("run: " + outcome.error().message);
-    return kExitInternal;
-  }
+  if (!outcome.ok()) return Fail("run: " + outcome.error().message, kExitInternal);
   if (outcome->cannot_execute) return outcome->exit_status;
   if (outcome->verdict && !flags.quiet && !flags.json) PrintToStderr(forensics::VerdictText(*outcome->verdict));
   if (flags.json) PrintJson(forensics::ToJson(*outcome, core::kToolVersion));
@@ -123,7 +77,7 @@ Command RunCommand() {
             "Exit status: the job's own (128+N when signal N killed it; 127 when CMD is not "
             "found, 126 when it cannot be executed). With --repeat, the status of the first "
             "failed run (0 when none failed).");
-        app.add_option("--repeat", flags->repeat,
+        app.add_option("--repeat", flags->request.repeat,
                        "Run the job N times and report passes, failures and distinct crash "
                        "signatures: deterministic, flaky (with the failure rate) or not "
                        "reproduced. One bundle per distinct signature")
@@ -132,11 +86,11 @@ Command RunCommand() {
                        "Treat a job still running after DURATION (90, 30s, 10m, 2h) as hung: "
                        "dump every thread's stack, then SIGTERM the tree, SIGKILL after 2 s")
             ->type_name("DURATION");
-        app.add_option("--bundle-dir", flags->bundle_dir,
+        app.add_option("--bundle-dir", flags->request.bundle_dir,
                        "Where crash bundles go (default: $GPUTRIAGE_HOME/bundles, else "
                        "$XDG_DATA_HOME/gputriage/bundles, else ~/.local/share/gputriage/bundles)")
             ->type_name("DIR");
-        app.add_flag("--core", flags->core,
+        app.add_flag("--core", flags->request.core,
                      "Also write an ELF core file of the first crashed process into the bundle "
                      "(off by default: a GPU job's memory can be hundreds of GB)");
         app.add_option("--core-limit", flags->core_limit,
@@ -153,8 +107,7 @@ Command RunCommand() {
         app.add_flag("--no-snapshot", flags->no_snapshot,
                      "Do not add a snapshot of the node (snapshot.json) to the bundle");
         app.add_flag("-q,--quiet", flags->quiet, "Print nothing of gputriage's own on stderr except errors");
-        app.add_option("command", flags->command, "The job: CMD [ARGS...]; put -- before it")
-            ->type_name("CMD");
+        app.add_option("command", flags->request.command, "The job: CMD [ARGS...]; put -- before it")->type_name("CMD");
         app.prefix_command();
         CLI::App* self = &app;
         return [flags, self]() { return RunJob(*flags, *self); };

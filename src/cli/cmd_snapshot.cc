@@ -1,10 +1,7 @@
 // `gputriage snapshot [--json] [--save] [--root DIR]` and its history subcommands
 // `list`, `show ID`, `diff A B`.
-#include <fmt/format.h>
-
 #include "cli/common.h"
 #include "cli/render.h"
-#include "store/data_home.h"
 #include "store/diff.h"
 #include "store/snapshot_arg.h"
 #include "store/snapshot_store.h"
@@ -13,86 +10,41 @@ namespace gputriage::cli {
 
 namespace {
 
-core::Result<store::SnapshotStore> OpenStore() {
-  GT_ASSIGN_OR_RETURN(std::string path, store::DefaultDatabasePath());
-  return store::SnapshotStore::Open(path);
-}
-
 int RunTake(const SnapshotFlags& flags, bool json, bool save) {
   auto snapshot = TakeSnapshot(flags);
-  if (!snapshot.ok()) {
-    PrintError(snapshot.error().message);
-    return kExitUsage;
-  }
+  if (!snapshot.ok()) return Fail(snapshot.error().message, kExitUsage);
   std::optional<int64_t> saved_id;
   if (save) {
-    auto db = OpenStore();
-    if (!db.ok()) {
-      PrintError("cannot save the snapshot: " + db.error().message);
-      return kExitInternal;
-    }
-    auto id = db->Save(*snapshot);
-    if (!id.ok()) {
-      PrintError("cannot save the snapshot: " + id.error().message);
-      return kExitInternal;
-    }
+    auto db = store::SnapshotStore::OpenDefault();
+    auto id = db.ok() ? db->Save(*snapshot) : core::Result<int64_t>(db.error());
+    if (!id.ok()) return Fail("cannot save the snapshot: " + id.error().message, kExitInternal);
     saved_id = *id;
     snapshot->id = *id;
   }
   if (json) {
     PrintJson(core::ToJson(*snapshot));
   } else {
-    std::string text = RenderSnapshotSummary(*snapshot);
-    text += RenderFindings(snapshot->findings);
-    text += fmt::format("collected in {:.0f} ms", snapshot->collection_ms.value_or(0.0));
-    if (saved_id) text += fmt::format("; saved as snapshot {}", *saved_id);
-    text += " (--json for everything)\n";
-    std::fputs(text.c_str(), stdout);
+    std::fputs(RenderTakenSnapshot(*snapshot, saved_id).c_str(), stdout);
   }
   return kExitOk;
 }
 
 int RunList(bool json, size_t limit) {
-  auto db = OpenStore();
-  if (!db.ok()) {
-    PrintError(db.error().message);
-    return kExitInternal;
-  }
+  auto db = store::SnapshotStore::OpenDefault();
+  if (!db.ok()) return Fail(db.error().message, kExitInternal);
   auto rows = db->List(limit);
-  if (!rows.ok()) {
-    PrintError(rows.error().message);
-    return kExitInternal;
-  }
+  if (!rows.ok()) return Fail(rows.error().message, kExitInternal);
   if (json) {
-    core::Json out = core::Json::array();
-    for (const auto& row : *rows) {
-      out.push_back({{"id", row.id},
-                     {"created_at", row.created_at},
-                     {"hostname", row.hostname ? core::Json(*row.hostname) : core::Json(nullptr)},
-                     {"gpu_count", row.gpu_count ? core::Json(*row.gpu_count) : core::Json(nullptr)},
-                     {"summary", row.summary}});
-    }
-    PrintJson(core::Json{{"snapshots", out}});
-    return kExitOk;
-  }
-  if (rows->empty()) {
-    std::puts("no saved snapshots (take one with `gputriage snapshot --save`)");
-    return kExitOk;
-  }
-  for (const auto& row : *rows) {
-    std::printf("%5lld  %s  %-20s %s\n", static_cast<long long>(row.id), row.created_at.c_str(),
-                row.hostname.value_or("?").c_str(), row.summary.c_str());
+    PrintJson(store::SnapshotRowsToJson(*rows));
+  } else {
+    std::fputs(RenderSnapshotList(*rows).c_str(), stdout);
   }
   return kExitOk;
 }
 
 int RunShow(const std::string& arg, bool json) {
-  auto db = OpenStore();
-  auto snapshot = store::LoadSnapshotArg(db.ok() ? &*db : nullptr, arg);
-  if (!snapshot.ok()) {
-    PrintError(snapshot.error().message);
-    return kExitUsage;
-  }
+  auto snapshot = store::LoadSnapshotArgFromDefaultStore(arg);
+  if (!snapshot.ok()) return Fail(snapshot.error().message, kExitUsage);
   if (json) {
     PrintJson(core::ToJson(*snapshot));
   } else {
@@ -102,29 +54,15 @@ int RunShow(const std::string& arg, bool json) {
 }
 
 int RunDiff(const std::string& a, const std::string& b, bool json) {
-  auto db = OpenStore();
-  store::SnapshotStore* store = db.ok() ? &*db : nullptr;
-  auto before = store::LoadSnapshotArg(store, a);
-  if (!before.ok()) {
-    PrintError(before.error().message);
-    return kExitUsage;
-  }
-  auto after = store::LoadSnapshotArg(store, b);
-  if (!after.ok()) {
-    PrintError(after.error().message);
-    return kExitUsage;
-  }
+  auto before = store::LoadSnapshotArgFromDefaultStore(a);
+  if (!before.ok()) return Fail(before.error().message, kExitUsage);
+  auto after = store::LoadSnapshotArgFromDefaultStore(b);
+  if (!after.ok()) return Fail(after.error().message, kExitUsage);
   std::vector<store::Change> changes = store::DiffSnapshots(*before, *after);
   if (json) {
     PrintJson(store::DiffToJson(changes));
-    return kExitOk;
-  }
-  if (changes.empty()) {
-    std::puts("no changes");
-    return kExitOk;
-  }
-  for (const store::Change& change : changes) {
-    std::printf("%-26s %s\n", change.kind.c_str(), change.summary.c_str());
+  } else {
+    std::fputs(RenderChanges(changes).c_str(), stdout);
   }
   return kExitOk;
 }

@@ -13,6 +13,11 @@ void PrintError(std::string_view message) {
   std::fprintf(stderr, "gputriage: %.*s\n", static_cast<int>(message.size()), message.data());
 }
 
+int Fail(std::string_view message, int exit_code) {
+  PrintError(message);
+  return exit_code;
+}
+
 void PrintJson(const core::Json& json) {
   std::string text = json.dump(2, ' ', false, core::Json::error_handler_t::replace);
   text += '\n';
@@ -100,11 +105,14 @@ core::Result<core::Snapshot> TakeSnapshot(const SnapshotFlags& flags) {
   return collect::CollectSnapshot(setup.os, setup.options);
 }
 
+core::Result<std::optional<core::Snapshot>> LoadSnapshotOption(const std::string& arg) {
+  if (arg.empty()) return std::optional<core::Snapshot>();
+  GT_ASSIGN_OR_RETURN(core::Snapshot snapshot, store::LoadSnapshotArgFromDefaultStore(arg));
+  return std::optional<core::Snapshot>(std::move(snapshot));
+}
+
 core::Result<std::optional<core::Snapshot>> LoadOrTakeSnapshot(const std::string& arg) {
-  if (!arg.empty()) {
-    GT_ASSIGN_OR_RETURN(core::Snapshot snapshot, store::LoadSnapshotArgFromDefaultStore(arg));
-    return std::optional<core::Snapshot>(std::move(snapshot));
-  }
+  if (!arg.empty()) return LoadSnapshotOption(arg);
   auto taken = TakeSnapshot(SnapshotFlags{});
   if (!taken.ok()) return std::optional<core::Snapshot>();
   return std::optional<core::Snapshot>(std::move(*taken));

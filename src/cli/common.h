@@ -49,6 +49,9 @@ Command InspectCommand();
 /// Prints "gputriage: <message>" to stderr.
 void PrintError(std::string_view message);
 
+/// PrintError(message), then returns `exit_code`: `return Fail(error.message, kExitUsage);`.
+int Fail(std::string_view message, int exit_code);
+
 /// Prints JSON to stdout, 2-space indented, with a final newline.
 void PrintJson(const core::Json& json);
 
@@ -86,9 +89,13 @@ core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags);
 /// Collects a snapshot with the flags; errors (bad --root) are returned for the caller to print.
 core::Result<core::Snapshot> TakeSnapshot(const SnapshotFlags& flags);
 
-/// A --snapshot option's snapshot: the one `arg` names (a file, "-", or a stored snapshot's id,
-/// "latest", "previous": store::LoadSnapshotArgFromDefaultStore) when it is not empty, else one
-/// of this machine taken with default flags (nullopt when that fails). Fails only for `arg`.
+/// A --snapshot or --baseline option's snapshot: nullopt when `arg` is empty, else the one it
+/// names (a file, "-", or a stored snapshot's id, "latest", "previous":
+/// store::LoadSnapshotArgFromDefaultStore).
+core::Result<std::optional<core::Snapshot>> LoadSnapshotOption(const std::string& arg);
+
+/// LoadSnapshotOption(arg) when `arg` is not empty, else a snapshot of this machine taken with
+/// default flags (nullopt when that fails). Fails only for `arg`.
 core::Result<std::optional<core::Snapshot>> LoadOrTakeSnapshot(const std::string& arg);
 
 }  // namespace gputriage::cli

@@ -103,6 +103,11 @@ void RenderKernelLog(const std::optional<core::KernelLog>& log, std::string& out
   out += line + "\n";
 }
 
+// `text` padded with spaces to `width` bytes, as printf's "%-Ns" does (fmt pads by display width).
+std::string PadBytes(const std::string& text, size_t width) {
+  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+}
+
 }  // namespace
 
 std::string FormatBytes(double bytes) {
@@ -243,6 +248,41 @@ std::string RenderFindings(const std::vector<core::Finding>& findings, size_t ma
     for (const std::string& ref : f.references) out += "    see: " + ref + "\n";
   }
   return out;
+}
+
+std::string RenderTakenSnapshot(const core::Snapshot& snapshot, std::optional<int64_t> saved_id) {
+  std::string text = RenderSnapshotSummary(snapshot);
+  text += RenderFindings(snapshot.findings);
+  text += fmt::format("collected in {:.0f} ms", snapshot.collection_ms.value_or(0.0));
+  if (saved_id) text += fmt::format("; saved as snapshot {}", *saved_id);
+  text += " (--json for everything)\n";
+  return text;
+}
+
+std::string RenderSnapshotList(const std::vector<store::SnapshotRow>& rows) {
+  if (rows.empty()) return "no saved snapshots (take one with `gputriage snapshot --save`)\n";
+  std::string text;
+  for (const store::SnapshotRow& row : rows) {
+    text += fmt::format("{:>5}  {}  {} {}\n", row.id, row.created_at, PadBytes(row.hostname.value_or("?"), 20),
+                        row.summary);
+  }
+  return text;
+}
+
+std::string RenderChanges(const std::vector<store::Change>& changes) {
+  if (changes.empty()) return "no changes\n";
+  std::string text;
+  for (const store::Change& change : changes) text += PadBytes(change.kind, 26) + " " + change.summary + "\n";
+  return text;
+}
+
+std::string RenderAnalysisOutcome(const kb::AnalysisOutcome& outcome) {
+  std::string text;
+  for (const kb::AnalyzedInput& input : outcome.inputs) {
+    if (input.process) text += RenderProcessReport(input.path, *input.process);
+  }
+  if (!text.empty()) text += "\n";
+  return text + RenderAnalysis(outcome.analysis);
 }
 
 }  // namespace gputriage::cli

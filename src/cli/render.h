@@ -1,6 +1,8 @@
 // Human-readable rendering of snapshots and findings for the terminal.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,11 +10,25 @@
 #include "core/process.h"
 #include "core/snapshot.h"
 #include "kb/analysis.h"
+#include "kb/inputs.h"
+#include "store/diff.h"
+#include "store/snapshot_store.h"
 
 namespace gputriage::cli {
 
 /// A short summary of a snapshot: host, one line per GPU, software, kernel log, env, notes.
 std::string RenderSnapshotSummary(const core::Snapshot& snapshot);
+
+/// `snapshot` for the terminal: RenderSnapshotSummary, the findings, how long collecting took,
+/// and the id it was saved under when `saved_id` is given.
+std::string RenderTakenSnapshot(const core::Snapshot& snapshot, std::optional<int64_t> saved_id);
+
+/// `snapshot list`: one line per stored snapshot (id, time, host, summary), or how to save one
+/// when there is none.
+std::string RenderSnapshotList(const std::vector<store::SnapshotRow>& rows);
+
+/// `snapshot diff`: one line per change (kind, summary), or "no changes".
+std::string RenderChanges(const std::vector<store::Change>& changes);
 
 /// Findings, most severe first, each with its evidence (at most `max_evidence` lines) and fix.
 std::string RenderFindings(const std::vector<core::Finding>& findings, size_t max_evidence = 3);
@@ -24,6 +40,10 @@ std::string RenderProcessReport(const std::string& source, const core::ProcessRe
 /// An analysis for the terminal: category, verdict and reasons, the top known issues with their
 /// evidence and fixes, the signature and the next steps.
 std::string RenderAnalysis(const kb::Analysis& analysis);
+
+/// `analyze` for the terminal: the process report of each input that has one
+/// (RenderProcessReport), then a blank line and RenderAnalysis.
+std::string RenderAnalysisOutcome(const kb::AnalysisOutcome& outcome);
 
 /// "125.8 GiB".
 std::string FormatBytes(double bytes);

@@ -25,6 +25,26 @@ void Say(const std::function<void(const std::string&)>& sink, const std::string&
 
 }  // namespace
 
+core::Result<void> FinishRunRequest(std::string_view timeout, std::string_view core_limit, RunRequest* request) {
+  if (request->command.empty()) {
+    return core::MakeError("run: no command given (usage: gputriage run [OPTIONS] -- CMD [ARGS...])");
+  }
+  if (request->repeat < 1 || request->repeat > 10000) {
+    return core::MakeError("run: --repeat must be between 1 and 10000, not {}", request->repeat);
+  }
+  if (!timeout.empty()) {
+    std::optional<double> seconds = core::ParseDurationSeconds(timeout);
+    if (!seconds || *seconds <= 0) {
+      return core::MakeError("run: --timeout '{}' is not a duration (examples: 90, 30s, 500ms, 10m, 2h)", timeout);
+    }
+    request->timeout = std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
+  }
+  std::optional<uint64_t> core_cap = core::ParseByteSize(core_limit);
+  if (!core_cap) return core::MakeError("run: --core-limit '{}' is not a size (examples: 512M, 4G)", core_limit);
+  request->core_cap_bytes = *core_cap;
+  return {};
+}
+
 core::BundleRecord BundleRecordOf(const RunAssessment& run, const std::string& path,
                                   const std::vector<std::string>& argv) {
   core::BundleRecord row;
@@ -64,8 +84,9 @@ std::string WriteRunBundle(const RunRequest& request, const RunAssessment& run) 
     return "";
   }
   if (request.index_bundle) {
-    if (std::string err = request.index_bundle(run, written->path); !err.empty()) {
-      Say(request.error, "crash bundle written but not indexed in the store: " + err);
+    auto indexed = request.index_bundle(BundleRecordOf(run, written->path, request.command));
+    if (!indexed.ok()) {
+      Say(request.error, "crash bundle written but not indexed in the store: " + indexed.error().message);
     }
   }
   return written->path;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "catalog/error_codes.h"
@@ -43,9 +44,9 @@ struct RunRequest {
   std::string tool_version;
   /// The node's snapshot for a bundle; null: none is taken (the bundle says --no-snapshot).
   std::function<core::Result<core::Snapshot>()> take_snapshot;
-  /// Records a written bundle in the history database; returns why it could not (or "" when it
-  /// did). May be null.
-  std::function<std::string(const RunAssessment& run, const std::string& bundle_path)> index_bundle;
+  /// Records a written bundle (BundleRecordOf it) in the history database and returns its id;
+  /// fails saying why it could not. May be null.
+  std::function<core::Result<int64_t>(const core::BundleRecord& record)> index_bundle;
   /// gputriage's own progress lines for stderr ("run 2/5"); null when quiet.
   std::function<void(const std::string& text)> progress;
   /// What each run was (its summary paragraph, "exited with status 1; no bundle"); null when
@@ -54,6 +55,13 @@ struct RunRequest {
   /// Errors worth saying even when quiet (a bundle that could not be written).
   std::function<void(const std::string& text)> error;
 };
+
+/// Completes `request` from `gputriage run`'s words and checks it: `timeout` is a duration
+/// ("90", "30s", "500ms", "10m", "2h"; empty for none) and becomes request->timeout,
+/// `core_limit` a size ("512M", "4G") and becomes request->core_cap_bytes. Fails, with the
+/// message for the user, when there is no command, --repeat is outside 1..10000, or the timeout
+/// or the core limit does not parse ("run: --timeout 'x' is not a duration (examples: ...)").
+core::Result<void> FinishRunRequest(std::string_view timeout, std::string_view core_limit, RunRequest* request);
 
 /// One run of the job.
 struct RunRecord {

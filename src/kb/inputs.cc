@@ -112,4 +112,28 @@ core::Result<AnalysisOutcome> AnalyzeInputs(Analyzer& analyzer, const AnalysisRe
   return out;
 }
 
+bool RecognisedFailure(const AnalysisOutcome& outcome) {
+  if (!outcome.analysis.matches.empty() || outcome.analysis.category != core::Category::kOther) return true;
+  for (const AnalyzedInput& input : outcome.inputs) {
+    if (input.process) return true;
+  }
+  return false;
+}
+
+core::Json ToJson(const AnalysisOutcome& outcome, std::string_view tool_version) {
+  core::Json processes = core::Json::array();
+  for (const AnalyzedInput& input : outcome.inputs) {
+    if (!input.process) continue;
+    core::Json process = core::ToJson(*input.process);
+    process["source"] = input.path;
+    processes.push_back(std::move(process));
+  }
+  core::Json out = ToJson(outcome.analysis);
+  out["schema_version"] = 1;
+  out["tool_version"] = tool_version;
+  out["processes"] = processes;
+  out["snapshot_used"] = outcome.snapshot.has_value();
+  return out;
+}
+
 }  // namespace gputriage::kb

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/bundle.h"
@@ -49,5 +50,14 @@ bool IsElfCoreFile(const std::string& path);
 /// read (missing, not a bundle, a damaged core or compressed log), and when a baseline is given
 /// without the failure's own snapshot.
 core::Result<AnalysisOutcome> AnalyzeInputs(Analyzer& analyzer, const AnalysisRequest& request);
+
+/// True when the inputs show a recognised failure (`analyze` exits 1): a known issue matched, the
+/// category is not "other", or an input carried a process report (a core or a bundle's crash).
+bool RecognisedFailure(const AnalysisOutcome& outcome);
+
+/// `analyze --json`: ToJson(outcome.analysis) with schema_version 1, `tool_version`, processes
+/// (each input's process report as core::ToJson writes it, plus "source": the input's path) and
+/// snapshot_used (whether a snapshot was checked against).
+core::Json ToJson(const AnalysisOutcome& outcome, std::string_view tool_version);
 
 }  // namespace gputriage::kb

@@ -37,6 +37,11 @@ core::Result<KnowledgeBase> LoadKnowledgeBase(const std::vector<KbFile>& files);
 /// The knowledge base embedded at build time.
 core::Result<KnowledgeBase> LoadEmbeddedKnowledgeBase();
 
+/// The embedded knowledge base when `dir` is empty, else the one in the kb/ directory `dir`
+/// (ReadKbDirectory, then LoadKnowledgeBase): what `analyze` and `kb` load for --kb-dir/--dir.
+/// Fails as those do.
+core::Result<KnowledgeBase> LoadKnowledgeBaseFrom(const std::string& dir);
+
 /// The files of kb/ under `dir` (a source tree's kb directory: issues/, tables/, env-vars.yaml),
 /// for linting or analysing with a working copy.
 core::Result<std::vector<KbFile>> ReadKbDirectory(const std::string& dir);

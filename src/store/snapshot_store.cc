@@ -263,6 +263,23 @@ std::string SummarizeSnapshot(const core::Snapshot& snapshot) {
   return core::SanitizeUtf8(summary);
 }
 
+Result<int64_t> IndexBundleInDefaultStore(const BundleRow& row) {
+  GT_ASSIGN_OR_RETURN(SnapshotStore store, SnapshotStore::OpenDefault());
+  return store.SaveBundle(row);
+}
+
+core::Json SnapshotRowsToJson(const std::vector<SnapshotRow>& rows) {
+  core::Json out = core::Json::array();
+  for (const SnapshotRow& row : rows) {
+    out.push_back({{"id", row.id},
+                   {"created_at", row.created_at},
+                   {"hostname", row.hostname ? core::Json(*row.hostname) : core::Json(nullptr)},
+                   {"gpu_count", row.gpu_count ? core::Json(*row.gpu_count) : core::Json(nullptr)},
+                   {"summary", row.summary}});
+  }
+  return core::Json{{"snapshots", out}};
+}
+
 Result<SnapshotStore> SnapshotStore::OpenDefault() {
   GT_ASSIGN_OR_RETURN(std::string path, DefaultDatabasePath());
   return Open(path);

@@ -80,6 +80,14 @@ class SnapshotStore {
   sqlite::Connection connection_;
 };
 
+/// Indexes a crash bundle in the default database (SnapshotStore::OpenDefault, then SaveBundle)
+/// and returns its id. Fails as those do.
+core::Result<int64_t> IndexBundleInDefaultStore(const BundleRow& row);
+
+/// `snapshot list --json`: {"snapshots": [{id, created_at, hostname, gpu_count, summary}]} in the
+/// order of `rows`; an unknown hostname or GPU count is null.
+core::Json SnapshotRowsToJson(const std::vector<SnapshotRow>& rows);
+
 /// A one-line description of `snapshot` for List: GPU names with counts, the kernel release,
 /// and the number of findings ("2x NVIDIA H100 80GB HBM3; kernel 6.8.0-45-generic; 1 finding").
 std::string SummarizeSnapshot(const core::Snapshot& snapshot);

@@ -390,5 +390,34 @@ TEST(SummarizeSnapshot, CountsGpusByName) {
   EXPECT_EQ(SummarizeSnapshot(core::SnapshotFromJsonUnchecked(snapshot)), "no GPUs");
 }
 
+TEST(SnapshotRowsToJson, WritesUnknownsAsNull) {
+  std::vector<SnapshotRow> rows = {{2, "2026-12-02T10:00:00Z", "node-1", 8, "8x NVIDIA H200"},
+                                   {1, "2026-12-01T10:00:00Z", std::nullopt, std::nullopt, ""}};
+  EXPECT_EQ(SnapshotRowsToJson(rows).dump(),
+            R"({"snapshots":[{"created_at":"2026-12-02T10:00:00Z","gpu_count":8,"hostname":"node-1","id":2,)"
+            R"("summary":"8x NVIDIA H200"},{"created_at":"2026-12-01T10:00:00Z","gpu_count":null,"hostname":null,)"
+            R"("id":1,"summary":""}]})");
+  EXPECT_EQ(SnapshotRowsToJson({}).dump(), R"({"snapshots":[]})");
+}
+
+TEST(IndexBundleInDefaultStore, SavesIntoTheDataHomesDatabase) {
+  TempDir home;
+  testing::ScopedEnv env("GPUTRIAGE_HOME", home.path());
+  BundleRow row;
+  row.created_at = "2026-12-02T10:00:00Z";
+  row.path = "/tmp/b1";
+  row.signature = "SIGSEGV/null-dereference f g";
+  auto id = IndexBundleInDefaultStore(row);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  auto store = SnapshotStore::Open(home / "snapshots.db");
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(store->CountBundlesWithSignature(*row.signature).value_or(-1), 1);
+
+  TempDir tmp;
+  std::ofstream(tmp / "file") << "not a directory";
+  testing::ScopedEnv broken("GPUTRIAGE_HOME", tmp / "file");
+  EXPECT_FALSE(IndexBundleInDefaultStore(row).ok());
+}
+
 }  // namespace
 }  // namespace gputriage::store

@@ -173,6 +173,8 @@ TEST(CliTest, DoctorRatesXidRecordsFromTheKernelLog) {
 TEST(CliTest, HistorySaveListShowDiff) {
   testing::TempDir home;
   std::vector<std::string> env = {"GPUTRIAGE_HOME=" + home.path()};
+  CliRun empty = Gputriage({"snapshot", "list"}, env);
+  EXPECT_EQ(empty.out, "no saved snapshots (take one with `gputriage snapshot --save`)\n");
   CliRun first = Gputriage({"snapshot", "--save", "--root", H200Root()}, env);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("saved as snapshot 1"), std::string::npos) << first.out;
@@ -190,6 +192,13 @@ TEST(CliTest, HistorySaveListShowDiff) {
   Json rows = ParseJson(list)["snapshots"];
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0]["id"], 2);  // newest first
+  // Text: id right-aligned in 5, the time, the host padded to 20, the summary.
+  CliRun list_text = Gputriage({"snapshot", "list"}, env);
+  EXPECT_EQ(list_text.out.rfind("    2  " + rows[0]["created_at"].get<std::string>() + "  vm                   " +
+                                    rows[0]["summary"].get<std::string>() + "\n    1  ",
+                                0),
+            0u)
+      << list_text.out;
 
   CliRun show = Gputriage({"snapshot", "show", "1", "--json"}, env);
   ASSERT_EQ(show.exit_code, 0) << show.err;
@@ -202,6 +211,14 @@ TEST(CliTest, HistorySaveListShowDiff) {
   for (const Json& c : changes) kinds.insert(c["kind"].get<std::string>());
   EXPECT_TRUE(kinds.count("driver_changed")) << changes.dump(2);
   EXPECT_TRUE(kinds.count("link_downtrained")) << changes.dump(2);
+  // Text: the kind padded to 26, then the summary.
+  std::string expected;
+  for (const Json& c : changes) {
+    std::string kind = c["kind"];
+    expected += kind + std::string(26 - kind.size(), ' ') + " " + c["summary"].get<std::string>() + "\n";
+  }
+  EXPECT_EQ(Gputriage({"snapshot", "diff", "1", "2"}, env).out, expected);
+  EXPECT_EQ(Gputriage({"snapshot", "diff", "1", "1"}, env).out, "no changes\n");
 
   CliRun missing = Gputriage({"snapshot", "show", "42"}, env);
   EXPECT_EQ(missing.exit_code, 2);
