@@ -18,14 +18,6 @@ namespace {
 
 using core::Json;
 
-std::optional<store::SnapshotStore> OpenStore() {
-  auto path = store::DefaultDatabasePath();
-  if (!path.ok()) return std::nullopt;
-  auto opened = store::SnapshotStore::Open(*path);
-  if (!opened.ok()) return std::nullopt;
-  return std::move(*opened);
-}
-
 int Report(const std::vector<std::string>& paths, const std::string& format, const std::string& snapshot_path,
            const std::string& output) {
   if (format != "md" && format != "html" && format != "json") {
@@ -38,7 +30,8 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     PrintError("refusing to report: " + analyzer.error().message);
     return kExitInternal;
   }
-  std::optional<store::SnapshotStore> db = OpenStore();
+  std::optional<store::SnapshotStore> db;
+  if (auto opened = store::SnapshotStore::OpenDefault(); opened.ok()) db = std::move(*opened);
   report::ReportRequest request{.paths = paths};
   if (!snapshot_path.empty()) {
     auto snapshot = store::LoadSnapshotArg(db ? &*db : nullptr, snapshot_path);

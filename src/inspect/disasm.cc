@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -136,8 +137,17 @@ FileResult DisassembleFile(const std::string& path, const std::string& kernel,
 }  // namespace
 
 const std::vector<std::string>& DefaultToolDirs() {
-  static const std::vector<std::string> kDirs = {"/usr/local/cuda/bin", "/opt/rocm/llvm/bin", "/usr/bin",
-                                                 "/usr/local/bin"};
+  static const std::vector<std::string> kDirs = [] {
+    std::vector<std::string> dirs;
+    auto add = [&dirs](std::string dir) {
+      if (!dir.empty() && std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
+    };
+    if (const char* path = std::getenv("PATH")) {
+      for (std::string_view dir : core::Split(path, ':')) add(std::string(dir));
+    }
+    for (const char* dir : {"/usr/local/cuda/bin", "/opt/rocm/llvm/bin", "/usr/bin", "/usr/local/bin"}) add(dir);
+    return dirs;
+  }();
   return kDirs;
 }
 
@@ -155,7 +165,7 @@ core::Result<std::string> FindDisassembler(std::string_view vendor, const std::v
     if (!tool.empty()) return tool;
     return core::MakeErrorCode(core::ErrorCode::kNotFound,
                                "--disasm needs llvm-objdump with the AMDGPU target (ROCm's /opt/rocm/llvm/bin, "
-                               "or Debian's llvm-15 package); it was not found");
+                               "or Debian's llvm-15 package); it was not found in PATH or /opt/rocm/llvm/bin");
   }
   return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "no disassembler for {} code objects", vendor);
 }

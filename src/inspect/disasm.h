@@ -12,8 +12,8 @@
 
 namespace gputriage::inspect {
 
-/// Where a disassembler is looked for: /usr/local/cuda/bin, /opt/rocm/llvm/bin, /usr/bin,
-/// /usr/local/bin, in that order.
+/// Where a disassembler is looked for: the directories of PATH, then /usr/local/cuda/bin,
+/// /opt/rocm/llvm/bin, /usr/bin, /usr/local/bin (where toolkits install without touching PATH).
 const std::vector<std::string>& DefaultToolDirs();
 
 /// The disassembler for `vendor`'s code objects: "nvidia" cuobjdump, "amd" llvm-objdump (then

@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -53,8 +56,21 @@ TEST(FindDisassembler, SaysWhatToInstallWhenTheToolIsAbsent) {
   ASSERT_FALSE(amd.ok());
   EXPECT_EQ(amd.error().message,
             "--disasm needs llvm-objdump with the AMDGPU target (ROCm's /opt/rocm/llvm/bin, or Debian's "
-            "llvm-15 package); it was not found");
+            "llvm-15 package); it was not found in PATH or /opt/rocm/llvm/bin");
   EXPECT_EQ(FindDisassembler("intel", {empty.path()}).error().message, "no disassembler for intel code objects");
+}
+
+TEST(FindDisassembler, LooksInPathFirstThenWhereToolkitsInstall) {
+  const char* path = std::getenv("PATH");
+  ASSERT_NE(path, nullptr);
+  std::string first(path, std::string_view(path).find(':') == std::string_view::npos
+                              ? std::strlen(path)
+                              : std::string_view(path).find(':'));
+  const std::vector<std::string>& dirs = DefaultToolDirs();
+  ASSERT_FALSE(dirs.empty());
+  if (!first.empty()) EXPECT_EQ(dirs.front(), first);
+  EXPECT_NE(std::find(dirs.begin(), dirs.end(), "/usr/local/cuda/bin"), dirs.end());
+  EXPECT_NE(std::find(dirs.begin(), dirs.end(), "/opt/rocm/llvm/bin"), dirs.end());
 }
 
 TEST(FindDisassembler, TakesTheFirstNameThenTheFirstDirectory) {
