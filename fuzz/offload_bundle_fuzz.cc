@@ -18,8 +18,7 @@ namespace {
 constexpr uint64_t kDecompressLimit = uint64_t{64} << 20;
 
 bool Inside(std::string_view part, std::string_view whole) {
-  return part.empty() ||
-         (part.data() >= whole.data() && part.data() + part.size() <= whole.data() + whole.size());
+  return part.empty() || (part.data() >= whole.data() && part.data() + part.size() <= whole.data() + whole.size());
 }
 
 void CheckEntry(const BundleEntry& entry, std::string_view input) {

@@ -19,7 +19,7 @@ struct VmFaultLayout {
   /// VM_L2_PROTECTION_FAULT_STATUS: MORE_FAULTS, WALKER_ERROR, PERMISSION_FAULTS,
   /// MAPPING_ERROR, CID, RW, ...
   std::vector<BitField> status_fields;
-  std::map<uint64_t, std::string> walker_errors;  ///< WALKER_ERROR value -> name ("PDE0")
+  std::map<uint64_t, std::string> walker_errors;    ///< WALKER_ERROR value -> name ("PDE0")
   std::map<unsigned, std::string> permission_bits;  ///< bit of PERMISSION_FAULTS -> "Write"
 };
 

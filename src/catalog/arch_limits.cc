@@ -40,14 +40,10 @@ const std::vector<NumberField>& NumberFields() {
       {"register_allocation_unit", &ArchLimits::register_allocation_unit, false},
       {"register_file_partitions", &ArchLimits::register_file_partitions, false},
       {"shared_memory_per_sm_bytes", &ArchLimits::shared_memory_per_sm_bytes, false},
-      {"shared_memory_per_block_default_bytes", &ArchLimits::shared_memory_per_block_default_bytes,
-       false},
-      {"shared_memory_per_block_optin_bytes", &ArchLimits::shared_memory_per_block_optin_bytes,
-       false},
-      {"shared_memory_reserved_per_block_bytes",
-       &ArchLimits::shared_memory_reserved_per_block_bytes, true},
-      {"shared_memory_allocation_unit_bytes", &ArchLimits::shared_memory_allocation_unit_bytes,
-       false},
+      {"shared_memory_per_block_default_bytes", &ArchLimits::shared_memory_per_block_default_bytes, false},
+      {"shared_memory_per_block_optin_bytes", &ArchLimits::shared_memory_per_block_optin_bytes, false},
+      {"shared_memory_reserved_per_block_bytes", &ArchLimits::shared_memory_reserved_per_block_bytes, true},
+      {"shared_memory_allocation_unit_bytes", &ArchLimits::shared_memory_allocation_unit_bytes, false},
       {"max_workgroup_size", &ArchLimits::max_workgroup_size, false},
       {"lds_per_workgroup_bytes", &ArchLimits::lds_per_workgroup_bytes, false},
       {"simds_per_unit", &ArchLimits::simds_per_unit, false},
@@ -78,15 +74,14 @@ const std::vector<BoolField>& BoolFields() {
 }
 
 const std::set<std::string>& OtherKeys() {
-  static const std::set<std::string> kKeys = {
-      "arch",           "vendor",         "name",
-      "notes",          "references",     "wavefront_sizes",
-      "occupancy_unit", "vgprs_per_simd", "vgpr_alloc_granule"};
+  static const std::set<std::string> kKeys = {"arch",           "vendor",         "name",
+                                              "notes",          "references",     "wavefront_sizes",
+                                              "occupancy_unit", "vgprs_per_simd", "vgpr_alloc_granule"};
   return kKeys;
 }
 
-core::Result<uint32_t> ToCount(const YAML::Node& node, std::string_view source,
-                               const std::string& what, std::string_view key, bool zero_allowed) {
+core::Result<uint32_t> ToCount(const YAML::Node& node, std::string_view source, const std::string& what,
+                               std::string_view key, bool zero_allowed) {
   uint64_t value = 0;
   bool ok = node.IsScalar();
   if (ok) {
@@ -104,13 +99,10 @@ core::Result<uint32_t> ToCount(const YAML::Node& node, std::string_view source,
 }
 
 // {wavefront size: count} maps such as `vgprs_per_simd: {32: 1024, 64: 512}`.
-core::Result<std::map<uint32_t, uint32_t>> ToWaveMap(const YAML::Node& node,
-                                                     std::string_view source,
-                                                     const std::string& what,
-                                                     std::string_view key) {
+core::Result<std::map<uint32_t, uint32_t>> ToWaveMap(const YAML::Node& node, std::string_view source,
+                                                     const std::string& what, std::string_view key) {
   if (!node.IsMap()) {
-    return core::MakeError("{}: {}: '{}' must map wavefront sizes to positive integers", source,
-                           what, key);
+    return core::MakeError("{}: {}: '{}' must map wavefront sizes to positive integers", source, what, key);
   }
   std::map<uint32_t, uint32_t> out;
   for (const auto& item : node) {
@@ -129,8 +121,7 @@ core::Result<ArchLimits> ParseEntry(const YAML::Node& node, std::string_view sou
   if (limits.arch.empty()) return core::MakeError("{}: {} has no arch", source, what);
   what = limits.arch;
   if (CanonicalArchName(limits.arch) != limits.arch) {
-    return core::MakeError("{}: {}: arch must be written as '{}'", source, what,
-                           CanonicalArchName(limits.arch));
+    return core::MakeError("{}: {}: arch must be written as '{}'", source, what, CanonicalArchName(limits.arch));
   }
   const std::string vendor = yaml::Scalar(node, "vendor");
   if (vendor == "nvidia") {
@@ -143,24 +134,21 @@ core::Result<ArchLimits> ParseEntry(const YAML::Node& node, std::string_view sou
   limits.name = yaml::Scalar(node, "name");
   limits.notes = yaml::Scalar(node, "notes");
   limits.occupancy_unit = yaml::Scalar(node, "occupancy_unit");
-  if (!limits.occupancy_unit.empty() && limits.occupancy_unit != "CU" &&
-      limits.occupancy_unit != "WGP") {
-    return core::MakeError("{}: {}: occupancy_unit '{}' is not one of CU|WGP", source, what,
-                           limits.occupancy_unit);
+  if (!limits.occupancy_unit.empty() && limits.occupancy_unit != "CU" && limits.occupancy_unit != "WGP") {
+    return core::MakeError("{}: {}: occupancy_unit '{}' is not one of CU|WGP", source, what, limits.occupancy_unit);
   }
 
   for (const auto& item : node) {
     const std::string key = item.first.as<std::string>();
-    auto number = std::find_if(NumberFields().begin(), NumberFields().end(),
-                               [&](const NumberField& f) { return key == f.key; });
+    auto number =
+        std::find_if(NumberFields().begin(), NumberFields().end(), [&](const NumberField& f) { return key == f.key; });
     if (number != NumberFields().end()) {
-      GT_ASSIGN_OR_RETURN(uint32_t value,
-                          ToCount(item.second, source, what, key, number->zero_allowed));
+      GT_ASSIGN_OR_RETURN(uint32_t value, ToCount(item.second, source, what, key, number->zero_allowed));
       limits.*(number->member) = value;
       continue;
     }
-    auto flag = std::find_if(BoolFields().begin(), BoolFields().end(),
-                             [&](const BoolField& f) { return key == f.key; });
+    auto flag =
+        std::find_if(BoolFields().begin(), BoolFields().end(), [&](const BoolField& f) { return key == f.key; });
     if (flag != BoolFields().end()) {
       bool value = false;
       if (!item.second.IsScalar() || !YAML::convert<bool>::decode(item.second, value)) {
@@ -202,8 +190,7 @@ core::Result<ArchLimits> ParseEntry(const YAML::Node& node, std::string_view sou
 
 }  // namespace
 
-core::Result<std::vector<ArchLimits>> ParseArchLimitsTable(std::string_view yaml_text,
-                                                           std::string_view source) {
+core::Result<std::vector<ArchLimits>> ParseArchLimitsTable(std::string_view yaml_text, std::string_view source) {
   GT_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadDocument(yaml_text, source, kSchema));
   GT_ASSIGN_OR_RETURN(YAML::Node entries, yaml::List(root, "entries", source));
   std::vector<ArchLimits> out;

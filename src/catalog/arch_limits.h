@@ -68,8 +68,7 @@ struct ArchLimits {
 /// Parses gpu-arch-limits.yaml text (schema gputriage.gpu-arch-limits/1). Fails, naming `source`
 /// and the entry, on a wrong schema, an entry without arch, vendor or references, an unknown key,
 /// a value that is not a positive integer where one is expected, or an arch listed twice.
-core::Result<std::vector<ArchLimits>> ParseArchLimitsTable(std::string_view yaml,
-                                                           std::string_view source);
+core::Result<std::vector<ArchLimits>> ParseArchLimitsTable(std::string_view yaml, std::string_view source);
 
 /// "sm_90a" / "sm_100f" / "compute_90" -> "sm_90" / "sm_100" / "sm_90";
 /// "gfx90a:sramecc+:xnack-" and "amdgcn-amd-amdhsa--gfx90a:xnack-" -> "gfx90a". Other text is

@@ -42,9 +42,8 @@ TEST(ArchLimitsTable, LoadsWithoutProblemsAndHasBothVendors) {
   EXPECT_EQ(nvidia, 12u);
   EXPECT_EQ(amd, 11u);
   for (std::string_view arch :
-       {"sm_70",  "sm_75",   "sm_80",   "sm_86",   "sm_87",   "sm_89",  "sm_90",
-        "sm_100", "sm_120",  "gfx900",  "gfx906",  "gfx908",  "gfx90a", "gfx942",
-        "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1200", "gfx1201"}) {
+       {"sm_70",  "sm_75",  "sm_80",  "sm_86",  "sm_87",  "sm_89",   "sm_90",   "sm_100",  "sm_120",  "gfx900",
+        "gfx906", "gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1200", "gfx1201"}) {
     EXPECT_NE(FindArchLimits((*catalog)->arch_limits, arch), nullptr) << arch;
   }
 }
@@ -52,13 +51,10 @@ TEST(ArchLimitsTable, LoadsWithoutProblemsAndHasBothVendors) {
 TEST(ArchLimitsTable, NvidiaEntriesAreConsistent) {
   for (const ArchLimits& limits : Table()) {
     if (limits.vendor != GpuVendor::kNvidia) continue;
-    ASSERT_TRUE(limits.max_threads_per_sm && limits.max_warps_per_sm && limits.warp_size)
-        << limits.arch;
-    EXPECT_EQ(*limits.max_threads_per_sm, *limits.max_warps_per_sm * *limits.warp_size)
-        << limits.arch;
+    ASSERT_TRUE(limits.max_threads_per_sm && limits.max_warps_per_sm && limits.warp_size) << limits.arch;
+    EXPECT_EQ(*limits.max_threads_per_sm, *limits.max_warps_per_sm * *limits.warp_size) << limits.arch;
     // The per-block opt-in maximum is the per-SM capacity less the reservation (PG13 Table 31).
-    EXPECT_EQ(*limits.shared_memory_per_block_optin_bytes +
-                  *limits.shared_memory_reserved_per_block_bytes,
+    EXPECT_EQ(*limits.shared_memory_per_block_optin_bytes + *limits.shared_memory_reserved_per_block_bytes,
               *limits.shared_memory_per_sm_bytes)
         << limits.arch;
   }
@@ -87,10 +83,8 @@ TEST(ArchLimitsTable, SpotValuesMatchTheSources) {
   EXPECT_EQ(Limits("gfx90a").vgprs_per_simd, (std::map<uint32_t, uint32_t>{{64, 512}}));
   EXPECT_EQ(Limits("gfx942").lds_per_workgroup_bytes, 64u * 1024);
   EXPECT_EQ(Limits("gfx950").lds_per_workgroup_bytes, 160u * 1024);
-  EXPECT_EQ(Limits("gfx1030").vgpr_alloc_granule,
-            (std::map<uint32_t, uint32_t>{{32, 16}, {64, 8}}));
-  EXPECT_EQ(Limits("gfx1201").vgprs_per_simd,
-            (std::map<uint32_t, uint32_t>{{32, 1536}, {64, 768}}));
+  EXPECT_EQ(Limits("gfx1030").vgpr_alloc_granule, (std::map<uint32_t, uint32_t>{{32, 16}, {64, 8}}));
+  EXPECT_EQ(Limits("gfx1201").vgprs_per_simd, (std::map<uint32_t, uint32_t>{{32, 1536}, {64, 768}}));
   EXPECT_EQ(Limits("gfx1100").wavefront_sizes, (std::vector<uint32_t>{32, 64}));
   EXPECT_EQ(Limits("gfx1100").sgprs_limit_occupancy, false);
 }

@@ -33,28 +33,30 @@ TEST(CatalogTest, BadTablesAreRejectedWithTheSource) {
   auto bad_yaml = ParseXidTable("schema: gputriage.xid/1\nentries: [ {code: 1", "x.yaml");
   ASSERT_FALSE(bad_yaml.ok());
   EXPECT_EQ(bad_yaml.error().message.rfind("x.yaml: invalid YAML", 0), 0u) << bad_yaml.error().message;
-  auto no_ref = ParseXidTable(
-      "schema: gputriage.xid/1\nentries:\n  - {code: 79, name: x, severity: critical}\n", "x.yaml");
+  auto no_ref =
+      ParseXidTable("schema: gputriage.xid/1\nentries:\n  - {code: 79, name: x, severity: critical}\n", "x.yaml");
   ASSERT_FALSE(no_ref.ok());
   EXPECT_EQ(no_ref.error().message, "x.yaml: Xid 79: needs a name and at least one reference");
   auto dup = ParseXidTable(
       "schema: gputriage.xid/1\nentries:\n"
       "  - {code: 8, name: a, severity: error, references: [u]}\n"
-      "  - {code: 8, name: b, severity: error, references: [u]}\n", "x.yaml");
+      "  - {code: 8, name: b, severity: error, references: [u]}\n",
+      "x.yaml");
   ASSERT_FALSE(dup.ok());
   EXPECT_EQ(dup.error().message, "x.yaml: Xid 8 is listed twice");
   auto bad_re = ParseEnvVarRules(
       "schema: gputriage.envvars/1\nentries:\n"
-      "  - {name: A, match: '(', severity: info, title: t, references: [u]}\n", "e.yaml");
+      "  - {name: A, match: '(', severity: info, title: t, references: [u]}\n",
+      "e.yaml");
   ASSERT_FALSE(bad_re.ok());
-  EXPECT_NE(bad_re.error().message.find("e.yaml: A: match pattern '(' does not compile"),
-            std::string::npos) << bad_re.error().message;
+  EXPECT_NE(bad_re.error().message.find("e.yaml: A: match pattern '(' does not compile"), std::string::npos)
+      << bad_re.error().message;
   auto bad_severity = ParseEnvVarRules(
       "schema: gputriage.envvars/1\nentries:\n"
-      "  - {name: A, severity: fatal, title: t, references: [u]}\n", "e.yaml");
+      "  - {name: A, severity: fatal, title: t, references: [u]}\n",
+      "e.yaml");
   ASSERT_FALSE(bad_severity.ok());
-  EXPECT_EQ(bad_severity.error().message,
-            "e.yaml: A: severity 'fatal' is not one of info|warning|error|critical");
+  EXPECT_EQ(bad_severity.error().message, "e.yaml: A: severity 'fatal' is not one of info|warning|error|critical");
 }
 
 TEST(CatalogTest, ErrorCodesByNameAndMessage) {
@@ -156,9 +158,9 @@ TEST(CatalogTest, AcaBankIpFromTheIpid) {
 
 TEST(CatalogTest, MissingTableIsNamed) {
   std::vector<SourceFile> files = EmbeddedSources();
-  files.erase(std::remove_if(files.begin(), files.end(),
-                             [](const SourceFile& f) { return f.path == kKernelLogRulesPath; }),
-              files.end());
+  files.erase(
+      std::remove_if(files.begin(), files.end(), [](const SourceFile& f) { return f.path == kKernelLogRulesPath; }),
+      files.end());
   auto loaded = LoadCatalog(files);
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.error().message, "kb/tables/kernel-log-rules.yaml is missing from the knowledge base");

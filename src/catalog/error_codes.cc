@@ -9,8 +9,7 @@ namespace gputriage::catalog {
 namespace {
 
 // Appends one vendor's table to the codes and their indexes.
-core::Result<void> AddTable(std::vector<ErrorCode>& codes,
-                            std::map<std::string, size_t, std::less<>>& by_name,
+core::Result<void> AddTable(std::vector<ErrorCode>& codes, std::map<std::string, size_t, std::less<>>& by_name,
                             std::map<std::string, size_t, std::less<>>& by_message, const SourceFile& file,
                             const std::string& vendor) {
   GT_ASSIGN_OR_RETURN(YAML::Node doc,
@@ -28,8 +27,7 @@ core::Result<void> AddTable(std::vector<ErrorCode>& codes,
     code.value = static_cast<int>(*value);
     std::string category = yaml::Scalar(e, "category");
     if (code.name.empty() || category.empty()) {
-      return core::MakeError("{}: an entry without name or category (value {})", yaml::Where(file.path, e),
-                             code.value);
+      return core::MakeError("{}: an entry without name or category (value {})", yaml::Where(file.path, e), code.value);
     }
     std::optional<core::Category> parsed = core::ParseCategory(category);
     if (!parsed) return core::MakeError("{}: {}: category '{}' is not a category", file.path, code.name, category);

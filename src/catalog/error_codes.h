@@ -16,11 +16,11 @@ namespace gputriage::catalog {
 
 /// One row of the error tables.
 struct ErrorCode {
-  std::string vendor;       ///< "cuda" or "hip"
+  std::string vendor;  ///< "cuda" or "hip"
   int value = 0;
-  std::string name;         ///< cudaErrorIllegalAddress, hipErrorNoBinaryForGpu
-  std::string driver_name;  ///< CUDA_ERROR_ILLEGAL_ADDRESS (CUDA only, when there is one)
-  std::string message;      ///< what cudaGetErrorString/hipGetErrorString returns
+  std::string name;                                  ///< cudaErrorIllegalAddress, hipErrorNoBinaryForGpu
+  std::string driver_name;                           ///< CUDA_ERROR_ILLEGAL_ADDRESS (CUDA only, when there is one)
+  std::string message;                               ///< what cudaGetErrorString/hipGetErrorString returns
   core::Category category = core::Category::kOther;  ///< what the code usually points to
   /// Every later call returns it (CUDA's table marks these; a HIP code is sticky when its CUDA
   /// twin is).

@@ -18,9 +18,9 @@ class RE2;
 namespace gputriage::catalog {
 
 struct KernelLogRule {
-  std::string id;                    ///< the finding's id ("kmsg.amdgpu_ring_timeout")
-  std::vector<std::string> classes;  ///< record classes it applies to ("amdgpu", "ras", ...)
-  std::string pattern;               ///< RE2, partial match on the record's message
+  std::string id;                            ///< the finding's id ("kmsg.amdgpu_ring_timeout")
+  std::vector<std::string> classes;          ///< record classes it applies to ("amdgpu", "ras", ...)
+  std::string pattern;                       ///< RE2, partial match on the record's message
   std::shared_ptr<const re2::RE2> compiled;  ///< `pattern`, compiled once (Latin-1, as lint checks it)
   core::Severity severity = core::Severity::kWarning;
   std::string title;

@@ -22,11 +22,11 @@ using core::Severity;
 
 constexpr size_t kMaxEvidence = 8;
 
-Finding Make(std::string id, Severity severity, std::string title, std::string detail,
-             std::vector<Evidence> evidence, std::string fix,
-             std::vector<std::string> references = {}) {
-  return Finding{std::move(id), 1, severity, std::move(title), std::move(detail),
-                 std::move(evidence), std::move(fix), std::move(references)};
+Finding Make(std::string id, Severity severity, std::string title, std::string detail, std::vector<Evidence> evidence,
+             std::string fix, std::vector<std::string> references = {}) {
+  return Finding{
+      std::move(id),        1, severity, std::move(title), std::move(detail), std::move(evidence), std::move(fix),
+      std::move(references)};
 }
 
 // ---- kernel log -------------------------------------------------------------------------
@@ -49,8 +49,7 @@ std::string RecordText(const core::KernelLogRecord& record) {
   return (time.empty() ? "" : "[" + time + "] ") + record.message.value_or("");
 }
 
-void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto,
-                const core::KernelLogRecord& record) {
+void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto, const core::KernelLogRecord& record) {
   auto [it, inserted] = groups.try_emplace(proto.id, std::move(proto));
   RecordGroup& group = it->second;
   ++group.count;
@@ -117,8 +116,9 @@ void CheckGpusPresent(const core::Snapshot& snapshot, std::vector<Finding>& out)
     out.push_back(Make("gpu.none_found", Severity::kError, "No GPU found " + where,
                        "No NVIDIA (0x10de) or AMD (0x1002) display or accelerator device is on "
                        "the PCI bus, and no GPU driver lists one.",
-                       {{"/sys/bus/pci/devices", "no device of vendor 0x10de or 0x1002 with a "
-                                                 "display/accelerator class"}},
+                       {{"/sys/bus/pci/devices",
+                         "no device of vendor 0x10de or 0x1002 with a "
+                         "display/accelerator class"}},
                        "Check that the GPU is installed, powered and passed through to this "
                        "VM or container (lspci should list it)."));
     return;
@@ -127,19 +127,16 @@ void CheckGpusPresent(const core::Snapshot& snapshot, std::vector<Finding>& out)
     if (gpu.source == "driver") continue;  // known only from the driver's files
     std::string driver = gpu.driver.value_or("");
     if (driver.empty()) {
-      out.push_back(Make("gpu.no_driver", Severity::kError,
-                         "GPU " + gpu.Label() + " has no kernel driver bound",
+      out.push_back(Make("gpu.no_driver", Severity::kError, "GPU " + gpu.Label() + " has no kernel driver bound",
                          "The device is on the PCI bus but no driver claimed it, so no program "
                          "can use it.",
                          {{"/sys/bus/pci/devices/" + gpu.pci_address.value_or("") + "/driver", "absent"}},
-                         gpu.vendor == "nvidia"
-                             ? "Load the NVIDIA driver (modprobe nvidia) and check the kernel log "
-                               "for why it did not bind."
-                             : "Load amdgpu (modprobe amdgpu) and check the kernel log for why it "
-                               "did not bind."));
+                         gpu.vendor == "nvidia" ? "Load the NVIDIA driver (modprobe nvidia) and check the kernel log "
+                                                  "for why it did not bind."
+                                                : "Load amdgpu (modprobe amdgpu) and check the kernel log for why it "
+                                                  "did not bind."));
     } else if (driver == "vfio-pci" || driver == "pci-stub") {
-      out.push_back(Make("gpu.passthrough_driver", Severity::kInfo,
-                         "GPU " + gpu.Label() + " is bound to " + driver,
+      out.push_back(Make("gpu.passthrough_driver", Severity::kInfo, "GPU " + gpu.Label() + " is bound to " + driver,
                          "The device is reserved for passthrough to a VM; this host cannot use it.",
                          {{"driver", driver}}, ""));
     }
@@ -166,26 +163,24 @@ void CheckPciLinks(const core::Snapshot& snapshot, std::vector<Finding>& out) {
     const core::PciLink& link = *gpu.link;
     std::string path = "/sys/bus/pci/devices/" + gpu.pci_address.value_or("");
     if (link.current_width && link.max_width && *link.current_width < *link.max_width) {
-      out.push_back(Make(
-          "pci.link_width_downtrained", Severity::kWarning,
-          fmt::format("PCIe link of {} runs at x{} of x{}", gpu.Label(), *link.current_width,
-                      *link.max_width),
-          "The link trained to fewer lanes than the device supports; host-device bandwidth is cut "
-          "accordingly. Lanes, unlike speed, are not lowered for power saving.",
-          {{path + "/current_link_width", fmt::format("{}", *link.current_width)},
-           {path + "/max_link_width", fmt::format("{}", *link.max_width)}},
-          "Reseat the GPU, check the riser/cable and the slot's wiring (some slots are x8)."));
+      out.push_back(
+          Make("pci.link_width_downtrained", Severity::kWarning,
+               fmt::format("PCIe link of {} runs at x{} of x{}", gpu.Label(), *link.current_width, *link.max_width),
+               "The link trained to fewer lanes than the device supports; host-device bandwidth is cut "
+               "accordingly. Lanes, unlike speed, are not lowered for power saving.",
+               {{path + "/current_link_width", fmt::format("{}", *link.current_width)},
+                {path + "/max_link_width", fmt::format("{}", *link.max_width)}},
+               "Reseat the GPU, check the riser/cable and the slot's wiring (some slots are x8)."));
     }
     if (link.current_speed_gts && link.max_speed_gts && *link.current_speed_gts < *link.max_speed_gts) {
-      out.push_back(Make(
-          "pci.link_speed_below_max", Severity::kInfo,
-          fmt::format("PCIe link of {} runs at {:g} GT/s of {:g} GT/s", gpu.Label(),
-                      *link.current_speed_gts, *link.max_speed_gts),
-          "GPUs lower the link speed when idle to save power, so this is normal at idle; if it "
-          "stays low under load, the link is downtrained.",
-          {{path + "/current_link_speed", fmt::format("{:g} GT/s", *link.current_speed_gts)},
-           {path + "/max_link_speed", fmt::format("{:g} GT/s", *link.max_speed_gts)}},
-          "Check again while the GPU is busy; if still low, reseat the GPU or check the slot."));
+      out.push_back(Make("pci.link_speed_below_max", Severity::kInfo,
+                         fmt::format("PCIe link of {} runs at {:g} GT/s of {:g} GT/s", gpu.Label(),
+                                     *link.current_speed_gts, *link.max_speed_gts),
+                         "GPUs lower the link speed when idle to save power, so this is normal at idle; if it "
+                         "stays low under load, the link is downtrained.",
+                         {{path + "/current_link_speed", fmt::format("{:g} GT/s", *link.current_speed_gts)},
+                          {path + "/max_link_speed", fmt::format("{:g} GT/s", *link.max_speed_gts)}},
+                         "Check again while the GPU is busy; if still low, reseat the GPU or check the slot."));
     }
   }
 }
@@ -197,17 +192,16 @@ void CheckBars(const core::Snapshot& snapshot, std::vector<Finding>& out) {
     uint64_t largest = 0;
     for (const core::PciBar& bar : *gpu.bars) largest = std::max(largest, bar.size_bytes.value_or(0));
     if (largest == 0 || largest >= *memory) continue;
-    out.push_back(Make(
-        "pci.small_bar", Severity::kInfo,
-        fmt::format("{} exposes {:.0f} MiB of {:.0f} MiB device memory through its largest BAR",
-                    gpu.Label(), largest / 1048576.0, *memory / 1048576.0),
-        "Without a large (resizable) BAR the CPU and peers cannot map all device memory; "
-        "peer-to-peer transfers and some runtime features are slower or disabled, and mmap of "
-        "device memory past the window fails (SIGBUS).",
-        {{"/sys/bus/pci/devices/" + gpu.pci_address.value_or("") + "/resource",
-          fmt::format("largest BAR {} bytes", largest)}},
-        "Enable 'Above 4G decoding' and 'Resizable BAR' in the firmware setup if the platform "
-        "supports it."));
+    out.push_back(Make("pci.small_bar", Severity::kInfo,
+                       fmt::format("{} exposes {:.0f} MiB of {:.0f} MiB device memory through its largest BAR",
+                                   gpu.Label(), largest / 1048576.0, *memory / 1048576.0),
+                       "Without a large (resizable) BAR the CPU and peers cannot map all device memory; "
+                       "peer-to-peer transfers and some runtime features are slower or disabled, and mmap of "
+                       "device memory past the window fails (SIGBUS).",
+                       {{"/sys/bus/pci/devices/" + gpu.pci_address.value_or("") + "/resource",
+                         fmt::format("largest BAR {} bytes", largest)}},
+                       "Enable 'Above 4G decoding' and 'Resizable BAR' in the firmware setup if the platform "
+                       "supports it."));
   }
 }
 
@@ -251,28 +245,25 @@ void CheckNvidiaGpu(const core::Gpu& gpu, const core::NvidiaGpu& nv, std::vector
                        "recur."));
   }
   if (nv.remapped_rows && nv.remapped_rows->failure.value_or(false)) {
-    out.push_back(Make("nvidia.row_remap_failure", Severity::kCritical,
-                       label + ": row remapping failed",
+    out.push_back(Make("nvidia.row_remap_failure", Severity::kCritical, label + ": row remapping failed",
                        "The GPU ran out of spare rows to remap failing memory.",
                        {{"NVML nvmlDeviceGetRemappedRows", RemappedRowsText(*nv.remapped_rows)}},
                        "Replace the GPU (RMA)."));
   } else if (nv.remapped_rows && nv.remapped_rows->pending.value_or(false)) {
-    out.push_back(Make("nvidia.row_remap_pending", Severity::kError,
-                       label + ": a memory row remap is pending",
+    out.push_back(Make("nvidia.row_remap_pending", Severity::kError, label + ": a memory row remap is pending",
                        "Failing memory rows will be remapped at the next GPU reset; until then "
                        "the bad memory can still be hit.",
                        {{"NVML nvmlDeviceGetRemappedRows", RemappedRowsText(*nv.remapped_rows)}},
                        "Reset the GPU (or reboot) when it is idle."));
   }
   if (nv.retired_pages && nv.retired_pages->pending.value_or(false)) {
-    out.push_back(Make("nvidia.page_retirement_pending", Severity::kError,
-                       label + ": page retirement is pending",
+    out.push_back(Make("nvidia.page_retirement_pending", Severity::kError, label + ": page retirement is pending",
                        "Pages with ECC errors will be retired at the next driver reload.",
                        {{"NVML nvmlDeviceGetRetiredPagesPendingStatus", "pending"}},
                        "Reset the GPU or reload the driver when it is idle."));
   }
-  static const std::set<std::string> kBadThrottle = {
-      "hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown"};
+  static const std::set<std::string> kBadThrottle = {"hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown",
+                                                     "hw_power_brake_slowdown"};
   std::string active;
   if (nv.throttle_reasons && nv.throttle_reasons->active) {
     for (const std::string& reason : *nv.throttle_reasons->active) {
@@ -322,8 +313,8 @@ void CheckAmdHealth(const core::Snapshot& snapshot, std::vector<Finding>& out) {
     } else if (ce > 0) {
       out.push_back(Make("amd.ras_correctable", Severity::kWarning,
                          fmt::format("{}: {} correctable RAS errors", gpu.Label(), ce),
-                         "Corrected errors; a rising count can precede uncorrectable ones.",
-                         evidence, "Watch the counters over time (snapshot diff)."));
+                         "Corrected errors; a rising count can precede uncorrectable ones.", evidence,
+                         "Watch the counters over time (snapshot diff)."));
     }
   }
 }
@@ -353,14 +344,13 @@ void CheckDriverMismatch(const core::Snapshot& snapshot, std::vector<Finding>& o
   }
   if (mismatched.empty()) return;
   mismatched.insert(mismatched.begin(), {"/sys/module/nvidia/version", kernel});
-  out.push_back(Make(
-      "nvidia.driver_userspace_mismatch", Severity::kError,
-      "NVIDIA user-space driver libraries do not match the kernel module " + kernel,
-      "The loaded kernel module and the user-space libraries come from different driver "
-      "releases; NVML fails with 'Driver/library version mismatch' and CUDA cannot initialise.",
-      mismatched,
-      "Reboot after a driver upgrade (the old module is still loaded), or reinstall one driver "
-      "release so module and libraries match."));
+  out.push_back(Make("nvidia.driver_userspace_mismatch", Severity::kError,
+                     "NVIDIA user-space driver libraries do not match the kernel module " + kernel,
+                     "The loaded kernel module and the user-space libraries come from different driver "
+                     "releases; NVML fails with 'Driver/library version mismatch' and CUDA cannot initialise.",
+                     mismatched,
+                     "Reboot after a driver upgrade (the old module is still loaded), or reinstall one driver "
+                     "release so module and libraries match."));
 }
 
 void CheckEnvironment(const core::Snapshot& snapshot, const catalog::Catalog& catalog, std::vector<Finding>& out) {

@@ -19,12 +19,10 @@ std::vector<core::Finding> RunDoctorChecks(const core::Snapshot& snapshot, const
 void CheckGpusPresent(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
 void CheckPciLinks(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
 void CheckBars(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
-void CheckKernelLog(const core::Snapshot& snapshot, const catalog::Catalog& catalog,
-                    std::vector<core::Finding>& out);
+void CheckKernelLog(const core::Snapshot& snapshot, const catalog::Catalog& catalog, std::vector<core::Finding>& out);
 void CheckNvidiaHealth(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
 void CheckAmdHealth(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
 void CheckDriverMismatch(const core::Snapshot& snapshot, std::vector<core::Finding>& out);
-void CheckEnvironment(const core::Snapshot& snapshot, const catalog::Catalog& catalog,
-                      std::vector<core::Finding>& out);
+void CheckEnvironment(const core::Snapshot& snapshot, const catalog::Catalog& catalog, std::vector<core::Finding>& out);
 
 }  // namespace gputriage::checks

@@ -29,8 +29,7 @@ const core::Finding* Find(const std::vector<core::Finding>& findings, const std:
 }
 
 Json Gpu(const char* address) {
-  return Json{{"vendor", "nvidia"}, {"pci_address", address}, {"name", "NVIDIA H200"},
-              {"driver", "nvidia"}};
+  return Json{{"vendor", "nvidia"}, {"pci_address", address}, {"name", "NVIDIA H200"}, {"driver", "nvidia"}};
 }
 
 TEST(DoctorTest, NoGpuIsAnError) {
@@ -43,8 +42,7 @@ TEST(DoctorTest, NoGpuIsAnError) {
 
 TEST(DoctorTest, LinkWidthAndSpeed) {
   Json gpu = Gpu("0000:c1:00.0");
-  gpu["link"] = {{"current_speed_gts", 2.5}, {"max_speed_gts", 32.0}, {"current_width", 8},
-                 {"max_width", 16}};
+  gpu["link"] = {{"current_speed_gts", 2.5}, {"max_speed_gts", 32.0}, {"current_width", 8}, {"max_width", 16}};
   auto findings = RunDoctorChecks(Json{{"gpus", {gpu}}}, Kb());
   const auto* width = Find(findings, "pci.link_width_downtrained");
   ASSERT_NE(width, nullptr);
@@ -66,8 +64,8 @@ TEST(DoctorTest, XidRecordsAreGroupedAndRatedFromTheTable) {
                        {"message", "NVRM: Xid (PCI:0000:00:06): 43, pid=719, name=python3, channel 0x0000000a"},
                        {"xid", {{"code", 43}, {"pci", "0000:00:06"}, {"pid", 719}, {"process", "python3"}}}});
   }
-  records.push_back({{"class", "nvidia.xid"}, {"message", "NVRM: Xid (PCI:0000:00:06): 9999, x"},
-                     {"xid", {{"code", 9999}}}});
+  records.push_back(
+      {{"class", "nvidia.xid"}, {"message", "NVRM: Xid (PCI:0000:00:06): 9999, x"}, {"xid", {{"code", 9999}}}});
   auto findings = RunDoctorChecks(Json{{"gpus", {Gpu("0000:00:06.0")}}, {"kernel_log", {{"records", records}}}}, Kb());
   const auto* f43 = Find(findings, "kmsg.nvidia_xid_43");
   ASSERT_NE(f43, nullptr);
@@ -81,8 +79,13 @@ TEST(DoctorTest, XidRecordsAreGroupedAndRatedFromTheTable) {
 
 TEST(DoctorTest, AmdgpuRecordsAreClassified) {
   Json records = Json::array({
-      {{"class", "amdgpu"}, {"message", "amdgpu 0000:03:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32769, for process python3 pid 4242 thread python3 pid 4242)"}},
-      {{"class", "amdgpu"}, {"message", "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=1234, emitted seq=1236"}},
+      {{"class", "amdgpu"},
+       {"message",
+        "amdgpu 0000:03:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32769, for process "
+        "python3 pid 4242 thread python3 pid 4242)"}},
+      {{"class", "amdgpu"},
+       {"message",
+        "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=1234, emitted seq=1236"}},
       {{"class", "gpu_reset"}, {"message", "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!"}},
       {{"class", "oom"}, {"message", "Out of memory: Killed process 4242 (python3) total-vm:1234kB"}},
       {{"class", "amdgpu"}, {"message", "amdgpu: SMU is initialized successfully!"}},
@@ -98,13 +101,16 @@ TEST(DoctorTest, AmdgpuRecordsAreClassified) {
 }
 
 TEST(DoctorTest, UserSpaceDriverMismatch) {
-  Json snapshot = {{"gpus", {Gpu("0000:00:06.0")}},
-                   {"software",
-                    {{"kernel_modules", {{"nvidia", {{"version", "580.159.04"}}}}},
-                     {"libraries",
-                      {{{"name", "libcuda"}, {"version", "580.95.05"}, {"path", "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05"}},
-                       {{"name", "libcuda"}, {"version", "590.10"}, {"path", "/usr/local/cuda/compat/libcuda.so.590.10"}},
-                       {{"name", "libnvidia-ml"}, {"version", "580.159.04"}, {"path", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04"}}}}}}};
+  Json snapshot = {
+      {"gpus", {Gpu("0000:00:06.0")}},
+      {"software",
+       {{"kernel_modules", {{"nvidia", {{"version", "580.159.04"}}}}},
+        {"libraries",
+         {{{"name", "libcuda"}, {"version", "580.95.05"}, {"path", "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05"}},
+          {{"name", "libcuda"}, {"version", "590.10"}, {"path", "/usr/local/cuda/compat/libcuda.so.590.10"}},
+          {{"name", "libnvidia-ml"},
+           {"version", "580.159.04"},
+           {"path", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04"}}}}}}};
   auto findings = RunDoctorChecks(snapshot, Kb());
   const auto* f = Find(findings, "nvidia.driver_userspace_mismatch");
   ASSERT_NE(f, nullptr);

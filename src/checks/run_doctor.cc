@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "checks/doctor.h"
 #include "catalog/catalog.h"
+#include "checks/doctor.h"
 #include "collect/python_probe.h"
 #include "inspect/findings.h"
 

@@ -36,56 +36,55 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, const
 }  // namespace
 
 Command AnalyzeCommand() {
-  return Command{
-      "analyze",
-      "Explain a failure from what it left: logs, crash bundles, core files -> category, known issues, fix.",
-      [](CLI::App& app) -> std::function<int()> {
-        auto paths = std::make_shared<std::vector<std::string>>();
-        auto exe = std::make_shared<std::string>();
-        auto snapshot = std::make_shared<std::string>();
-        auto kb_dir = std::make_shared<std::string>();
-        auto baseline = std::make_shared<std::string>();
-        auto json = std::make_shared<bool>(false);
-        app.description(
-            "Reads every PATH as evidence of one failure and matches it against the known issues "
-            "of the built-in knowledge base (kb/issues): prints the category with a confidence, "
-            "the verdict (hardware, driver-firmware, library, application, unknown) and why, the "
-            "matching known issues best first with the lines that matched, explanation, fixes "
-            "and references, and the next diagnostic step; when nothing matches, search links "
-            "for the normalised error signature. PATH is a log (stderr, dmesg or both mixed; "
-            "gzip and zstd are read; - is stdin), a crash bundle directory (gputriage run), or "
-            "an ELF core file (the kernel's, or `run --core`'s: its process report -- signal, "
-            "stacks, disassembly, classification -- is printed too). Exit status 1 when a "
-            "failure was recognised, 0 when nothing was, 2 when an input could not be read, "
-            "3 when the knowledge base is broken.");
-        app.add_option("paths", *paths, "Logs, bundle directories, core files; - for stdin")->required();
-        app.add_option("--exe", *exe,
-                       "The executable the core came from, when the path recorded in the core "
-                       "is wrong (moved, or a different mount in a container)")
-            ->type_name("PATH");
-        app.add_option("--snapshot", *snapshot,
-                       "A snapshot (gputriage snapshot --json) of the machine the failure happened "
-                       "on, to check known issues' conditions (versions, GPU architecture, env); a "
-                       "bundle's own snapshot.json is used when this is not given")
-            ->type_name("FILE");
-        app.add_option("--baseline", *baseline,
-                       "A snapshot from when the job still worked: a stored snapshot's id, "
-                       "'latest', 'previous', or a JSON file. What changed since (driver, ROCm/CUDA, "
-                       "PyTorch, ECC counters, GPUs, links, environment) goes into the verdict's "
-                       "reasons; needs the failure's own snapshot (--snapshot or the bundle's)")
-            ->type_name("SNAPSHOT");
-        app.add_flag("--json", *json,
-                     "Print {category, confidence, verdict, verdict_reasons, matches: [{id, title, "
-                     "category, fix, fixes, references, evidence, ...}], next_steps, signature, "
-                     "search_links, processes} as JSON");
-        app.add_option("--kb-dir", *kb_dir,
-                       "Use the knowledge base in this kb/ directory instead of the built-in one "
-                       "(for knowledge-base authors)")
-            ->type_name("DIR");
-        return [paths, exe, snapshot, baseline, kb_dir, json]() {
-          return Analyze(*paths, *exe, *snapshot, *baseline, *kb_dir, *json);
-        };
-      }};
+  return Command{"analyze",
+                 "Explain a failure from what it left: logs, crash bundles, core files -> category, known issues, fix.",
+                 [](CLI::App& app) -> std::function<int()> {
+                   auto paths = std::make_shared<std::vector<std::string>>();
+                   auto exe = std::make_shared<std::string>();
+                   auto snapshot = std::make_shared<std::string>();
+                   auto kb_dir = std::make_shared<std::string>();
+                   auto baseline = std::make_shared<std::string>();
+                   auto json = std::make_shared<bool>(false);
+                   app.description(
+                       "Reads every PATH as evidence of one failure and matches it against the known issues "
+                       "of the built-in knowledge base (kb/issues): prints the category with a confidence, "
+                       "the verdict (hardware, driver-firmware, library, application, unknown) and why, the "
+                       "matching known issues best first with the lines that matched, explanation, fixes "
+                       "and references, and the next diagnostic step; when nothing matches, search links "
+                       "for the normalised error signature. PATH is a log (stderr, dmesg or both mixed; "
+                       "gzip and zstd are read; - is stdin), a crash bundle directory (gputriage run), or "
+                       "an ELF core file (the kernel's, or `run --core`'s: its process report -- signal, "
+                       "stacks, disassembly, classification -- is printed too). Exit status 1 when a "
+                       "failure was recognised, 0 when nothing was, 2 when an input could not be read, "
+                       "3 when the knowledge base is broken.");
+                   app.add_option("paths", *paths, "Logs, bundle directories, core files; - for stdin")->required();
+                   app.add_option("--exe", *exe,
+                                  "The executable the core came from, when the path recorded in the core "
+                                  "is wrong (moved, or a different mount in a container)")
+                       ->type_name("PATH");
+                   app.add_option("--snapshot", *snapshot,
+                                  "A snapshot (gputriage snapshot --json) of the machine the failure happened "
+                                  "on, to check known issues' conditions (versions, GPU architecture, env); a "
+                                  "bundle's own snapshot.json is used when this is not given")
+                       ->type_name("FILE");
+                   app.add_option("--baseline", *baseline,
+                                  "A snapshot from when the job still worked: a stored snapshot's id, "
+                                  "'latest', 'previous', or a JSON file. What changed since (driver, ROCm/CUDA, "
+                                  "PyTorch, ECC counters, GPUs, links, environment) goes into the verdict's "
+                                  "reasons; needs the failure's own snapshot (--snapshot or the bundle's)")
+                       ->type_name("SNAPSHOT");
+                   app.add_flag("--json", *json,
+                                "Print {category, confidence, verdict, verdict_reasons, matches: [{id, title, "
+                                "category, fix, fixes, references, evidence, ...}], next_steps, signature, "
+                                "search_links, processes} as JSON");
+                   app.add_option("--kb-dir", *kb_dir,
+                                  "Use the knowledge base in this kb/ directory instead of the built-in one "
+                                  "(for knowledge-base authors)")
+                       ->type_name("DIR");
+                   return [paths, exe, snapshot, baseline, kb_dir, json]() {
+                     return Analyze(*paths, *exe, *snapshot, *baseline, *kb_dir, *json);
+                   };
+                 }};
 }
 
 }  // namespace gputriage::cli

@@ -39,9 +39,8 @@ int RunDoctor(const SnapshotFlags& flags, bool json) {
   out += findings.empty() ? "No problems found.\n" : RenderFindings(findings);
   size_t counts[4] = {0, 0, 0, 0};
   for (const core::Finding& f : findings) ++counts[static_cast<int>(f.severity)];
-  out += fmt::format("\n{} critical, {} error, {} warning, {} info; snapshot took {:.0f} ms\n",
-                     counts[3], counts[2], counts[1], counts[0],
-                     report->snapshot.collection_ms.value_or(0.0));
+  out += fmt::format("\n{} critical, {} error, {} warning, {} info; snapshot took {:.0f} ms\n", counts[3], counts[2],
+                     counts[1], counts[0], report->snapshot.collection_ms.value_or(0.0));
   std::fputs(out.c_str(), stdout);
   return rc;
 }
@@ -49,24 +48,22 @@ int RunDoctor(const SnapshotFlags& flags, bool json) {
 }  // namespace
 
 Command DoctorCommand() {
-  return Command{
-      "doctor",
-      "The main job: snapshot this node and report what is wrong with its GPU stack.",
-      [](CLI::App& app) -> std::function<int()> {
-        auto flags = std::make_shared<SnapshotFlags>();
-        auto json = std::make_shared<bool>(false);
-        app.description(
-            "The main job: takes a snapshot (see `gputriage snapshot --help`) and runs every "
-            "node-health check on it: missing GPUs or drivers, downtrained PCIe links, GPU "
-            "errors in the kernel log (NVIDIA Xid, amdgpu faults, ring timeouts, resets, AER, "
-            "RAS/ECC), retired or remapped memory, throttling, driver/library mismatch, GPU "
-            "stack environment variables known to change behaviour, and whether the installed "
-            "PyTorch carries GPU code for this node's GPUs. Findings are printed most severe "
-            "first; exit status 1 when any is at error level or above.");
-        flags->Add(app);
-        app.add_flag("--json", *json, "Print {findings, not_collected, snapshot} as JSON");
-        return [flags, json]() { return RunDoctor(*flags, *json); };
-      }};
+  return Command{"doctor", "The main job: snapshot this node and report what is wrong with its GPU stack.",
+                 [](CLI::App& app) -> std::function<int()> {
+                   auto flags = std::make_shared<SnapshotFlags>();
+                   auto json = std::make_shared<bool>(false);
+                   app.description(
+                       "The main job: takes a snapshot (see `gputriage snapshot --help`) and runs every "
+                       "node-health check on it: missing GPUs or drivers, downtrained PCIe links, GPU "
+                       "errors in the kernel log (NVIDIA Xid, amdgpu faults, ring timeouts, resets, AER, "
+                       "RAS/ECC), retired or remapped memory, throttling, driver/library mismatch, GPU "
+                       "stack environment variables known to change behaviour, and whether the installed "
+                       "PyTorch carries GPU code for this node's GPUs. Findings are printed most severe "
+                       "first; exit status 1 when any is at error level or above.");
+                   flags->Add(app);
+                   app.add_flag("--json", *json, "Print {findings, not_collected, snapshot} as JSON");
+                   return [flags, json]() { return RunDoctor(*flags, *json); };
+                 }};
 }
 
 }  // namespace gputriage::cli

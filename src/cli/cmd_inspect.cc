@@ -74,8 +74,7 @@ int Inspect(InspectFlags& flags) {
 
 Command InspectCommand() {
   return Command{
-      "inspect",
-      "GPU kernels inside binaries: architectures, registers, shared memory/LDS, launch limits, coverage.",
+      "inspect", "GPU kernels inside binaries: architectures, registers, shared memory/LDS, launch limits, coverage.",
       [](CLI::App& app) -> std::function<int()> {
         auto flags = std::make_shared<InspectFlags>();
         app.description(

@@ -13,8 +13,12 @@ using core::Json;
 Json EntryJson(const kb::KnownIssue& i) {
   Json refs = Json::array();
   for (const kb::Reference& r : i.references) refs.push_back(r.url);
-  return {{"id", i.id}, {"title", i.title}, {"vendor", i.vendor}, {"category", core::CategoryName(i.category)},
-          {"verdict", core::VerdictName(i.verdict)}, {"references", refs}};
+  return {{"id", i.id},
+          {"title", i.title},
+          {"vendor", i.vendor},
+          {"category", core::CategoryName(i.category)},
+          {"verdict", core::VerdictName(i.verdict)},
+          {"references", refs}};
 }
 
 int List(const std::string& dir, bool json, const std::string& query) {
@@ -62,9 +66,7 @@ int LintCommand(const std::string& dir, bool json) {
 
 Command KbCommand() {
   return Command{
-      "kb",
-      "The known-issue knowledge base: list, search, lint.",
-      [](CLI::App& app) -> std::function<int()> {
+      "kb", "The known-issue knowledge base: list, search, lint.", [](CLI::App& app) -> std::function<int()> {
         auto dir = std::make_shared<std::string>();
         auto json = std::make_shared<bool>(false);
         auto query = std::make_shared<std::string>();

@@ -7,30 +7,29 @@
 namespace gputriage::cli {
 
 Command ProbeCommand() {
-  return Command{
-      "__probe", "Internal: run one vendor probe in this process and print its JSON.",
-      [](CLI::App& app) -> std::function<int()> {
-        auto name = std::make_shared<std::string>();
-        auto root = std::make_shared<std::optional<std::string>>();
-        app.add_option("name", *name, "Probe name (nvidia, amd)")->required();
-        AddRootOption(app, *root);
-        return [name, root]() {
-          auto os = core::OsViewFromOptions(*root);
-          if (!os.ok()) {
-            PrintError(os.error().message);
-            return kExitUsage;
-          }
-          auto result = collect::RunProbeInProcess(*os, *name);
-          if (!result.ok()) {
-            PrintError(result.error().message);
-            return kExitUsage;
-          }
-          std::string text = result->dump(-1, ' ', false, core::Json::error_handler_t::replace);
-          std::fwrite(text.data(), 1, text.size(), stdout);
-          return kExitOk;
-        };
-      },
-      /*hidden=*/true};
+  return Command{"__probe", "Internal: run one vendor probe in this process and print its JSON.",
+                 [](CLI::App& app) -> std::function<int()> {
+                   auto name = std::make_shared<std::string>();
+                   auto root = std::make_shared<std::optional<std::string>>();
+                   app.add_option("name", *name, "Probe name (nvidia, amd)")->required();
+                   AddRootOption(app, *root);
+                   return [name, root]() {
+                     auto os = core::OsViewFromOptions(*root);
+                     if (!os.ok()) {
+                       PrintError(os.error().message);
+                       return kExitUsage;
+                     }
+                     auto result = collect::RunProbeInProcess(*os, *name);
+                     if (!result.ok()) {
+                       PrintError(result.error().message);
+                       return kExitUsage;
+                     }
+                     std::string text = result->dump(-1, ' ', false, core::Json::error_handler_t::replace);
+                     std::fwrite(text.data(), 1, text.size(), stdout);
+                     return kExitOk;
+                   };
+                 },
+                 /*hidden=*/true};
 }
 
 }  // namespace gputriage::cli

@@ -46,7 +46,7 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     PrintError(r.error().message);
     return kExitUsage;
   }
-  std::string text = format == "json" ? r->dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
+  std::string text = format == "json"   ? r->dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
                      : format == "html" ? report::RenderHtml(*r)
                                         : report::RenderMarkdown(*r);
   if (output.empty() || output == "-") {
@@ -68,8 +68,7 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
 
 Command ReportCommand() {
   return Command{
-      "report",
-      "A bug report filled from a crash bundle or log: Markdown, HTML or JSON.",
+      "report", "A bug report filled from a crash bundle or log: Markdown, HTML or JSON.",
       [](CLI::App& app) -> std::function<int()> {
         auto paths = std::make_shared<std::vector<std::string>>();
         auto format = std::make_shared<std::string>("md");

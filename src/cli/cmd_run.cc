@@ -56,8 +56,7 @@ int RunJob(RunFlags& flags, CLI::App& app) {
 
 Command RunCommand() {
   return Command{
-      "run",
-      "Supervise a job; when it crashes, hangs or fails with a GPU error, write a crash bundle.",
+      "run", "Supervise a job; when it crashes, hangs or fails with a GPU error, write a crash bundle.",
       [](CLI::App& app) -> std::function<int()> {
         auto flags = std::make_shared<RunFlags>();
         app.description(

@@ -70,47 +70,46 @@ int RunDiff(const std::string& a, const std::string& b, bool json) {
 }  // namespace
 
 Command SnapshotCommand() {
-  return Command{
-      "snapshot",
-      "Layer 1: collect host, GPUs, drivers, software, kernel log and GPU env vars in one pass.",
-      [](CLI::App& app) -> std::function<int()> {
-        struct State {
-          SnapshotFlags flags;
-          bool json = false;
-          bool save = false;
-          size_t limit = 20;
-          std::string show_id, diff_a, diff_b;
-        };
-        auto s = std::make_shared<State>();
-        app.description(
-            "Layer 1: freeze the scene. Collects, in one pass and in parallel, the host, every "
-            "GPU on the PCI bus, the NVIDIA/AMD driver state (NVML, amdgpu sysfs, KFD), the "
-            "installed GPU software, GPU-related kernel-log records and the GPU-stack "
-            "environment variables (secrets redacted). Probes that can hang in the driver run "
-            "in a helper process under a watchdog. History: --save, then list/show/diff.");
-        s->flags.Add(app);
-        app.add_flag("--json", s->json, "Print the whole snapshot as JSON (docs/snapshot-schema.md)");
-        app.add_flag("--save", s->save, "Store the snapshot in the history database under the data home");
-        app.require_subcommand(0, 1);
-        CLI::App* list = app.add_subcommand("list", "List saved snapshots, newest first");
-        list->add_flag("--json", s->json, "JSON output");
-        list->add_option("--limit", s->limit, "At most this many")->capture_default_str();
-        CLI::App* show = app.add_subcommand("show", "Show a saved snapshot (id, 'latest' or a JSON file)");
-        show->add_option("id", s->show_id, "Snapshot id, 'latest', or a snapshot JSON file")->required();
-        show->add_flag("--json", s->json, "JSON output");
-        CLI::App* diff = app.add_subcommand(
-            "diff", "What changed between two snapshots (ids, 'latest' or JSON files): versions, "
-                    "GPUs, links, drivers, env vars, new kernel-log error classes");
-        diff->add_option("a", s->diff_a, "The earlier snapshot")->required();
-        diff->add_option("b", s->diff_b, "The later snapshot")->required();
-        diff->add_flag("--json", s->json, "JSON output: {changes: [{kind, path, before, after, summary}]}");
-        return [s, list, show, diff]() {
-          if (list->parsed()) return RunList(s->json, s->limit);
-          if (show->parsed()) return RunShow(s->show_id, s->json);
-          if (diff->parsed()) return RunDiff(s->diff_a, s->diff_b, s->json);
-          return RunTake(s->flags, s->json, s->save);
-        };
-      }};
+  return Command{"snapshot", "Layer 1: collect host, GPUs, drivers, software, kernel log and GPU env vars in one pass.",
+                 [](CLI::App& app) -> std::function<int()> {
+                   struct State {
+                     SnapshotFlags flags;
+                     bool json = false;
+                     bool save = false;
+                     size_t limit = 20;
+                     std::string show_id, diff_a, diff_b;
+                   };
+                   auto s = std::make_shared<State>();
+                   app.description(
+                       "Layer 1: freeze the scene. Collects, in one pass and in parallel, the host, every "
+                       "GPU on the PCI bus, the NVIDIA/AMD driver state (NVML, amdgpu sysfs, KFD), the "
+                       "installed GPU software, GPU-related kernel-log records and the GPU-stack "
+                       "environment variables (secrets redacted). Probes that can hang in the driver run "
+                       "in a helper process under a watchdog. History: --save, then list/show/diff.");
+                   s->flags.Add(app);
+                   app.add_flag("--json", s->json, "Print the whole snapshot as JSON (docs/snapshot-schema.md)");
+                   app.add_flag("--save", s->save, "Store the snapshot in the history database under the data home");
+                   app.require_subcommand(0, 1);
+                   CLI::App* list = app.add_subcommand("list", "List saved snapshots, newest first");
+                   list->add_flag("--json", s->json, "JSON output");
+                   list->add_option("--limit", s->limit, "At most this many")->capture_default_str();
+                   CLI::App* show = app.add_subcommand("show", "Show a saved snapshot (id, 'latest' or a JSON file)");
+                   show->add_option("id", s->show_id, "Snapshot id, 'latest', or a snapshot JSON file")->required();
+                   show->add_flag("--json", s->json, "JSON output");
+                   CLI::App* diff =
+                       app.add_subcommand("diff",
+                                          "What changed between two snapshots (ids, 'latest' or JSON files): versions, "
+                                          "GPUs, links, drivers, env vars, new kernel-log error classes");
+                   diff->add_option("a", s->diff_a, "The earlier snapshot")->required();
+                   diff->add_option("b", s->diff_b, "The later snapshot")->required();
+                   diff->add_flag("--json", s->json, "JSON output: {changes: [{kind, path, before, after, summary}]}");
+                   return [s, list, show, diff]() {
+                     if (list->parsed()) return RunList(s->json, s->limit);
+                     if (show->parsed()) return RunShow(s->show_id, s->json);
+                     if (diff->parsed()) return RunDiff(s->diff_a, s->diff_b, s->json);
+                     return RunTake(s->flags, s->json, s->save);
+                   };
+                 }};
 }
 
 }  // namespace gputriage::cli

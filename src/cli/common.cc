@@ -34,10 +34,18 @@ std::string Colored(core::Severity severity, std::string_view text) {
   if (!UseColor()) return std::string(text);
   const char* code = "0";
   switch (severity) {
-    case core::Severity::kInfo: code = "36"; break;
-    case core::Severity::kWarning: code = "33"; break;
-    case core::Severity::kError: code = "31"; break;
-    case core::Severity::kCritical: code = "1;31"; break;
+    case core::Severity::kInfo:
+      code = "36";
+      break;
+    case core::Severity::kWarning:
+      code = "33";
+      break;
+    case core::Severity::kError:
+      code = "31";
+      break;
+    case core::Severity::kCritical:
+      code = "1;31";
+      break;
   }
   return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
 }
@@ -93,8 +101,8 @@ core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags) {
   }
   options.python = flags.python;
   if (flags.python && ::isatty(STDERR_FILENO)) {
-    std::fprintf(stderr, "gputriage: asking %s about torch/jax/tensorflow (at most %.0f s)...\n",
-                 flags.python->c_str(), options.python_timeout.count() / 1000.0);
+    std::fprintf(stderr, "gputriage: asking %s about torch/jax/tensorflow (at most %.0f s)...\n", flags.python->c_str(),
+                 options.python_timeout.count() / 1000.0);
   }
   options.environment = env::CurrentEnvironment();
   return SnapshotSetup{std::move(os), std::move(options)};

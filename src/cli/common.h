@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "collect/snapshot.h"
 #include "core/model.h"
 #include "core/os_view.h"
-#include "collect/snapshot.h"
 #include "core/snapshot.h"
 
 namespace gputriage::cli {

@@ -7,9 +7,8 @@
 namespace gputriage::cli {
 
 const std::vector<Command>& Commands() {
-  static const std::vector<Command> kCommands = {DoctorCommand(), SnapshotCommand(),
-                                                 RunCommand(), AnalyzeCommand(), ReportCommand(), InspectCommand(), KbCommand(),
-                                                 ProbeCommand()};
+  static const std::vector<Command> kCommands = {DoctorCommand(), SnapshotCommand(), RunCommand(), AnalyzeCommand(),
+                                                 ReportCommand(), InspectCommand(),  KbCommand(),  ProbeCommand()};
   return kCommands;
 }
 
@@ -61,8 +60,9 @@ int Main(int argc, char** argv) {
       "gputriage"};
   app.set_version_flag("--version", std::string("gputriage ") + core::kToolVersion);
   app.require_subcommand(1);
-  app.footer("Exit codes: 0 nothing wrong, 1 findings at error level or above, 2 usage error, "
-             "3 internal failure.");
+  app.footer(
+      "Exit codes: 0 nothing wrong, 1 findings at error level or above, 2 usage error, "
+      "3 internal failure.");
   std::vector<std::pair<CLI::App*, std::function<int()>>> handlers;
   for (const Command& command : Commands()) {
     CLI::App* sub = app.add_subcommand(command.name, command.help);

@@ -32,7 +32,8 @@ void RenderHost(const core::Host& host, std::string& out) {
   std::string line = "host      " + host.hostname.value_or("?");
   if (!os.empty() || !kernel.empty()) line += " (" + os + (kernel.empty() ? "" : ", kernel " + kernel) + ")";
   if (host.cpu && host.cpu->logical_cpus) line += fmt::format(", {} CPUs", *host.cpu->logical_cpus);
-  if (host.memory && host.memory->total_bytes) line += ", " + FormatBytes(static_cast<double>(*host.memory->total_bytes));
+  if (host.memory && host.memory->total_bytes)
+    line += ", " + FormatBytes(static_cast<double>(*host.memory->total_bytes));
   if (host.virtualization) {
     if (host.virtualization->container) line += ", container: " + *host.virtualization->container;
     if (host.virtualization->is_vm.value_or(false)) line += ", VM";
@@ -149,15 +150,15 @@ std::string FrameLine(size_t index, const core::Frame& f) {
   if (f.file) where = fmt::format(" at {}{}", *f.file, f.line ? fmt::format(":{}", *f.line) : "");
   std::string module = f.module.empty() ? "" : f.module.substr(f.module.rfind('/') + 1);
   std::string offset = f.offset ? "+" + core::Hex(*f.offset) : "";
-  return fmt::format("  #{:<2} {} {}{} ({}{})\n", index, core::Hex(f.pc), name, where,
-                     module.empty() ? "?" : module, offset);
+  return fmt::format("  #{:<2} {} {}{} ({}{})\n", index, core::Hex(f.pc), name, where, module.empty() ? "?" : module,
+                     offset);
 }
 
 }  // namespace
 
 std::string RenderProcessReport(const std::string& source, const core::ProcessReport& r) {
-  std::string out = fmt::format("{}: pid {}{}\n", source, r.pid,
-                                r.command.empty() ? "" : fmt::format(" \"{}\"", r.command));
+  std::string out =
+      fmt::format("{}: pid {}{}\n", source, r.pid, r.command.empty() ? "" : fmt::format(" \"{}\"", r.command));
   if (r.signal) {
     std::string code = r.si_code ? fmt::format(" ({}: {})", core::SiCodeName(*r.signal, *r.si_code),
                                                core::SiCodeMeaning(*r.signal, *r.si_code))

@@ -13,21 +13,31 @@ using core::Json;
 
 // CPU features GPU stacks (and SIGILL triage) care about; the full list is only counted.
 constexpr std::array<std::string_view, 17> kCpuFlagsOfInterest = {
-    "sse4_2",     "avx",        "avx2",     "fma",         "f16c",     "avx512f",
-    "avx512bw",   "avx512vl",   "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile",
-    "amx_bf16",   "amx_int8",   "sha_ni",   "hypervisor",  "svm"};
+    "sse4_2",   "avx",      "avx2",        "fma",         "f16c",        "avx512f",
+    "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile",
+    "amx_bf16", "amx_int8", "sha_ni",      "hypervisor",  "svm"};
 
 bool IsInterestingCmdlineKey(std::string_view key) {
-  static constexpr std::array<std::string_view, 14> kExact = {
-      "iommu",          "amd_iommu",   "intel_iommu", "pci",         "hugepages",
-      "hugepagesz",     "default_hugepagesz", "pcie_aspm", "pcie_ports", "swiotlb",
-      "mem_encrypt",    "numa_balancing", "modprobe.blacklist", "rd.driver.blacklist"};
+  static constexpr std::array<std::string_view, 14> kExact = {"iommu",
+                                                              "amd_iommu",
+                                                              "intel_iommu",
+                                                              "pci",
+                                                              "hugepages",
+                                                              "hugepagesz",
+                                                              "default_hugepagesz",
+                                                              "pcie_aspm",
+                                                              "pcie_ports",
+                                                              "swiotlb",
+                                                              "mem_encrypt",
+                                                              "numa_balancing",
+                                                              "modprobe.blacklist",
+                                                              "rd.driver.blacklist"};
   for (std::string_view k : kExact) {
     if (key == k) return true;
   }
-  return key.starts_with("amdgpu.") || key.starts_with("nvidia.") ||
-         key.starts_with("nvidia-drm.") || key.starts_with("nouveau.") ||
-         key.starts_with("amdkfd.") || key.starts_with("iommu.") || key.starts_with("vfio");
+  return key.starts_with("amdgpu.") || key.starts_with("nvidia.") || key.starts_with("nvidia-drm.") ||
+         key.starts_with("nouveau.") || key.starts_with("amdkfd.") || key.starts_with("iommu.") ||
+         key.starts_with("vfio");
 }
 
 std::string Unquote(std::string_view v) {
@@ -109,9 +119,12 @@ void CollectVirtualization(const core::OsView& os, const Json& cpu, Json& host) 
   } else if (os.Exists("/run/.containerenv")) {
     virt["container"] = "podman";
   } else if (auto cgroup = os.TryReadFile("/proc/1/cgroup"); cgroup.ok()) {
-    if (cgroup->find("kubepods") != std::string::npos) virt["container"] = "kubernetes";
-    else if (cgroup->find("docker") != std::string::npos) virt["container"] = "docker";
-    else if (cgroup->find("lxc") != std::string::npos) virt["container"] = "lxc";
+    if (cgroup->find("kubepods") != std::string::npos)
+      virt["container"] = "kubernetes";
+    else if (cgroup->find("docker") != std::string::npos)
+      virt["container"] = "docker";
+    else if (cgroup->find("lxc") != std::string::npos)
+      virt["container"] = "lxc";
   }
   host["virtualization"] = virt;
 }

@@ -9,9 +9,7 @@
 namespace gputriage::collect {
 namespace {
 
-core::OsView H200Root() {
-  return core::OsView::Rooted(std::string(GT_FIXTURES_DIR) + "/h200-root").value();
-}
+core::OsView H200Root() { return core::OsView::Rooted(std::string(GT_FIXTURES_DIR) + "/h200-root").value(); }
 
 TEST(HostTest, ReadsTheCapturedH200Tree) {
   core::Section section = CollectHost(H200Root());
@@ -58,8 +56,7 @@ TEST(HostTest, CmdlineStopsAtInitArguments) {
   EXPECT_EQ(flags["iommu"], "pt");
   EXPECT_EQ(flags["amd_iommu"], "on");
   EXPECT_FALSE(flags.contains("pci"));
-  EXPECT_EQ(ParseCmdlineFlags("amdgpu.ppfeaturemask=0xffffffff nouveau.modeset=0 quiet")
-                .dump(),
+  EXPECT_EQ(ParseCmdlineFlags("amdgpu.ppfeaturemask=0xffffffff nouveau.modeset=0 quiet").dump(),
             R"({"amdgpu.ppfeaturemask":"0xffffffff","nouveau.modeset":"0"})");
 }
 
@@ -81,7 +78,8 @@ TEST(HostTest, MissingFilesBecomeNotesNotZeros) {
 }
 
 TEST(HostTest, OsReleaseQuotesAndGarbage) {
-  core::Json os = ParseOsRelease("ID=debian\nVERSION_ID=\"12\"\nPRETTY_NAME='Debian GNU/Linux 12 (bookworm)'\n\xff\xfe=\n");
+  core::Json os =
+      ParseOsRelease("ID=debian\nVERSION_ID=\"12\"\nPRETTY_NAME='Debian GNU/Linux 12 (bookworm)'\n\xff\xfe=\n");
   EXPECT_EQ(os["id"], "debian");
   EXPECT_EQ(os["version_id"], "12");
   EXPECT_EQ(os["pretty_name"], "Debian GNU/Linux 12 (bookworm)");

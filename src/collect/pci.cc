@@ -74,10 +74,9 @@ void AddTopology(const core::OsView& os, const std::string& dir, Json& gpu) {
     if (!bars.empty()) gpu["bars"] = bars;
   }
   Json aer = Json::object();
-  static constexpr std::pair<const char*, const char*> kAerFiles[] = {
-      {"aer_dev_correctable", "correctable_total"},
-      {"aer_dev_nonfatal", "nonfatal_total"},
-      {"aer_dev_fatal", "fatal_total"}};
+  static constexpr std::pair<const char*, const char*> kAerFiles[] = {{"aer_dev_correctable", "correctable_total"},
+                                                                      {"aer_dev_nonfatal", "nonfatal_total"},
+                                                                      {"aer_dev_fatal", "fatal_total"}};
   for (const auto& [file, key] : kAerFiles) {
     if (auto text = os.TryReadFile(dir + "/" + file); text.ok()) {
       core::SetIf(aer, key, ParseAerTotal(*text));
@@ -86,13 +85,11 @@ void AddTopology(const core::OsView& os, const std::string& dir, Json& gpu) {
   if (!aer.empty()) gpu["aer"] = aer;
 }
 
-std::optional<Json> ReadGpu(const core::OsView& os, const std::string& address,
-                            core::Section& section) {
+std::optional<Json> ReadGpu(const core::OsView& os, const std::string& address, core::Section& section) {
   std::string dir = "/sys/bus/pci/devices/" + address;
   auto vendor = ReadHex(os, dir + "/vendor");
   if (!vendor) {
-    section.NoteMissing("gpus[" + address + "]", os.Resolve(dir + "/vendor") +
-                                                     ": missing or not a hex id");
+    section.NoteMissing("gpus[" + address + "]", os.Resolve(dir + "/vendor") + ": missing or not a hex id");
     return std::nullopt;
   }
   if (*vendor != kVendorNvidia && *vendor != kVendorAmd) return std::nullopt;
@@ -104,10 +101,9 @@ std::optional<Json> ReadGpu(const core::OsView& os, const std::string& address,
   gpu["pci_address"] = NormalizePciAddress(address);
   gpu["vendor_id"] = Hex4(*vendor);
   gpu["class"] = fmt::format("0x{:06x}", *pci_class);
-  static constexpr std::pair<const char*, const char*> kIds[] = {
-      {"device", "device_id"},
-      {"subsystem_vendor", "subsystem_vendor_id"},
-      {"subsystem_device", "subsystem_device_id"}};
+  static constexpr std::pair<const char*, const char*> kIds[] = {{"device", "device_id"},
+                                                                 {"subsystem_vendor", "subsystem_vendor_id"},
+                                                                 {"subsystem_device", "subsystem_device_id"}};
   for (const auto& [file, key] : kIds) {
     if (auto v = ReadHex(os, dir + "/" + file)) gpu[key] = Hex4(*v);
   }
@@ -244,9 +240,9 @@ void AddPciNames(const core::OsView& os, Json& gpus, core::Section& section) {
     auto device = core::ParseU64(gpu.value("device_id", ""), 16);
     if (!vendor || !device) continue;
     char buf[256];
-    const char* name = pci_lookup_name(access, buf, sizeof(buf),
-                                       PCI_LOOKUP_DEVICE | PCI_LOOKUP_NO_NUMBERS | PCI_LOOKUP_NO_HWDB,
-                                       static_cast<int>(*vendor), static_cast<int>(*device));
+    const char* name =
+        pci_lookup_name(access, buf, sizeof(buf), PCI_LOOKUP_DEVICE | PCI_LOOKUP_NO_NUMBERS | PCI_LOOKUP_NO_HWDB,
+                        static_cast<int>(*vendor), static_cast<int>(*device));
     if (name != nullptr) gpu["pci_name"] = core::SanitizeUtf8(name);
   }
   if (!g_pci_warning.empty()) {

@@ -23,7 +23,7 @@ TEST(PciTest, FindsTheH200InTheCapturedTree) {
   EXPECT_EQ(gpu["link"]["current_speed_gts"], 32.0);
   EXPECT_EQ(gpu["link"]["max_width"], 16);
   ASSERT_EQ(gpu["bars"].size(), 3u);
-  EXPECT_EQ(gpu["bars"][0]["size_bytes"], 16ull << 20);   // BAR0 registers
+  EXPECT_EQ(gpu["bars"][0]["size_bytes"], 16ull << 20);  // BAR0 registers
   EXPECT_EQ(gpu["bars"][1]["index"], 2);
   EXPECT_EQ(gpu["bars"][1]["size_bytes"], 256ull << 30);  // BAR1 window over HBM
   EXPECT_EQ(gpu["bars"][1]["prefetchable"], true);
@@ -35,9 +35,8 @@ TEST(PciTest, DowntrainedLinkFromARealCapture) {
   // nokyan/resources#512: `tail -v` of the link files of an AMD GPU at x8 / 16 GT/s in a
   // PCIe 5 x16 slot. The capture has no id files; the test adds vendor and class.
   testing::TempDir dir;
-  ASSERT_EQ(testing::MaterializeTailV(
-                testing::ReadFixture("pci/pci-link-speed-width-tail-v-gpu-0000-01-00.0-x8.txt"),
-                dir.path()),
+  ASSERT_EQ(testing::MaterializeTailV(testing::ReadFixture("pci/pci-link-speed-width-tail-v-gpu-0000-01-00.0-x8.txt"),
+                                      dir.path()),
             4);
   testing::WriteFile(dir.path(), "/sys/bus/pci/devices/0000:01:00.0/vendor", "0x1002\n");
   testing::WriteFile(dir.path(), "/sys/bus/pci/devices/0000:01:00.0/class", "0x030000\n");
@@ -55,8 +54,7 @@ TEST(PciTest, DowntrainedLinkFromARealCapture) {
 TEST(PciTest, AerCountersFromARealCapture) {
   testing::TempDir dir;
   testing::MaterializeGrepDot(
-      testing::ReadFixture("pci/grep-dot-drm-card1-device-aer-dev-correctable-fatal-polaris-excerpt.txt"),
-      dir.path());
+      testing::ReadFixture("pci/grep-dot-drm-card1-device-aer-dev-correctable-fatal-polaris-excerpt.txt"), dir.path());
   auto text = core::OsView::Rooted(dir.path())->TryReadFile("/sys/class/drm/card1/device/aer_dev_correctable");
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_EQ(ParseAerTotal(*text), 0u);
@@ -69,8 +67,8 @@ TEST(PciTest, NamesComeFromPciIds) {
   // tests/fixtures/pci/lspci-vvd-10de-rtx-a6000-*.txt; libpci over Debian's pci.ids must agree.
   std::string lspci = testing::ReadFixture("pci/lspci-vvd-10de-rtx-a6000-lnksta-2.5gts-downgraded-aer-caps.txt");
   ASSERT_NE(lspci.find("GA102GL [RTX A6000]"), std::string::npos);
-  core::Json gpus = core::Json::array({{{"vendor_id", "0x10de"}, {"device_id", "0x2230"}},
-                                       {{"vendor_id", "0x10de"}, {"device_id", "0x2335"}}});
+  core::Json gpus = core::Json::array(
+      {{{"vendor_id", "0x10de"}, {"device_id", "0x2230"}}, {{"vendor_id", "0x10de"}, {"device_id", "0x2335"}}});
   core::Section notes;
   AddPciNames(core::OsView::Live(), gpus, notes);
   EXPECT_EQ(gpus[0]["pci_name"], "GA102GL [RTX A6000]");

@@ -71,30 +71,29 @@ core::Section RunPythonProbe(const std::string& python, std::chrono::millisecond
   if (outcome->timed_out || outcome->exit_code != 0) {
     std::string reason = fmt::format("{} {}", python, core::DescribeOutcome(*outcome, options));
     if (!outcome->stderr_tail.empty()) {
-      std::string tail = outcome->stderr_tail.substr(
-          outcome->stderr_tail.size() > 400 ? outcome->stderr_tail.size() - 400 : 0);
+      std::string tail =
+          outcome->stderr_tail.substr(outcome->stderr_tail.size() > 400 ? outcome->stderr_tail.size() - 400 : 0);
       reason += ": " + core::SanitizeUtf8(tail);
     }
     section.NoteMissing("software.python_probe", reason);
     if (outcome->timed_out) {
-      section.findings.push_back(core::Finding{
-          .id = "collect.python_probe_hung",
-          .layer = 1,
-          .severity = core::Severity::kWarning,
-          .title = fmt::format("Python probe did not answer within {:.0f} s", timeout.count() / 1000.0),
-          .detail = "Importing the frameworks or initialising the GPU from Python hung; a wedged "
-                    "driver or a stuck CUDA/HIP initialisation can cause this.",
-          .evidence = {{python, reason}},
-          .fix = "Run the interpreter by hand and see where `import torch; torch.cuda.init()` stops.",
-          .references = {}});
+      section.findings.push_back(
+          core::Finding{.id = "collect.python_probe_hung",
+                        .layer = 1,
+                        .severity = core::Severity::kWarning,
+                        .title = fmt::format("Python probe did not answer within {:.0f} s", timeout.count() / 1000.0),
+                        .detail = "Importing the frameworks or initialising the GPU from Python hung; a wedged "
+                                  "driver or a stuck CUDA/HIP initialisation can cause this.",
+                        .evidence = {{python, reason}},
+                        .fix = "Run the interpreter by hand and see where `import torch; torch.cuda.init()` stops.",
+                        .references = {}});
     }
     return section;
   }
   core::Json parsed = core::Json::parse(outcome->stdout_data, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object()) {
-    section.NoteMissing("software.python_probe",
-                        python + ": output was not a JSON object (" +
-                            std::to_string(outcome->stdout_data.size()) + " bytes)");
+    section.NoteMissing("software.python_probe", python + ": output was not a JSON object (" +
+                                                     std::to_string(outcome->stdout_data.size()) + " bytes)");
     return section;
   }
   parsed["interpreter"] = python;
@@ -106,11 +105,11 @@ std::optional<std::string> FindTorchLibDir(const std::string& python, std::chron
   core::RunOptions options;
   options.timeout = timeout;
   options.extra_env = {"PYTHONDONTWRITEBYTECODE=1"};
-  auto outcome = core::RunWithTimeout(
-      {python, "-c",
-       "import importlib.util as u, os; s = u.find_spec('torch'); "
-       "print(os.path.join(os.path.dirname(s.origin), 'lib') if s and s.origin else '')"},
-      options);
+  auto outcome =
+      core::RunWithTimeout({python, "-c",
+                            "import importlib.util as u, os; s = u.find_spec('torch'); "
+                            "print(os.path.join(os.path.dirname(s.origin), 'lib') if s and s.origin else '')"},
+                           options);
   if (!outcome.ok() || outcome->timed_out || outcome->exit_code.value_or(1) != 0) return std::nullopt;
   std::string dir(core::Trim(outcome->stdout_data));
   if (dir.empty()) return std::nullopt;

@@ -33,13 +33,11 @@ Section ProbeHungSection(const VendorProbe& probe, const core::ProcessOutcome& o
       .id = fmt::format("collect.{}_probe_hung", probe.name),
       .layer = 1,
       .severity = core::Severity::kError,
-      .title = fmt::format("{} did not answer within {:g} s: the driver may be wedged", what,
-                           seconds),
-      .detail = fmt::format(
-          "The {} probe runs in a helper process (pid {}) so that a call stuck in the driver "
-          "cannot hang gputriage; it {}. Diagnostic tools hang like this when the GPU or its "
-          "driver is sick; the rest of the snapshot was collected without it.",
-          probe.name, outcome.pid, description),
+      .title = fmt::format("{} did not answer within {:g} s: the driver may be wedged", what, seconds),
+      .detail = fmt::format("The {} probe runs in a helper process (pid {}) so that a call stuck in the driver "
+                            "cannot hang gputriage; it {}. Diagnostic tools hang like this when the GPU or its "
+                            "driver is sick; the rest of the snapshot was collected without it.",
+                            probe.name, outcome.pid, description),
       .evidence = {{"watchdog", fmt::format("helper pid {} {}", outcome.pid, description)}},
       .fix = "Look at the kernel log for GPU errors (Xid, amdgpu faults, resets); check whether "
              "vendor tools (nvidia-smi, amd-smi) hang too; if so, drain the node and reset the "
@@ -48,8 +46,7 @@ Section ProbeHungSection(const VendorProbe& probe, const core::ProcessOutcome& o
   return section;
 }
 
-Section RunProbeInHelper(const core::OsView& os, const VendorProbe& probe,
-                         const SnapshotOptions& options) {
+Section RunProbeInHelper(const core::OsView& os, const VendorProbe& probe, const SnapshotOptions& options) {
   std::vector<std::string> argv = options.helper_command;
   argv.emplace_back(probe.name);
   if (!os.live()) {
@@ -68,24 +65,21 @@ Section RunProbeInHelper(const core::OsView& os, const VendorProbe& probe,
   if (outcome->exit_code != 0) {
     std::string tail = core::SanitizeUtf8(core::Trim(outcome->stderr_tail));
     section.NoteMissing(std::string(probe.name),
-                        fmt::format("{} probe {}{}{}", probe.name,
-                                    core::DescribeOutcome(*outcome, run_options),
+                        fmt::format("{} probe {}{}{}", probe.name, core::DescribeOutcome(*outcome, run_options),
                                     tail.empty() ? "" : ": ", tail));
     return section;
   }
   Json parsed = Json::parse(outcome->stdout_data, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object()) {
-    section.NoteMissing(std::string(probe.name),
-                        fmt::format("{} probe printed no valid JSON ({} bytes)", probe.name,
-                                    outcome->stdout_data.size()));
+    section.NoteMissing(std::string(probe.name), fmt::format("{} probe printed no valid JSON ({} bytes)", probe.name,
+                                                             outcome->stdout_data.size()));
     return section;
   }
   try {
     section = parsed.get<Section>();
   } catch (const Json::exception& e) {
     section.NoteMissing(std::string(probe.name),
-                        fmt::format("{} probe output has an unexpected shape: {}", probe.name,
-                                    e.what()));
+                        fmt::format("{} probe output has an unexpected shape: {}", probe.name, e.what()));
   }
   return section;
 }
@@ -104,8 +98,7 @@ void Absorb(Section& total, Section&& part) {
 
 // Directories a live Python environment may keep packages in, found without running Python:
 // $VIRTUAL_ENV, $CONDA_PREFIX and the venv of each python3 on PATH.
-std::vector<std::string> LiveSiteDirectories(const core::OsView& os,
-                                             const std::vector<std::string>& environment) {
+std::vector<std::string> LiveSiteDirectories(const core::OsView& os, const std::vector<std::string>& environment) {
   std::vector<std::string> prefixes;
   for (const std::string& entry : environment) {
     std::string_view e = entry;
@@ -166,8 +159,7 @@ void AdoptProbedTorch(const Json& probe, Json& software) {
 
 }  // namespace
 
-void MergeVendorSection(const std::string& probe, const Section& section, Json& gpus,
-                        Json& software) {
+void MergeVendorSection(const std::string& probe, const Section& section, Json& gpus, Json& software) {
   Json data = section.data;
   if (data.contains("gpus") && data["gpus"].is_array()) {
     for (Json vendor_gpu : data["gpus"]) {
@@ -224,8 +216,7 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   std::vector<std::pair<std::string, std::future<Section>>> probes;
   for (const VendorProbe& probe : VendorProbes()) {
     if (!probe.present(os, pci.data["gpus"])) continue;
-    probes.emplace_back(std::string(probe.name),
-                        std::async(std::launch::async, [&os, &options, &probe]() {
+    probes.emplace_back(std::string(probe.name), std::async(std::launch::async, [&os, &options, &probe]() {
                           if (!options.helper_command.empty()) {
                             return RunProbeInHelper(os, probe, options);
                           }
@@ -234,9 +225,8 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   }
   std::optional<std::future<Section>> python;
   if (options.python && os.live()) {
-    python = std::async(std::launch::async, [&options]() {
-      return RunPythonProbe(*options.python, options.python_timeout);
-    });
+    python = std::async(std::launch::async,
+                        [&options]() { return RunPythonProbe(*options.python, options.python_timeout); });
   }
   auto names = std::async(std::launch::async, [&os, &pci]() {
     Section notes;
@@ -244,9 +234,7 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
     return notes;
   });
   auto host = std::async(std::launch::async, [&os]() { return CollectHost(os); });
-  auto kernel_log = std::async(std::launch::async, [&os]() {
-    return kernel_log::Collect(os, kernel_log::Options{});
-  });
+  auto kernel_log = std::async(std::launch::async, [&os]() { return kernel_log::Collect(os, kernel_log::Options{}); });
   SoftwareOptions software_options;
   if (os.live()) {
     software_options.library_dirs = LdLibraryPath(options.environment);
@@ -257,8 +245,9 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   if (os.live()) {
     env = env::Collect(options.environment);
   } else {
-    env.NoteMissing("env", "not collected under --root: this process's environment is not the "
-                           "captured machine's");
+    env.NoteMissing("env",
+                    "not collected under --root: this process's environment is not the "
+                    "captured machine's");
   }
 
   Absorb(total, names.get());

@@ -44,7 +44,6 @@ core::Result<core::Json> RunProbeInProcess(const core::OsView& os, const std::st
 
 /// Folds a vendor probe's section into the snapshot's `gpus` (matched by PCI address) and
 /// `software.<probe>`. Exposed for tests.
-void MergeVendorSection(const std::string& probe, const core::Section& section, core::Json& gpus,
-                        core::Json& software);
+void MergeVendorSection(const std::string& probe, const core::Section& section, core::Json& gpus, core::Json& software);
 
 }  // namespace gputriage::collect

@@ -86,8 +86,8 @@ TEST(SnapshotModel, H200TreeRoundTripsAndFillsWhatConsumersRead) {
 // the captured tree's GPU as the snapshot merges it.
 TEST(SnapshotModel, H200NvmlProbeRoundTripsWithItsHealthFields) {
   Json json = CollectedJson(H200Root());
-  Json probe = Json::parse(
-      gputriage::testing::ReadFixture("nvidia/h200-live/probe-nvidia.json", {.missing_fails_test = true}));
+  Json probe =
+      Json::parse(gputriage::testing::ReadFixture("nvidia/h200-live/probe-nvidia.json", {.missing_fails_test = true}));
   MergeVendorSection("nvidia", probe.get<core::Section>(), json["gpus"], json["software"]);
   core::Snapshot s = RoundTrip(json);
 
@@ -186,9 +186,9 @@ TEST(SnapshotModel, WrongTypesAreNamedAndLeftOut) {
       "schema_version": 1,
       "gpus": [{"pci_address": "0000:01:00.0", "nvidia": {"mig_mode": {"current": 1}}}],
       "env": {"variables": {"A": "1", "B": 2}}})"));
-  EXPECT_EQ(s.read_problems, (std::vector<std::string>{
-                                 "gpus[0].nvidia.mig_mode.current: a number where a boolean belongs",
-                                 "env.variables.B: a number where a string belongs"}));
+  EXPECT_EQ(s.read_problems,
+            (std::vector<std::string>{"gpus[0].nvidia.mig_mode.current: a number where a boolean belongs",
+                                      "env.variables.B: a number where a string belongs"}));
   EXPECT_FALSE(s.GpuList()[0].nvidia->mig_mode->current.has_value());
   EXPECT_EQ(s.EnvValue("A"), "1");
   EXPECT_EQ(s.EnvValue("B"), std::nullopt);

@@ -12,33 +12,31 @@ namespace {
 
 using core::Json;
 
-constexpr std::string_view kKernelModules[] = {"nvidia",        "nvidia_uvm",    "nvidia_drm",
-                                               "nvidia_modeset", "nvidia_peermem", "amdgpu",
-                                               "nouveau",        "amdxcp"};
+constexpr std::string_view kKernelModules[] = {"nvidia",         "nvidia_uvm", "nvidia_drm", "nvidia_modeset",
+                                               "nvidia_peermem", "amdgpu",     "nouveau",    "amdxcp"};
 
 // Libraries of the GPU stacks, by file name; group 1 is the soname stem, group 2 the version.
 const RE2& GpuLibraryPattern() {
-  static const RE2 kPattern(
-      R"(^(libcuda|libcudart|libnvidia-ml|libnvidia-ptxjitcompiler|libcublas|libcublasLt|)"
-      R"(libcudnn|libnccl|libnvrtc|libcufft|libcusparse|libcusolver|libcurand|libnvJitLink|)"
-      R"(libamdhip64|libhsa-runtime64|libhsakmt|librocm_smi64|libamd_smi|librccl|librocblas|)"
-      R"(libMIOpen|libhipblaslt|libhiprtc|librocprofiler64|libroctracer64|libamd_comgr)"
-      R"()\.so\.([0-9][0-9A-Za-z.]*)$)");
+  static const RE2 kPattern(R"(^(libcuda|libcudart|libnvidia-ml|libnvidia-ptxjitcompiler|libcublas|libcublasLt|)"
+                            R"(libcudnn|libnccl|libnvrtc|libcufft|libcusparse|libcusolver|libcurand|libnvJitLink|)"
+                            R"(libamdhip64|libhsa-runtime64|libhsakmt|librocm_smi64|libamd_smi|librccl|librocblas|)"
+                            R"(libMIOpen|libhipblaslt|libhiprtc|librocprofiler64|libroctracer64|libamd_comgr)"
+                            R"()\.so\.([0-9][0-9A-Za-z.]*)$)");
   return kPattern;
 }
 
 // Python distributions worth naming in a GPU snapshot (normalised: lower case, '-' -> '_').
 bool IsGpuPythonDistribution(std::string_view name) {
   static constexpr std::string_view kExact[] = {
-      "torch",   "jax",     "jaxlib",  "tensorflow", "tensorflow_gpu", "triton",
-      "pytorch_triton_rocm", "cupy",   "vllm",       "xformers",       "flash_attn",
-      "deepspeed", "apex",  "onnxruntime_gpu", "tensorrt", "torchvision", "torchaudio",
-      "bitsandbytes", "transformer_engine", "pynvml", "nvidia_ml_py", "amdsmi"};
+      "torch",    "jax",         "jaxlib",     "tensorflow",   "tensorflow_gpu",     "triton", "pytorch_triton_rocm",
+      "cupy",     "vllm",        "xformers",   "flash_attn",   "deepspeed",          "apex",   "onnxruntime_gpu",
+      "tensorrt", "torchvision", "torchaudio", "bitsandbytes", "transformer_engine", "pynvml", "nvidia_ml_py",
+      "amdsmi"};
   for (std::string_view e : kExact) {
     if (name == e) return true;
   }
-  return name.starts_with("nvidia_") || name.starts_with("jax_cuda") ||
-         name.starts_with("jax_rocm") || name.starts_with("cupy_");
+  return name.starts_with("nvidia_") || name.starts_with("jax_cuda") || name.starts_with("jax_rocm") ||
+         name.starts_with("cupy_");
 }
 
 std::string NormalizeDistName(std::string_view name) {
@@ -117,8 +115,7 @@ void CollectCuda(const core::OsView& os, Json& software) {
 
 // The directories the dynamic loader searches: ld.so.conf (with includes), the default
 // multiarch and lib directories, and extras.
-std::vector<std::string> LoaderDirectories(const core::OsView& os,
-                                           const std::vector<std::string>& extra) {
+std::vector<std::string> LoaderDirectories(const core::OsView& os, const std::vector<std::string>& extra) {
   std::vector<std::string> dirs = extra;
   std::vector<std::string> conf_files = {"/etc/ld.so.conf"};
   for (size_t i = 0; i < conf_files.size() && i < 64; ++i) {
@@ -143,9 +140,8 @@ std::vector<std::string> LoaderDirectories(const core::OsView& os,
       dirs.emplace_back(line);
     }
   }
-  for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
-                        "/usr/lib", "/usr/local/lib", "/usr/local/cuda/lib64",
-                        "/usr/local/nvidia/lib64", "/opt/rocm/lib"}) {
+  for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib",
+                        "/usr/local/lib", "/usr/local/cuda/lib64", "/usr/local/nvidia/lib64", "/opt/rocm/lib"}) {
     dirs.emplace_back(d);
   }
   return dirs;
@@ -171,8 +167,7 @@ void CollectLibraries(const core::OsView& os, const SoftwareOptions& options, Js
   software["libraries"] = libraries;
 }
 
-std::vector<std::string> SiteDirectories(const core::OsView& os,
-                                         const std::vector<std::string>& extra) {
+std::vector<std::string> SiteDirectories(const core::OsView& os, const std::vector<std::string>& extra) {
   std::vector<std::string> dirs;
   for (const std::string& prefix : extra) dirs.push_back(prefix);
   dirs.emplace_back("/usr/lib/python3/dist-packages");
@@ -220,8 +215,7 @@ void CollectPython(const core::OsView& os, const SoftwareOptions& options, Json&
     sites.push_back(site);
     for (const std::string& entry : *entries) {
       std::string_view e = entry;
-      std::string_view suffix = e.ends_with(".dist-info") ? ".dist-info"
-                                : e.ends_with(".egg-info") ? ".egg-info" : "";
+      std::string_view suffix = e.ends_with(".dist-info") ? ".dist-info" : e.ends_with(".egg-info") ? ".egg-info" : "";
       if (suffix.empty()) continue;
       e.remove_suffix(suffix.size());
       // "<name>-<version>" where the name has no '-' (wheel naming normalises it to '_').
@@ -229,8 +223,7 @@ void CollectPython(const core::OsView& os, const SoftwareOptions& options, Json&
       if (dash == std::string_view::npos) continue;
       std::string name = NormalizeDistName(e.substr(0, dash));
       if (!IsGpuPythonDistribution(name)) continue;
-      packages.push_back({{"name", name}, {"version", std::string(e.substr(dash + 1))},
-                          {"path", site}});
+      packages.push_back({{"name", name}, {"version", std::string(e.substr(dash + 1))}, {"path", site}});
     }
     AddTorch(os, site, python);
   }
@@ -241,8 +234,8 @@ void CollectPython(const core::OsView& os, const SoftwareOptions& options, Json&
 
 void CollectCompilers(const core::OsView& os, Json& software) {
   Json compilers = Json::array();
-  for (const char* path : {"/usr/bin/nvcc", "/usr/local/cuda/bin/nvcc", "/usr/bin/hipcc",
-                           "/opt/rocm/bin/hipcc", "/opt/rocm/llvm/bin/clang"}) {
+  for (const char* path : {"/usr/bin/nvcc", "/usr/local/cuda/bin/nvcc", "/usr/bin/hipcc", "/opt/rocm/bin/hipcc",
+                           "/opt/rocm/llvm/bin/clang"}) {
     if (!os.Exists(path)) continue;
     std::string_view p = path;
     compilers.push_back({{"name", std::string(p.substr(p.rfind('/') + 1))}, {"path", path}});
@@ -268,9 +261,8 @@ Json ParseDpkgStatus(std::string_view status) {
   auto flush = [&]() {
     if (!name.empty() && state.find("installed") != std::string_view::npos &&
         state.find("not-installed") == std::string_view::npos && IsGpuPackageName(name)) {
-      packages.push_back({{"name", core::SanitizeUtf8(name)},
-                          {"version", core::SanitizeUtf8(version)},
-                          {"source", "dpkg"}});
+      packages.push_back(
+          {{"name", core::SanitizeUtf8(name)}, {"version", core::SanitizeUtf8(version)}, {"source", "dpkg"}});
     }
     name = version = state = {};
   };
@@ -279,9 +271,12 @@ Json ParseDpkgStatus(std::string_view status) {
       flush();
       continue;
     }
-    if (line.starts_with("Package:")) name = core::Trim(line.substr(8));
-    else if (line.starts_with("Version:")) version = core::Trim(line.substr(8));
-    else if (line.starts_with("Status:")) state = core::Trim(line.substr(7));
+    if (line.starts_with("Package:"))
+      name = core::Trim(line.substr(8));
+    else if (line.starts_with("Version:"))
+      version = core::Trim(line.substr(8));
+    else if (line.starts_with("Status:"))
+      state = core::Trim(line.substr(7));
   }
   flush();
   return packages;

@@ -10,9 +10,7 @@
 namespace gputriage::collect {
 namespace {
 
-core::OsView H200Root() {
-  return core::OsView::Rooted(std::string(GT_FIXTURES_DIR) + "/h200-root").value();
-}
+core::OsView H200Root() { return core::OsView::Rooted(std::string(GT_FIXTURES_DIR) + "/h200-root").value(); }
 
 // Independent count of installed packages in a dpkg status file whose name matches `pred`.
 size_t CountInstalled(const std::string& status, bool (*pred)(std::string_view)) {
@@ -68,8 +66,7 @@ TEST(SoftwareTest, DpkgStatusKeepsOnlyInstalledGpuPackages) {
 }
 
 TEST(SoftwareTest, CudaVersionFiles) {
-  EXPECT_EQ(ParseCudaVersion(R"({"cuda" : {"name" : "CUDA SDK", "version" : "13.0.1"}, "cuda_cccl": {}})"),
-            "13.0.1");
+  EXPECT_EQ(ParseCudaVersion(R"({"cuda" : {"name" : "CUDA SDK", "version" : "13.0.1"}, "cuda_cccl": {}})"), "13.0.1");
   EXPECT_EQ(ParseCudaVersion("CUDA Version 11.8.0\n"), "11.8.0");
   EXPECT_EQ(ParseCudaVersion("{}"), std::nullopt);
 }
@@ -106,8 +103,7 @@ TEST(SoftwareTest, PythonPackagesFromACapturedVenv) {
   for (std::string_view entry : core::SplitLines(listing)) {
     if (entry.empty()) continue;
     std::filesystem::create_directories(dir.path() + site + "/" + std::string(entry));
-    gpu_dists += entry.starts_with("nvidia_") || entry.starts_with("torch-") ||
-                 entry.starts_with("triton-");
+    gpu_dists += entry.starts_with("nvidia_") || entry.starts_with("torch-") || entry.starts_with("triton-");
   }
   testing::WriteFile(dir.path(), site + "/torch/version.py",
                      testing::ReadFixture("python/torch-2.11.0+cu130-version.py.txt"));

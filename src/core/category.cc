@@ -7,8 +7,8 @@ constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
     "illegal-address", "page-fault", "device-assert", "arch-mismatch",  "abi-mismatch", "numerical",
     "hang-timeout",    "oom",        "hardware",      "driver-runtime", "compiler-jit", "other"};
 
-constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
-    "hardware", "driver-firmware", "library", "application", "unknown"};
+constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {"hardware", "driver-firmware", "library",
+                                                                       "application", "unknown"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> Parse(std::string_view name, const std::array<std::string_view, N>& names) {
@@ -38,8 +38,7 @@ std::optional<Category> ParseCategory(std::string_view name) { return Parse<Cate
 
 const std::array<Verdict, kVerdictCount>& AllVerdicts() {
   static const std::array<Verdict, kVerdictCount> kAll = {Verdict::kHardware, Verdict::kDriverFirmware,
-                                                          Verdict::kLibrary, Verdict::kApplication,
-                                                          Verdict::kUnknown};
+                                                          Verdict::kLibrary, Verdict::kApplication, Verdict::kUnknown};
   return kAll;
 }
 

@@ -10,8 +10,7 @@
 namespace gputriage::core {
 
 double NowEpochSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string FormatUtcIso(double epoch_seconds, bool millis) {
@@ -19,8 +18,8 @@ std::string FormatUtcIso(double epoch_seconds, bool millis) {
   auto seconds = static_cast<time_t>(whole);
   std::tm tm{};
   if (gmtime_r(&seconds, &tm) == nullptr) return "";
-  std::string out = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900,
-                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  std::string out = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                                tm.tm_hour, tm.tm_min, tm.tm_sec);
   if (millis) {
     int ms = static_cast<int>((epoch_seconds - whole) * 1000.0);
     if (ms > 999) ms = 999;
@@ -33,8 +32,8 @@ std::string FormatUtcIso(double epoch_seconds, bool millis) {
 std::optional<double> ParseUtcIso(const std::string& text) {
   std::tm tm{};
   int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6) {
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &consumed) != 6) {
     return std::nullopt;
   }
   tm.tm_year -= 1900;

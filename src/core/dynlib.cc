@@ -8,9 +8,7 @@
 namespace gputriage::core {
 
 DynamicLibrary::DynamicLibrary(DynamicLibrary&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)),
-      name_(std::move(other.name_)),
-      path_(std::move(other.path_)) {}
+    : handle_(std::exchange(other.handle_, nullptr)), name_(std::move(other.name_)), path_(std::move(other.path_)) {}
 
 DynamicLibrary& DynamicLibrary::operator=(DynamicLibrary&& other) noexcept {
   if (this != &other) {
@@ -55,8 +53,8 @@ Result<void*> DynamicLibrary::Symbol(const char* symbol) const {
   void* sym = ::dlsym(handle_, symbol);
   if (sym == nullptr) {
     const char* err = ::dlerror();
-    return MakeError("{}: symbol {} not found{}{}", path_.empty() ? name_ : path_, symbol,
-                     err != nullptr ? ": " : "", err != nullptr ? err : "");
+    return MakeError("{}: symbol {} not found{}{}", path_.empty() ? name_ : path_, symbol, err != nullptr ? ": " : "",
+                     err != nullptr ? err : "");
   }
   return sym;
 }

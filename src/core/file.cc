@@ -28,8 +28,7 @@ Result<OpenFile> OpenForReading(const std::string& path) {
 }
 
 Error TooLarge(std::string_view name, size_t max_bytes) {
-  return MakeErrorCode(ErrorCode::kInvalidArgument, "{}: more than the {} bytes allowed", name,
-                       max_bytes);
+  return MakeErrorCode(ErrorCode::kInvalidArgument, "{}: more than the {} bytes allowed", name, max_bytes);
 }
 
 // Reads `fd` to its end into a string, refusing more than `max_bytes`; `size_hint` (fstat's
@@ -85,8 +84,8 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   if (S_ISREG(file.st.st_mode)) {
     uint64_t size = static_cast<uint64_t>(file.st.st_size);
     if (size > max_bytes) {
-      return MakeErrorCode(ErrorCode::kInvalidArgument,
-                           "{}: {} bytes, more than the {} bytes allowed", path, size, max_bytes);
+      return MakeErrorCode(ErrorCode::kInvalidArgument, "{}: {} bytes, more than the {} bytes allowed", path, size,
+                           max_bytes);
     }
     size_hint = static_cast<size_t>(size);
   }
@@ -97,10 +96,8 @@ Result<std::string> ReadFileTail(const std::string& path, size_t max_bytes) {
   GT_ASSIGN_OR_RETURN(OpenFile file, OpenForReading(path));
   if (S_ISREG(file.st.st_mode)) {
     uint64_t size = static_cast<uint64_t>(file.st.st_size);
-    if (size > max_bytes &&
-        ::lseek(file.fd.get(), static_cast<off_t>(size - max_bytes), SEEK_SET) < 0) {
-      return ErrnoError(errno, "{}: cannot seek to offset {} of {} bytes", path, size - max_bytes,
-                        size);
+    if (size > max_bytes && ::lseek(file.fd.get(), static_cast<off_t>(size - max_bytes), SEEK_SET) < 0) {
+      return ErrnoError(errno, "{}: cannot seek to offset {} of {} bytes", path, size - max_bytes, size);
     }
   }
   return ReadTail(file.fd.get(), path, max_bytes);

@@ -19,14 +19,12 @@ Result<void> MakeDirectories(const std::string& path, unsigned mode) {
     struct stat st {};
     if (saved == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
       if (S_ISDIR(st.st_mode)) continue;
-      return MakeError("cannot create directory {}: {} exists and is not a directory", path,
-                             prefix);
+      return MakeError("cannot create directory {}: {} exists and is not a directory", path, prefix);
     }
     if (prefix == path) {
       return MakeError("cannot create directory {}: {}", path, std::strerror(saved));
     }
-    return MakeError("cannot create directory {}: {}: {}", path, prefix,
-                           std::strerror(saved));
+    return MakeError("cannot create directory {}: {}: {}", path, prefix, std::strerror(saved));
   }
   return {};
 }

@@ -38,7 +38,9 @@ class FieldWriter;
 
 /// A struct with a field list: `template <class V, class S> static void Fields(V&, S&)`.
 template <typename T>
-concept HasFields = requires(FieldReader& reader, T& value) { T::Fields(reader, value); };
+concept HasFields = requires(FieldReader& reader, T& value) {
+  T::Fields(reader, value);
+};
 
 /// Where a lenient read is, and what it had to leave out: "host.cpu.logical_cpus: a string where
 /// an integer belongs". Null when nobody asks.
@@ -92,13 +94,20 @@ class FieldReader {
 
 template <typename T>
 const char* ExpectedName() {
-  if constexpr (std::is_enum_v<T>) return "one of the known names";
-  else if constexpr (std::is_same_v<T, std::string>) return "a string";
-  else if constexpr (std::is_same_v<T, bool>) return "a boolean";
-  else if constexpr (std::is_same_v<T, double>) return "a number";
-  else if constexpr (std::is_integral_v<T>) return "an integer";
-  else if constexpr (IsVector<T>::value) return "a list";
-  else return "an object";
+  if constexpr (std::is_enum_v<T>)
+    return "one of the known names";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else if constexpr (std::is_same_v<T, bool>)
+    return "a boolean";
+  else if constexpr (std::is_same_v<T, double>)
+    return "a number";
+  else if constexpr (std::is_integral_v<T>)
+    return "an integer";
+  else if constexpr (IsVector<T>::value)
+    return "a list";
+  else
+    return "an object";
 }
 
 template <typename T>
@@ -200,8 +209,7 @@ class FieldWriter {
 
 template <typename T>
 Json WriteValue(const T& value) {
-  if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool> ||
-                std::is_arithmetic_v<T>) {
+  if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool> || std::is_arithmetic_v<T>) {
     return Json(value);
   } else if constexpr (std::is_enum_v<T>) {
     return Json(std::string(EnumName(value)));

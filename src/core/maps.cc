@@ -35,9 +35,7 @@ bool ParseDecimal(std::string_view text, uint64_t& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-bool IsStackName(const std::string& path) {
-  return path == "[stack]" || path.rfind("[stack:", 0) == 0;
-}
+bool IsStackName(const std::string& path) { return path == "[stack]" || path.rfind("[stack:", 0) == 0; }
 
 }  // namespace
 
@@ -93,9 +91,8 @@ FaultLocation LocateFault(uint64_t fault_address, const std::vector<Mapping>& ma
                           std::optional<uint64_t> stack_pointer, uint64_t stack_slack) {
   FaultLocation loc;
   const Mapping* hit = FindMapping(maps, fault_address);
-  bool near_sp = stack_pointer &&
-                 (fault_address > *stack_pointer ? fault_address - *stack_pointer
-                                                 : *stack_pointer - fault_address) <= stack_slack;
+  bool near_sp = stack_pointer && (fault_address > *stack_pointer ? fault_address - *stack_pointer
+                                                                  : *stack_pointer - fault_address) <= stack_slack;
   bool guard_mapping = hit && hit->perms.size() == 4 && hit->perms.compare(0, 3, "---") == 0;
   bool below_stack = false;
   if (!hit) {
@@ -109,9 +106,11 @@ FaultLocation LocateFault(uint64_t fault_address, const std::vector<Mapping>& ma
   if (fault_address < kNullPageLimit) {
     loc.kind = "null-page";
     loc.description = fault_address == 0
-        ? "address 0x0: a null pointer was dereferenced"
-        : fmt::format("address {} is in the null page: a null pointer plus an offset of {} bytes "
-                      "(a field or element of a null object)", Hex(fault_address), fault_address);
+                          ? "address 0x0: a null pointer was dereferenced"
+                          : fmt::format(
+                                "address {} is in the null page: a null pointer plus an offset of {} bytes "
+                                "(a field or element of a null object)",
+                                Hex(fault_address), fault_address);
     return loc;
   }
   if ((near_sp && (!hit || guard_mapping)) || below_stack) {
@@ -127,10 +126,9 @@ FaultLocation LocateFault(uint64_t fault_address, const std::vector<Mapping>& ma
     loc.kind = "mapped";
     loc.mapping = *hit;
     std::string what = hit->path.empty() ? "an anonymous mapping" : hit->path;
-    loc.description = fmt::format("address {} is inside {} ({}-{} {}, offset {:#x} into it)",
-                                  Hex(fault_address), what, Hex(hit->start), Hex(hit->end),
-                                  hit->perms.empty() ? "?" : hit->perms,
-                                  fault_address - hit->start);
+    loc.description =
+        fmt::format("address {} is inside {} ({}-{} {}, offset {:#x} into it)", Hex(fault_address), what,
+                    Hex(hit->start), Hex(hit->end), hit->perms.empty() ? "?" : hit->perms, fault_address - hit->start);
     return loc;
   }
   loc.kind = "unmapped";
@@ -142,15 +140,17 @@ FaultLocation LocateFault(uint64_t fault_address, const std::vector<Mapping>& ma
   }
   std::string context;
   if (below) {
-    context = fmt::format("; nearest mapping below ends {:#x} bytes earlier ({})",
-                          fault_address - below->end, below->path.empty() ? "anonymous" : below->path);
+    context = fmt::format("; nearest mapping below ends {:#x} bytes earlier ({})", fault_address - below->end,
+                          below->path.empty() ? "anonymous" : below->path);
   }
   if (above) {
-    context += fmt::format("; nearest mapping above starts {:#x} bytes later ({})",
-                           above->start - fault_address, above->path.empty() ? "anonymous" : above->path);
+    context += fmt::format("; nearest mapping above starts {:#x} bytes later ({})", above->start - fault_address,
+                           above->path.empty() ? "anonymous" : above->path);
   }
-  loc.description = fmt::format("address {} is not mapped: a wild or dangling pointer, or "
-                                "memory already unmapped{}", Hex(fault_address), context);
+  loc.description = fmt::format(
+      "address {} is not mapped: a wild or dangling pointer, or "
+      "memory already unmapped{}",
+      Hex(fault_address), context);
   return loc;
 }
 

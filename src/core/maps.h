@@ -34,7 +34,6 @@ inline constexpr uint64_t kNullPageLimit = 65536;
 /// [stack] mapping — the usual sign of a stack overflow), "mapped" (inside a mapping: a
 /// permission problem, or SIGBUS on a file), "unmapped" (a wild pointer).
 FaultLocation LocateFault(uint64_t fault_address, const std::vector<Mapping>& maps,
-                          std::optional<uint64_t> stack_pointer,
-                          uint64_t stack_slack = 256 * 1024);
+                          std::optional<uint64_t> stack_pointer, uint64_t stack_slack = 256 * 1024);
 
 }  // namespace gputriage::core

@@ -45,7 +45,8 @@ TEST(Maps, KeepsPathsWithSpacesAndSkipsGarbage) {
 }
 
 TEST(MapsLine, ReadsEveryField) {
-  auto m = ParseMapsLine("7f1c2a000000-7f1c2a028000 r-xp 00028000 fd:01 1234567                    /usr/lib/x86_64-linux-gnu/libc.so.6");
+  auto m = ParseMapsLine(
+      "7f1c2a000000-7f1c2a028000 r-xp 00028000 fd:01 1234567                    /usr/lib/x86_64-linux-gnu/libc.so.6");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->start, 0x7f1c2a000000u);
   EXPECT_EQ(m->end, 0x7f1c2a028000u);
@@ -75,15 +76,15 @@ TEST(MapsLine, RefusesWhatIsNotAMapLine) {
   for (const char* line : {
            "",
            "not a line",
-           "7f00-7f10 r--p 00000000 08:01",            // no inode
-           "7f00-7f10 r--p 00000000 08:01 12x /a",     // inode not decimal
-           "7f00-7f10 r--p 00000000 08:01 -1 /a",      // nor negative
-           "7f00-7f10 r-p 00000000 08:01 12 /a",       // perms of three characters
-           "7f00-7f10 r--p 00000000 0801 12 /a",       // dev without ':'
-           "7f007f10 r--p 00000000 08:01 12 /a",       // range without '-'
-           "7f10-7f00 r--p 00000000 08:01 12 /a",      // ends before it starts
-           "7f00-7f10 r--p 0000zz00 08:01 12 /a",      // offset not hex
-           "Rss:                   4 kB",              // smaps detail lines
+           "7f00-7f10 r--p 00000000 08:01",         // no inode
+           "7f00-7f10 r--p 00000000 08:01 12x /a",  // inode not decimal
+           "7f00-7f10 r--p 00000000 08:01 -1 /a",   // nor negative
+           "7f00-7f10 r-p 00000000 08:01 12 /a",    // perms of three characters
+           "7f00-7f10 r--p 00000000 0801 12 /a",    // dev without ':'
+           "7f007f10 r--p 00000000 08:01 12 /a",    // range without '-'
+           "7f10-7f00 r--p 00000000 08:01 12 /a",   // ends before it starts
+           "7f00-7f10 r--p 0000zz00 08:01 12 /a",   // offset not hex
+           "Rss:                   4 kB",           // smaps detail lines
            "VmFlags: rd ex mr mw me dw sd",
        }) {
     EXPECT_FALSE(ParseMapsLine(line)) << line;

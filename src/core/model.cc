@@ -8,10 +8,14 @@ namespace gputriage::core {
 
 std::string_view SeverityName(Severity severity) {
   switch (severity) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
-    case Severity::kCritical: return "critical";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
+    case Severity::kCritical:
+      return "critical";
   }
   return "info";
 }

@@ -23,8 +23,7 @@ Result<OsView> OsView::Rooted(const std::string& root) {
     return MakeError("--root {}: {}", root, std::strerror(errno));
   }
   if (!S_ISDIR(st.st_mode)) {
-    return MakeError("--root {}: not a directory (expected a captured tree with sys/, proc/, ...)",
-                     root);
+    return MakeError("--root {}: not a directory (expected a captured tree with sys/, proc/, ...)", root);
   }
   if (::access(root.c_str(), R_OK | X_OK) != 0) {
     return MakeError("--root {}: {}", root, std::strerror(errno));
@@ -97,8 +96,7 @@ Result<std::string> OsView::TryReadFile(std::string_view path, size_t max_bytes)
       if (errno == EINTR) continue;
       int saved = errno;
       ::close(fd);
-      return MakeError("{}: read failed after {} bytes: {}", real, out.size(),
-                       std::strerror(saved));
+      return MakeError("{}: read failed after {} bytes: {}", real, out.size(), std::strerror(saved));
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));

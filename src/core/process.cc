@@ -23,7 +23,6 @@ bool TrueAt(const Json& j, const char* key) {
   return out;
 }
 
-
 std::optional<uint64_t> ParseHexJson(const Json& j, const char* key) {
   if (!j.is_object()) return std::nullopt;
   auto it = j.find(key);
@@ -48,8 +47,11 @@ std::optional<int64_t> Int(const Json& j, const char* key) {
 }
 
 Json MappingJson(const Mapping& m) {
-  Json j = {{"start", Hex(m.start)}, {"end", Hex(m.end)}, {"perms", m.perms},
-            {"offset", Hex(m.file_offset)}, {"path", m.path}};
+  Json j = {{"start", Hex(m.start)},
+            {"end", Hex(m.end)},
+            {"perms", m.perms},
+            {"offset", Hex(m.file_offset)},
+            {"path", m.path}};
   return j;
 }
 
@@ -126,12 +128,10 @@ Json ToJson(const ProcessReport& r) {
   j["threads"] = std::move(threads);
   if (r.disassembly) {
     const Disassembly& d = *r.disassembly;
-    Json dj = {{"arch", d.arch}, {"isa_extensions", d.isa_extensions},
-               {"missing_on_cpu", d.missing_on_cpu}};
+    Json dj = {{"arch", d.arch}, {"isa_extensions", d.isa_extensions}, {"missing_on_cpu", d.missing_on_cpu}};
     Json ins = Json::array();
     for (const Instruction& i : d.instructions) {
-      ins.push_back({{"address", Hex(i.address)}, {"bytes", i.bytes}, {"text", i.text},
-                     {"faulting", i.faulting}});
+      ins.push_back({{"address", Hex(i.address)}, {"bytes", i.bytes}, {"text", i.text}, {"faulting", i.faulting}});
     }
     dj["instructions"] = std::move(ins);
     if (d.note) dj["note"] = *d.note;
@@ -149,8 +149,11 @@ Json ToJson(const ProcessReport& r) {
   j["maps"] = std::move(maps);
   if (r.classification) {
     const Classification& c = *r.classification;
-    j["classification"] = {{"kind", c.kind}, {"category", CategoryName(c.category)}, {"summary", c.summary},
-                           {"detail", c.detail}, {"evidence", c.evidence}};
+    j["classification"] = {{"kind", c.kind},
+                           {"category", CategoryName(c.category)},
+                           {"summary", c.summary},
+                           {"detail", c.detail},
+                           {"evidence", c.evidence}};
   } else {
     j["classification"] = nullptr;
   }

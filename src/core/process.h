@@ -41,14 +41,14 @@ struct ThreadState {
   std::string name;  ///< /proc/TID/comm, or the core's thread name; empty when unknown
   std::vector<Register> registers;
   std::vector<Frame> frames;
-  bool frames_truncated = false;     ///< more frames than the unwinder was allowed to walk
+  bool frames_truncated = false;            ///< more frames than the unwinder was allowed to walk
   std::optional<std::string> unwind_error;  ///< why the walk stopped early, when it did
 };
 
 /// One line of /proc/PID/maps (or of a core's NT_FILE note, which has no permissions).
 struct Mapping {
   uint64_t start = 0;
-  uint64_t end = 0;  ///< exclusive
+  uint64_t end = 0;   ///< exclusive
   std::string perms;  ///< "r-xp"; empty when not known (core NT_FILE)
   uint64_t file_offset = 0;
   std::string path;  ///< file path or pseudo name ("[stack]", "[heap]"); empty for anonymous
@@ -104,9 +104,9 @@ struct ProcessReport {
   std::optional<int> signal;
   std::optional<int> si_code;
   std::optional<uint64_t> fault_address;  ///< si_addr, for SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP
-  std::optional<int> sender_pid;  ///< si_pid, when a process sent the signal (SI_USER, SI_TKILL)
-  std::optional<int> crashed_thread;  ///< tid that took the signal
-  std::vector<ThreadState> threads;   ///< the crashed thread first
+  std::optional<int> sender_pid;          ///< si_pid, when a process sent the signal (SI_USER, SI_TKILL)
+  std::optional<int> crashed_thread;      ///< tid that took the signal
+  std::vector<ThreadState> threads;       ///< the crashed thread first
   std::optional<Disassembly> disassembly;
   std::vector<Mapping> maps;
   std::optional<FaultLocation> fault_location;
@@ -140,7 +140,7 @@ struct RunKernelLogRecord {
 /// process.json of a crash bundle: the report of the process the failure is about (its members
 /// at the top level, as ToJson(ProcessReport) writes them), then how the run ended.
 struct ProcessFile {
-  ProcessReport primary;  ///< with the run's classification
+  ProcessReport primary;           ///< with the run's classification
   std::optional<int> exit_status;  ///< as a shell reports it (128+N after signal N)
   std::optional<int> exit_code;    ///< the job exited normally with this code
   std::optional<int> term_signal;  ///< the job was killed by this signal (JSON: its name)

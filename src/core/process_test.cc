@@ -64,8 +64,8 @@ TEST(Report, UnknownStaysAbsentAndDamagedJsonDoesNotThrow) {
   EXPECT_TRUE(j["si_code"].is_null());
   EXPECT_TRUE(j["fault_address"].is_null());
   EXPECT_TRUE(j["disassembly"].is_null());
-  ProcessReport junk = ProcessReportFromJson(Json::parse(
-      R"({"pid":"x","threads":[{"frames":[7,{"pc":"0xzz"}]}],"fault_address":"nope","disassembly":[1]})"));
+  ProcessReport junk = ProcessReportFromJson(
+      Json::parse(R"({"pid":"x","threads":[{"frames":[7,{"pc":"0xzz"}]}],"fault_address":"nope","disassembly":[1]})"));
   EXPECT_EQ(junk.pid, 0);
   EXPECT_FALSE(junk.fault_address);
   ASSERT_EQ(junk.threads.size(), 1u);

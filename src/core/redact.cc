@@ -16,40 +16,38 @@ namespace {
 // Names
 
 // A word containing one of these is secret: they hardly ever mean anything else.
-constexpr std::array<std::string_view, 10> kSecretWordParts = {
-    "PASSWORD", "PASSWD",     "PASSPHRASE", "SECRET",     "CREDENTIAL",
-    "APIKEY",   "ACCESSKEY",  "PRIVATEKEY", "SESSIONKEY", "SIGNINGKEY"};
+constexpr std::array<std::string_view, 10> kSecretWordParts = {"PASSWORD",   "PASSWD",    "PASSPHRASE", "SECRET",
+                                                               "CREDENTIAL", "APIKEY",    "ACCESSKEY",  "PRIVATEKEY",
+                                                               "SESSIONKEY", "SIGNINGKEY"};
 
 // Whole words that are secret on their own. PWD is handled apart (bare PWD is the shell's cwd).
-constexpr std::array<std::string_view, 6> kSecretWords = {
-    "PASS", "AUTH", "AUTHORIZATION", "COOKIE", "CREDS", "SIGNATURE"};
+constexpr std::array<std::string_view, 6> kSecretWords = {"PASS",   "AUTH",  "AUTHORIZATION",
+                                                          "COOKIE", "CREDS", "SIGNATURE"};
 
 // KEY right after one of these is secret wherever it stands (API_KEY_ID, ACCESS_KEY_ID).
 constexpr std::array<std::string_view, 24> kKeyQualifiers = {
-    "API",    "ACCESS",  "SECRET",  "PRIVATE", "SESSION",    "SIGNING", "SIGN",    "ENCRYPTION",
+    "API",     "ACCESS",     "SECRET", "PRIVATE", "SESSION", "SIGNING", "SIGN",    "ENCRYPTION",
     "ENCRYPT", "DECRYPTION", "MASTER", "AUTH",    "ACCOUNT", "LICENSE", "HMAC",    "SHARED",
-    "STORAGE", "SERVICE", "ADMIN",   "APP",     "CLIENT",  "DEPLOY",  "WEBHOOK", "SSH"};
+    "STORAGE", "SERVICE",    "ADMIN",  "APP",     "CLIENT",  "DEPLOY",  "WEBHOOK", "SSH"};
 
 // KEY as the last word is secret (KAGGLE_KEY, OPENAI_KEY, STRIPE_KEY) unless the word before
 // makes it a lookup key or a public one (CACHE_KEY, PRIMARY_KEY, PUBLIC_KEY, GPG_KEY).
 constexpr std::array<std::string_view, 20> kPlainKeyQualifiers = {
-    "PUBLIC",  "PUB",    "CACHE",     "SORT",    "PRIMARY", "FOREIGN", "PARTITION",
-    "ROUTING", "SHARD",  "HASH",      "LOOKUP",  "MAP",     "DICT",    "COMPOSITE",
-    "UNIQUE",  "GPG",    "PGP",       "HOT",     "MODIFIER", "SEARCH"};
+    "PUBLIC", "PUB", "CACHE", "SORT",      "PRIMARY", "FOREIGN", "PARTITION", "ROUTING", "SHARD",    "HASH",
+    "LOOKUP", "MAP", "DICT",  "COMPOSITE", "UNIQUE",  "GPG",     "PGP",       "HOT",     "MODIFIER", "SEARCH"};
 
 // Tokenizer vocabulary entries (eos_token, pad_token, ...) fill ML logs and are not credentials.
-constexpr std::array<std::string_view, 10> kVocabularyTokens = {
-    "PAD", "EOS", "BOS", "UNK", "SEP", "CLS", "MASK", "START", "END", "STOP"};
+constexpr std::array<std::string_view, 10> kVocabularyTokens = {"PAD", "EOS",  "BOS",   "UNK", "SEP",
+                                                                "CLS", "MASK", "START", "END", "STOP"};
 
 // A last word that says the variable names a place, a kind or a count, not the secret itself:
 // PASSWORD_FILE holds a path, AUTH_TYPE a scheme, SSH_AUTH_SOCK a socket, MAX_TOKEN_COUNT a
 // number. The value rules still run on these (a URL keeps its password redacted).
 constexpr std::array<std::string_view, 35> kDescriptorWords = {
-    "FILE",   "FILES",   "PATH",    "PATHS",   "DIR",        "DIRS",    "DIRECTORY",
-    "FILENAME", "LOCATION", "URL",  "URI",     "ENDPOINT",   "HOST",    "PORT",
-    "SOCK",   "SOCKET",  "TYPE",    "MODE",    "METHOD",     "NAME",    "COUNT",
-    "NUM",    "LIMIT",   "SIZE",    "LEN",     "LENGTH",     "INDEX",   "TTL",
-    "EXPIRY", "EXPIRES", "EXPIRATION", "TIMEOUT", "HEADER",  "ENV",     "VAR"};
+    "FILE",   "FILES",  "PATH",     "PATHS",      "DIR",     "DIRS",   "DIRECTORY", "FILENAME", "LOCATION",
+    "URL",    "URI",    "ENDPOINT", "HOST",       "PORT",    "SOCK",   "SOCKET",    "TYPE",     "MODE",
+    "METHOD", "NAME",   "COUNT",    "NUM",        "LIMIT",   "SIZE",   "LEN",       "LENGTH",   "INDEX",
+    "TTL",    "EXPIRY", "EXPIRES",  "EXPIRATION", "TIMEOUT", "HEADER", "ENV",       "VAR"};
 
 template <size_t N>
 bool Contains(const std::array<std::string_view, N>& list, std::string_view word) {
@@ -113,7 +111,7 @@ bool WordIsSecret(const std::vector<std::string>& words, size_t i) {
 struct Rule {
   std::string_view name;
   std::string_view pattern;
-  int group;       // the capture group that is the secret (0: the whole match)
+  int group;         // the capture group that is the secret (0: the whole match)
   bool bounded;      // the token must not touch an ASCII letter or digit on either side
   bool known_token;  // a credential format, counted by ContainsKnownToken
 };
@@ -127,8 +125,7 @@ constexpr Rule kRules[] = {
     {"github", R"((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,})", 0, true, true},
     {"github", R"(github_pat_[A-Za-z0-9_]{60,})", 0, true, true},
     // GitLab: personal, deploy, runner, trigger, CI job, feed, mail, agent, OAuth, SCIM tokens.
-    {"gitlab", R"(gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[A-Za-z0-9_.-]{20,})", 0, true,
-     true},
+    {"gitlab", R"(gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[A-Za-z0-9_.-]{20,})", 0, true, true},
     {"gitlab", R"(GR1348941[A-Za-z0-9_-]{20,})", 0, true, true},
     // Slack: bot, user, workspace, refresh, config tokens; app-level tokens.
     {"slack", R"(xox[abeprs]-[A-Za-z0-9][A-Za-z0-9-]{8,})", 0, true, true},
@@ -147,8 +144,7 @@ constexpr Rule kRules[] = {
     {"huggingface", R"((?:hf_|api_org_)[A-Za-z0-9]{30,})", 0, true, true},
     {"npm", R"(npm_[A-Za-z0-9]{36})", 0, true, true},
     // PyPI API tokens are macaroons whose fixed header encodes "pypi.org" / "test.pypi.org".
-    {"pypi", R"(pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,})", 0, true,
-     true},
+    {"pypi", R"(pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,})", 0, true, true},
     // Stripe secret and restricted keys (publishable pk_ keys are public by design).
     {"stripe", R"((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,})", 0, true, true},
     // Weights & Biases keys issued since 2025 (86 characters); the legacy 40-hex form is judged
@@ -179,8 +175,7 @@ constexpr std::string_view kKeyValuePattern =
 constexpr std::string_view kWandbLegacyKeyPattern = R"((?:[A-Za-z0-9]+-)?[0-9A-Fa-f]{40})";
 
 // HTTP authorization schemes that precede the credential in a value ("Authorization: Basic x").
-constexpr std::array<std::string_view, 6> kAuthSchemes = {"bearer", "basic",     "token",
-                                                          "digest", "negotiate", "bot"};
+constexpr std::array<std::string_view, 6> kAuthSchemes = {"bearer", "basic", "token", "digest", "negotiate", "bot"};
 
 // A bounded rule is compiled with its boundaries inside the pattern, as group 1 around the
 // rule's own groups. Checking them after the match instead would rescan: each "axoxb-..."
@@ -231,11 +226,9 @@ class Patterns {
 
  private:
   Patterns()
-      : key_value_(re2::StringPiece(kKeyValuePattern.data(), kKeyValuePattern.size()),
-                   PatternOptions()),
-        wandb_legacy_key_(
-            re2::StringPiece(kWandbLegacyKeyPattern.data(), kWandbLegacyKeyPattern.size()),
-            PatternOptions()),
+      : key_value_(re2::StringPiece(kKeyValuePattern.data(), kKeyValuePattern.size()), PatternOptions()),
+        wandb_legacy_key_(re2::StringPiece(kWandbLegacyKeyPattern.data(), kWandbLegacyKeyPattern.size()),
+                          PatternOptions()),
         set_(PatternOptions(), RE2::UNANCHORED) {
     for (size_t i = 0; i < kRuleCount; ++i) {
       const std::string pattern = CompiledPattern(kRules[i]);
@@ -265,22 +258,19 @@ size_t Offset(std::string_view text, const re2::StringPiece& piece) {
   return static_cast<size_t>(piece.data() - text.data());
 }
 
-void ScanRule(const Rule& rule, const RE2& re, std::string_view text,
-              std::vector<SecretSpan>* spans) {
+void ScanRule(const Rule& rule, const RE2& re, std::string_view text, std::vector<SecretSpan>* spans) {
   const re2::StringPiece input(text.data(), text.size());
   std::array<re2::StringPiece, 4> groups;
   const int secret_group = SecretGroup(rule);
   // The token: group 1 of a bounded pattern (its boundary bytes are outside), else the match.
   const int token_group = rule.bounded ? 1 : 0;
   size_t pos = 0;
-  while (pos < text.size() &&
-         re.Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), secret_group + 1)) {
+  while (pos < text.size() && re.Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), secret_group + 1)) {
     size_t begin = Offset(text, groups[token_group]);
     size_t end = begin + groups[token_group].size();
     const re2::StringPiece& secret = groups[secret_group];
     // An empty secret or one already redacted (a PEM body, a URL password) is not a find.
-    if (secret.data() != nullptr && !secret.empty() &&
-        std::string_view(secret.data(), secret.size()) != kRedacted) {
+    if (secret.data() != nullptr && !secret.empty() && std::string_view(secret.data(), secret.size()) != kRedacted) {
       size_t secret_begin = Offset(text, secret);
       spans->push_back({secret_begin, secret_begin + secret.size(), rule.name});
     }
@@ -300,9 +290,7 @@ bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   return true;
 }
 
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 // Where an unquoted value ends: at whitespace, a quote, or a separator of query strings ('&')
 // and connection strings (';'). Commas and brackets stay inside (a redacted "abc," is harmless,
@@ -348,8 +336,7 @@ void ScanKeyValues(const RE2& re, std::string_view text, std::vector<SecretSpan>
   const re2::StringPiece input(text.data(), text.size());
   std::array<re2::StringPiece, 3> groups;
   size_t pos = 0;
-  while (pos < text.size() &&
-         re.Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), 3)) {
+  while (pos < text.size() && re.Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), 3)) {
     size_t key_begin = Offset(text, groups[1]);
     size_t sep_end = Offset(text, groups[2]) + groups[2].size();
     pos = std::max(sep_end, key_begin + 1);
@@ -358,8 +345,7 @@ void ScanKeyValues(const RE2& re, std::string_view text, std::vector<SecretSpan>
     bool spaced = sep.find_first_of(":=") == std::string_view::npos;
     // "--token VALUE" is an option when it stands as a word of a command line; "the token is"
     // is prose, and "x--token y" is no option (nor does it become one once "x" is redacted).
-    bool flag = !key.empty() && key.front() == '-' &&
-                (key_begin == 0 || IsSpace(text[key_begin - 1]));
+    bool flag = !key.empty() && key.front() == '-' && (key_begin == 0 || IsSpace(text[key_begin - 1]));
     if (spaced && !flag) continue;
     if (spaced && sep_end < text.size() && text[sep_end] == '-') continue;
     if (!IsSecretName(key)) continue;

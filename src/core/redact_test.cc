@@ -15,10 +15,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr std::string_view kAlnum =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-constexpr std::string_view kUrlSafe =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+constexpr std::string_view kAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+constexpr std::string_view kUrlSafe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
 constexpr std::string_view kDigits = "0123456789";
 constexpr std::string_view kHex = "0123456789abcdef";
 constexpr std::string_view kUpperBase32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
@@ -44,8 +42,7 @@ std::string PemBlock(std::string_view kind) {
     body += Chars("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 64, line);
     body += "\n";
   }
-  return "-----BEGIN " + std::string(kind) + "-----" + body + "-----END " + std::string(kind) +
-         "-----";
+  return "-----BEGIN " + std::string(kind) + "-----" + body + "-----END " + std::string(kind) + "-----";
 }
 
 struct TokenSample {
@@ -64,40 +61,34 @@ std::vector<TokenSample> TokenSamples() {
     s.push_back({"GitHub " + std::string(prefix), "github", "GITHUB_TOKEN",
                  std::string(prefix) + "_" + Chars(kAlnum, 36, prefix[2])});
   }
-  s.push_back({"GitHub fine-grained", "github", "GH_TOKEN",
-               "github_pat_" + Chars(kAlnum, 22, 1) + "_" + Chars(kAlnum, 59, 2)});
+  s.push_back(
+      {"GitHub fine-grained", "github", "GH_TOKEN", "github_pat_" + Chars(kAlnum, 22, 1) + "_" + Chars(kAlnum, 59, 2)});
   s.push_back({"GitLab PAT", "gitlab", "GITLAB_TOKEN", "glpat-" + Chars(kUrlSafe, 20, 3)});
   s.push_back({"GitLab runner", "gitlab", "CI_RUNNER_TOKEN", "glrt-" + Chars(kUrlSafe, 20, 4)});
   s.push_back({"Slack bot", "slack", "SLACK_BOT_TOKEN",
-               "xoxb-" + Chars(kDigits, 13, 5) + "-" + Chars(kDigits, 13, 6) + "-" +
-                   Chars(kAlnum, 24, 7)});
+               "xoxb-" + Chars(kDigits, 13, 5) + "-" + Chars(kDigits, 13, 6) + "-" + Chars(kAlnum, 24, 7)});
   s.push_back({"Slack user", "slack", "SLACK_USER_TOKEN",
-               "xoxp-" + Chars(kDigits, 12, 8) + "-" + Chars(kDigits, 12, 9) + "-" +
-                   Chars(kDigits, 12, 10) + "-" + Chars(kHex, 32, 11)});
+               "xoxp-" + Chars(kDigits, 12, 8) + "-" + Chars(kDigits, 12, 9) + "-" + Chars(kDigits, 12, 10) + "-" +
+                   Chars(kHex, 32, 11)});
   s.push_back({"Slack app", "slack", "SLACK_APP_TOKEN",
-               "xapp-1-A" + Chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 10, 12) + "-" +
-                   Chars(kDigits, 13, 13) + "-" + Chars(kHex, 64, 14)});
+               "xapp-1-A" + Chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 10, 12) + "-" + Chars(kDigits, 13, 13) + "-" +
+                   Chars(kHex, 64, 14)});
   // AWS's own documented example key id, and a temporary (STS) one.
   s.push_back({"AWS example", "aws_access_key_id", "AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"});
-  s.push_back({"AWS STS", "aws_access_key_id", "AWS_ACCESS_KEY_ID",
-               "ASIA" + Chars(kUpperBase32, 16, 15)});
-  s.push_back({"Google API key", "google_api_key", "GOOGLE_API_KEY",
-               "AIzaSy" + Chars(kUrlSafe, 33, 16)});
+  s.push_back({"AWS STS", "aws_access_key_id", "AWS_ACCESS_KEY_ID", "ASIA" + Chars(kUpperBase32, 16, 15)});
+  s.push_back({"Google API key", "google_api_key", "GOOGLE_API_KEY", "AIzaSy" + Chars(kUrlSafe, 33, 16)});
   s.push_back({"OpenAI project", "openai", "OPENAI_API_KEY",
                "sk-proj-" + Chars(kUrlSafe, 74, 17) + "T3BlbkFJ" + Chars(kUrlSafe, 74, 18)});
   s.push_back({"OpenAI legacy", "openai", "OPENAI_API_KEY",
                "sk-" + Chars(kAlnum, 20, 19) + "T3BlbkFJ" + Chars(kAlnum, 20, 20)});
-  s.push_back({"Anthropic", "anthropic", "ANTHROPIC_API_KEY",
-               "sk-ant-api03-" + Chars(kUrlSafe, 93, 21) + "AA"});
+  s.push_back({"Anthropic", "anthropic", "ANTHROPIC_API_KEY", "sk-ant-api03-" + Chars(kUrlSafe, 93, 21) + "AA"});
   s.push_back({"Hugging Face", "huggingface", "HF_TOKEN", "hf_" + Chars(kLetters, 34, 22)});
   s.push_back({"npm", "npm", "NPM_TOKEN", "npm_" + Chars(kAlnum, 36, 23)});
-  s.push_back({"PyPI", "pypi", "TWINE_PASSWORD",
-               "pypi-AgEIcHlwaS5vcmc" + Chars(kUrlSafe, 160, 24)});
+  s.push_back({"PyPI", "pypi", "TWINE_PASSWORD", "pypi-AgEIcHlwaS5vcmc" + Chars(kUrlSafe, 160, 24)});
   s.push_back({"Stripe live", "stripe", "STRIPE_SECRET_KEY", "sk_live_" + Chars(kAlnum, 24, 25)});
   s.push_back({"Stripe restricted", "stripe", "STRIPE_KEY", "rk_live_" + Chars(kAlnum, 24, 26)});
   s.push_back({"Stripe test", "stripe", "STRIPE_API_KEY", "sk_test_" + Chars(kAlnum, 24, 27)});
-  s.push_back({"W&B (2025 format)", "wandb", "WANDB_API_KEY",
-               "wandb_v1_" + Chars(kUrlSafe, 77, 28)});
+  s.push_back({"W&B (2025 format)", "wandb", "WANDB_API_KEY", "wandb_v1_" + Chars(kUrlSafe, 77, 28)});
   // jwt.io's documented example token.
   s.push_back({"JWT", "jwt", "AUTH_JWT",
                "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ikpva"
@@ -116,8 +107,7 @@ TEST(TokenSamples, RedactedUnderASecretName) {
   for (const TokenSample& sample : TokenSamples()) {
     ASSERT_TRUE(IsSecretName(sample.secret_name)) << sample.secret_name;
     bool changed = false;
-    EXPECT_EQ(RedactValue(sample.secret_name, sample.value, &changed), "<redacted>")
-        << sample.provider;
+    EXPECT_EQ(RedactValue(sample.secret_name, sample.value, &changed), "<redacted>") << sample.provider;
     EXPECT_TRUE(changed) << sample.provider;
   }
 }
@@ -139,8 +129,7 @@ TEST(TokenSamples, EmbeddedTokenReplacesOnlyItsSpan) {
   for (const TokenSample& sample : TokenSamples()) {
     if (sample.redacted_innocent) continue;  // PEM and URL keep their frame, tested above
     std::string value = "--mirror=cache,sig=" + sample.value + ",retries=3";
-    EXPECT_EQ(RedactValue("TORCH_HUB_ARGS", value), "--mirror=cache,sig=<redacted>,retries=3")
-        << sample.provider;
+    EXPECT_EQ(RedactValue("TORCH_HUB_ARGS", value), "--mirror=cache,sig=<redacted>,retries=3") << sample.provider;
   }
 }
 
@@ -180,8 +169,7 @@ TEST(UrlCredentials, OnlyThePasswordGoes) {
   // The last '@' ends the password, as browsers parse it.
   EXPECT_EQ(RedactText("git clone https://bot:p@ss:w0rd@gitlab.example.com/x.git now"),
             "git clone https://bot:<redacted>@gitlab.example.com/x.git now");
-  EXPECT_EQ(RedactText("ftp://anonymous:@mirror.example.org/pub"),
-            "ftp://anonymous:@mirror.example.org/pub");
+  EXPECT_EQ(RedactText("ftp://anonymous:@mirror.example.org/pub"), "ftp://anonymous:@mirror.example.org/pub");
   EXPECT_EQ(RedactText("ssh://git@github.com:22/org/repo"), "ssh://git@github.com:22/org/repo");
   EXPECT_EQ(RedactText("http://localhost:8080/metrics@now"), "http://localhost:8080/metrics@now");
   EXPECT_EQ(RedactValue("NCCL_PROXY_URL", "http://proxy:s3cr3t@10.0.0.1:3128"),
@@ -189,26 +177,78 @@ TEST(UrlCredentials, OnlyThePasswordGoes) {
 }
 
 TEST(IsSecretName, SecretLookingNames) {
-  for (const char* name :
-       {"HF_TOKEN", "GITHUB_TOKEN", "HUGGING_FACE_HUB_TOKEN", "CI_JOB_TOKEN", "NPM_AUTH_TOKEN",
-        "SLACK_BOT_TOKEN", "PRIVATE-TOKEN", "accessToken", "WANDB_API_KEY", "OPENAI_API_KEY",
-        "x-api-key", "apiKey", "APIKey", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID",
-        "AZURE_CLIENT_SECRET", "DB_PASS", "SMTP_PASS", "MYSQL_PWD", "PGPASSWORD", "db_passwd",
-        "GPG_PASSPHRASE", "DOCKER_AUTH_CONFIG", "Authorization", "Set-Cookie", "REGISTRY_CREDS",
-        "GOOGLE_APPLICATION_CREDENTIALS", "SESSION_KEY", "REQUEST_SIGNATURE", "KAGGLE_KEY",
-        "STRIPE_KEY", "SSH_PRIVATE_KEY", "password", "token", "TORCH_HUB_TOKEN"}) {
+  for (const char* name : {"HF_TOKEN",
+                           "GITHUB_TOKEN",
+                           "HUGGING_FACE_HUB_TOKEN",
+                           "CI_JOB_TOKEN",
+                           "NPM_AUTH_TOKEN",
+                           "SLACK_BOT_TOKEN",
+                           "PRIVATE-TOKEN",
+                           "accessToken",
+                           "WANDB_API_KEY",
+                           "OPENAI_API_KEY",
+                           "x-api-key",
+                           "apiKey",
+                           "APIKey",
+                           "AWS_SECRET_ACCESS_KEY",
+                           "AWS_ACCESS_KEY_ID",
+                           "AZURE_CLIENT_SECRET",
+                           "DB_PASS",
+                           "SMTP_PASS",
+                           "MYSQL_PWD",
+                           "PGPASSWORD",
+                           "db_passwd",
+                           "GPG_PASSPHRASE",
+                           "DOCKER_AUTH_CONFIG",
+                           "Authorization",
+                           "Set-Cookie",
+                           "REGISTRY_CREDS",
+                           "GOOGLE_APPLICATION_CREDENTIALS",
+                           "SESSION_KEY",
+                           "REQUEST_SIGNATURE",
+                           "KAGGLE_KEY",
+                           "STRIPE_KEY",
+                           "SSH_PRIVATE_KEY",
+                           "password",
+                           "token",
+                           "TORCH_HUB_TOKEN"}) {
     EXPECT_TRUE(IsSecretName(name)) << name;
   }
 }
 
 TEST(IsSecretName, InnocentNames) {
-  for (const char* name :
-       {"HSA_ENABLE_SDMA", "NCCL_IB_HCA", "MIOPEN_USER_DB_PATH", "TOKENIZERS_PARALLELISM",
-        "MAX_TOKENS", "VLLM_MAX_NUM_BATCHED_TOKENS", "EOS_TOKEN", "pad_token_id", "token_ids",
-        "PWD", "OLDPWD", "PASSWORD_FILE", "HF_TOKEN_PATH", "GIT_ASKPASS", "SSH_AUTH_SOCK",
-        "AUTH_TYPE", "XAUTHORITY", "GPU_PASSTHROUGH", "NCCL_BYPASS_CHECK", "CACHE_KEY",
-        "TORCHINDUCTOR_CACHE_KEY", "PUBLIC_KEY", "GPG_KEY", "KEY", "key", "KEYBOARD_LAYOUT",
-        "MONKEY_PATCH", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "LD_PRELOAD", "", "__"}) {
+  for (const char* name : {"HSA_ENABLE_SDMA",
+                           "NCCL_IB_HCA",
+                           "MIOPEN_USER_DB_PATH",
+                           "TOKENIZERS_PARALLELISM",
+                           "MAX_TOKENS",
+                           "VLLM_MAX_NUM_BATCHED_TOKENS",
+                           "EOS_TOKEN",
+                           "pad_token_id",
+                           "token_ids",
+                           "PWD",
+                           "OLDPWD",
+                           "PASSWORD_FILE",
+                           "HF_TOKEN_PATH",
+                           "GIT_ASKPASS",
+                           "SSH_AUTH_SOCK",
+                           "AUTH_TYPE",
+                           "XAUTHORITY",
+                           "GPU_PASSTHROUGH",
+                           "NCCL_BYPASS_CHECK",
+                           "CACHE_KEY",
+                           "TORCHINDUCTOR_CACHE_KEY",
+                           "PUBLIC_KEY",
+                           "GPG_KEY",
+                           "KEY",
+                           "key",
+                           "KEYBOARD_LAYOUT",
+                           "MONKEY_PATCH",
+                           "CUDA_VISIBLE_DEVICES",
+                           "HIP_VISIBLE_DEVICES",
+                           "LD_PRELOAD",
+                           "",
+                           "__"}) {
     EXPECT_FALSE(IsSecretName(name)) << name;
   }
 }
@@ -217,8 +257,7 @@ TEST(RedactValue, SecretNameRedactsTheWholeValueButKeepsEmpty) {
   bool changed = true;
   EXPECT_EQ(RedactValue("NCCL_AUTH_TOKEN", "", &changed), "");
   EXPECT_FALSE(changed);
-  EXPECT_EQ(RedactValue("TRITON_PASSWORD", "correct horse battery staple", &changed),
-            "<redacted>");
+  EXPECT_EQ(RedactValue("TRITON_PASSWORD", "correct horse battery staple", &changed), "<redacted>");
   EXPECT_TRUE(changed);
   EXPECT_EQ(RedactValue("TRITON_PASSWORD", "<redacted>", &changed), "<redacted>");
   EXPECT_FALSE(changed);
@@ -272,19 +311,14 @@ TEST(RedactValue, Negatives) {
 }
 
 TEST(RedactText, KeyValueForms) {
-  EXPECT_EQ(RedactText("connecting with password=hunter2 to db"),
-            "connecting with password=<redacted> to db");
+  EXPECT_EQ(RedactText("connecting with password=hunter2 to db"), "connecting with password=<redacted> to db");
   EXPECT_EQ(RedactText("token: abc.def"), "token: <redacted>");
-  EXPECT_EQ(RedactText(R"({"api_key": "s3 cr3t", "model": "x"})"),
-            R"({"api_key": "<redacted>", "model": "x"})");
-  EXPECT_EQ(RedactText("{'password': 'a\\'b', 'user': 'u'}"),
-            "{'password': '<redacted>', 'user': 'u'}");
-  EXPECT_EQ(RedactText("GET /v1/models?access_token=abc123&limit=5"),
-            "GET /v1/models?access_token=<redacted>&limit=5");
+  EXPECT_EQ(RedactText(R"({"api_key": "s3 cr3t", "model": "x"})"), R"({"api_key": "<redacted>", "model": "x"})");
+  EXPECT_EQ(RedactText("{'password': 'a\\'b', 'user': 'u'}"), "{'password': '<redacted>', 'user': 'u'}");
+  EXPECT_EQ(RedactText("GET /v1/models?access_token=abc123&limit=5"), "GET /v1/models?access_token=<redacted>&limit=5");
   EXPECT_EQ(RedactText("Server=db;User Id=sa;Password=Pa55w0rd;Encrypt=true"),
             "Server=db;User Id=sa;Password=<redacted>;Encrypt=true");
-  EXPECT_EQ(RedactText("huggingface-cli login --token abc123def"),
-            "huggingface-cli login --token <redacted>");
+  EXPECT_EQ(RedactText("huggingface-cli login --token abc123def"), "huggingface-cli login --token <redacted>");
   EXPECT_EQ(RedactText("run --password=abc --verbose"), "run --password=<redacted> --verbose");
   EXPECT_EQ(RedactText("Authorization: Basic dXNlcjpwYXNz"), "Authorization: Basic <redacted>");
   EXPECT_EQ(RedactText("curl -H 'Authorization: Bearer abcdefgh12345678'"),
@@ -294,9 +328,8 @@ TEST(RedactText, KeyValueForms) {
 
 TEST(RedactText, KeyValueFormsLeftAlone) {
   for (const char* text :
-       {"the token is invalid", "max_tokens=512 eos_token_id=2", "Tokens: 1024/s",
-        "key=value cache_key=abc", "passed: 12, failed: 0", "--token --verbose",
-        "amdgpu 0000:03:00.0: pasid:32772 vmid:3", "password=<redacted>",
+       {"the token is invalid", "max_tokens=512 eos_token_id=2", "Tokens: 1024/s", "key=value cache_key=abc",
+        "passed: 12, failed: 0", "--token --verbose", "amdgpu 0000:03:00.0: pasid:32772 vmid:3", "password=<redacted>",
         "ssh_auth_sock=/run/user/1000/keyring/ssh", "Authentication: succeeded"}) {
     EXPECT_EQ(RedactText(text), text) << text;
   }
@@ -307,11 +340,16 @@ TEST(RedactText, MultiLineLog) {
   const std::string hf = "hf_" + Chars(kLetters, 34, 51);
   const std::string log =
       "[2024-05-01 10:00:00] INFO starting run on 8x MI300X, HIP_VISIBLE_DEVICES=0,1\n"
-      "[2024-05-01 10:00:01] DEBUG cloning https://oauth2:" + github +
+      "[2024-05-01 10:00:01] DEBUG cloning https://oauth2:" +
+      github +
       "@github.com/org/model.git\n"
-      "[2024-05-01 10:00:02] DEBUG hub login ok token=" + hf + " user=ml\n"
+      "[2024-05-01 10:00:02] DEBUG hub login ok token=" +
+      hf +
+      " user=ml\n"
       "[2024-05-01 10:00:03] WARN db url postgres://ml:hunter2@db:5432/x\n"
-      "key:\n" + PemBlock("EC PRIVATE KEY") + "\n"
+      "key:\n" +
+      PemBlock("EC PRIVATE KEY") +
+      "\n"
       "[2024-05-01 10:00:04] ERROR HIP error: hipErrorIllegalAddress at 0x7f3a2c000000\n";
   bool changed = false;
   std::string out = RedactText(log, &changed);

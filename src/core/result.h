@@ -30,10 +30,13 @@ enum class ErrorCode {
 inline ErrorCode ErrorCodeFromErrno(int err) {
   switch (err) {
     case ENOENT:
-    case ENOTDIR: return ErrorCode::kNotFound;
+    case ENOTDIR:
+      return ErrorCode::kNotFound;
     case EACCES:
-    case EPERM: return ErrorCode::kPermissionDenied;
-    default: return ErrorCode::kIo;
+    case EPERM:
+      return ErrorCode::kPermissionDenied;
+    default:
+      return ErrorCode::kIo;
   }
 }
 
@@ -62,15 +65,15 @@ Error MakeErrorCode(ErrorCode code, fmt::format_string<Args...> format, Args&&..
 /// ErrorCodeFromErrno(err) and sys_errno = err. Pass errno saved right after the call.
 template <typename... Args>
 Error ErrnoError(int err, fmt::format_string<Args...> format, Args&&... args) {
-  return Error{fmt::format(format, std::forward<Args>(args)...) + ": " + std::strerror(err),
-               ErrorCodeFromErrno(err), err};
+  return Error{fmt::format(format, std::forward<Args>(args)...) + ": " + std::strerror(err), ErrorCodeFromErrno(err),
+               err};
 }
 
 /// Either a value or an Error. Accessing value() on an error is a programming bug (asserted).
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return state_.index() == 0; }
@@ -113,16 +116,15 @@ class [[nodiscard]] Result<void> {
 /// otherwise moves the value into a new variable `var`.
 #define GT_TRY_CONCAT_INNER(a, b) a##b
 #define GT_TRY_CONCAT(a, b) GT_TRY_CONCAT_INNER(a, b)
-#define GT_ASSIGN_OR_RETURN(var, expr)                                   \
-  auto GT_TRY_CONCAT(gt_result_, __LINE__) = (expr);                     \
-  if (!GT_TRY_CONCAT(gt_result_, __LINE__).ok())                         \
-    return GT_TRY_CONCAT(gt_result_, __LINE__).error();                  \
+#define GT_ASSIGN_OR_RETURN(var, expr)                                                               \
+  auto GT_TRY_CONCAT(gt_result_, __LINE__) = (expr);                                                 \
+  if (!GT_TRY_CONCAT(gt_result_, __LINE__).ok()) return GT_TRY_CONCAT(gt_result_, __LINE__).error(); \
   var = std::move(GT_TRY_CONCAT(gt_result_, __LINE__)).value()
 
 /// Evaluates `expr` (a Result<void> or a Result<T> whose value is not needed); on error returns
 /// the error from the enclosing function, otherwise goes on.
-#define GT_RETURN_IF_ERROR(expr)                                         \
-  do {                                                                   \
-    auto&& gt_status_ = (expr);                                          \
-    if (!gt_status_.ok()) return gt_status_.error();                     \
+#define GT_RETURN_IF_ERROR(expr)                     \
+  do {                                               \
+    auto&& gt_status_ = (expr);                      \
+    if (!gt_status_.ok()) return gt_status_.error(); \
   } while (false)

@@ -17,21 +17,16 @@ struct NamedSignal {
 };
 
 constexpr std::array kSignals = {
-    NamedSignal{SIGHUP, "SIGHUP"},     NamedSignal{SIGINT, "SIGINT"},
-    NamedSignal{SIGQUIT, "SIGQUIT"},   NamedSignal{SIGILL, "SIGILL"},
-    NamedSignal{SIGTRAP, "SIGTRAP"},   NamedSignal{SIGABRT, "SIGABRT"},
-    NamedSignal{SIGBUS, "SIGBUS"},     NamedSignal{SIGFPE, "SIGFPE"},
-    NamedSignal{SIGKILL, "SIGKILL"},   NamedSignal{SIGUSR1, "SIGUSR1"},
-    NamedSignal{SIGSEGV, "SIGSEGV"},   NamedSignal{SIGUSR2, "SIGUSR2"},
-    NamedSignal{SIGPIPE, "SIGPIPE"},   NamedSignal{SIGALRM, "SIGALRM"},
-    NamedSignal{SIGTERM, "SIGTERM"},   NamedSignal{SIGSTKFLT, "SIGSTKFLT"},
-    NamedSignal{SIGCHLD, "SIGCHLD"},   NamedSignal{SIGCONT, "SIGCONT"},
-    NamedSignal{SIGSTOP, "SIGSTOP"},   NamedSignal{SIGTSTP, "SIGTSTP"},
-    NamedSignal{SIGTTIN, "SIGTTIN"},   NamedSignal{SIGTTOU, "SIGTTOU"},
-    NamedSignal{SIGURG, "SIGURG"},     NamedSignal{SIGXCPU, "SIGXCPU"},
-    NamedSignal{SIGXFSZ, "SIGXFSZ"},   NamedSignal{SIGVTALRM, "SIGVTALRM"},
-    NamedSignal{SIGPROF, "SIGPROF"},   NamedSignal{SIGWINCH, "SIGWINCH"},
-    NamedSignal{SIGIO, "SIGIO"},       NamedSignal{SIGPWR, "SIGPWR"},
+    NamedSignal{SIGHUP, "SIGHUP"},       NamedSignal{SIGINT, "SIGINT"},       NamedSignal{SIGQUIT, "SIGQUIT"},
+    NamedSignal{SIGILL, "SIGILL"},       NamedSignal{SIGTRAP, "SIGTRAP"},     NamedSignal{SIGABRT, "SIGABRT"},
+    NamedSignal{SIGBUS, "SIGBUS"},       NamedSignal{SIGFPE, "SIGFPE"},       NamedSignal{SIGKILL, "SIGKILL"},
+    NamedSignal{SIGUSR1, "SIGUSR1"},     NamedSignal{SIGSEGV, "SIGSEGV"},     NamedSignal{SIGUSR2, "SIGUSR2"},
+    NamedSignal{SIGPIPE, "SIGPIPE"},     NamedSignal{SIGALRM, "SIGALRM"},     NamedSignal{SIGTERM, "SIGTERM"},
+    NamedSignal{SIGSTKFLT, "SIGSTKFLT"}, NamedSignal{SIGCHLD, "SIGCHLD"},     NamedSignal{SIGCONT, "SIGCONT"},
+    NamedSignal{SIGSTOP, "SIGSTOP"},     NamedSignal{SIGTSTP, "SIGTSTP"},     NamedSignal{SIGTTIN, "SIGTTIN"},
+    NamedSignal{SIGTTOU, "SIGTTOU"},     NamedSignal{SIGURG, "SIGURG"},       NamedSignal{SIGXCPU, "SIGXCPU"},
+    NamedSignal{SIGXFSZ, "SIGXFSZ"},     NamedSignal{SIGVTALRM, "SIGVTALRM"}, NamedSignal{SIGPROF, "SIGPROF"},
+    NamedSignal{SIGWINCH, "SIGWINCH"},   NamedSignal{SIGIO, "SIGIO"},         NamedSignal{SIGPWR, "SIGPWR"},
     NamedSignal{SIGSYS, "SIGSYS"},
 };
 
@@ -120,13 +115,20 @@ const CodeInfo* Lookup(int signal, int si_code) {
   if (const CodeInfo* generic = Find(kGenericCodes, si_code)) return generic;
   if (si_code <= 0) return nullptr;
   switch (signal) {
-    case SIGSEGV: return Find(kSegvCodes, si_code);
-    case SIGBUS: return Find(kBusCodes, si_code);
-    case SIGILL: return Find(kIllCodes, si_code);
-    case SIGFPE: return Find(kFpeCodes, si_code);
-    case SIGTRAP: return Find(kTrapCodes, si_code);
-    case SIGSYS: return Find(kSysCodes, si_code);
-    default: return nullptr;
+    case SIGSEGV:
+      return Find(kSegvCodes, si_code);
+    case SIGBUS:
+      return Find(kBusCodes, si_code);
+    case SIGILL:
+      return Find(kIllCodes, si_code);
+    case SIGFPE:
+      return Find(kFpeCodes, si_code);
+    case SIGTRAP:
+      return Find(kTrapCodes, si_code);
+    case SIGSYS:
+      return Find(kSysCodes, si_code);
+    default:
+      return nullptr;
   }
 }
 
@@ -160,8 +162,13 @@ std::optional<int> SignalNumber(std::string_view name) {
 
 bool IsCrashSignal(int signal) {
   switch (signal) {
-    case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE:
-    case SIGABRT: case SIGTRAP: case SIGSYS:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGILL:
+    case SIGFPE:
+    case SIGABRT:
+    case SIGTRAP:
+    case SIGSYS:
       return true;
     default:
       return false;
@@ -185,15 +192,17 @@ bool HasFaultAddress(int signal, int si_code) {
     return false;
   }
   switch (signal) {
-    case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE: case SIGTRAP:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGILL:
+    case SIGFPE:
+    case SIGTRAP:
       return true;
     default:
       return false;
   }
 }
 
-bool IsSentByProcess(int si_code) {
-  return si_code == SI_USER || si_code == SI_TKILL || si_code == SI_QUEUE;
-}
+bool IsSentByProcess(int si_code) { return si_code == SI_USER || si_code == SI_TKILL || si_code == SI_QUEUE; }
 
 }  // namespace gputriage::core

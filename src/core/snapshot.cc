@@ -67,16 +67,14 @@ std::vector<GpuArch> GpuArchitectures(const Snapshot& snapshot) {
 
 Result<void> CheckSnapshotVersion(const Json& json, std::string_view source) {
   if (!json.is_object()) {
-    return MakeError("{}: not a gputriage snapshot (a JSON {}, not an object)", source,
-                     json.type_name());
+    return MakeError("{}: not a gputriage snapshot (a JSON {}, not an object)", source, json.type_name());
   }
   auto it = json.find("schema_version");
   if (it == json.end()) {
     return MakeError("{}: not a gputriage snapshot (no schema_version)", source);
   }
   if (!it->is_number_integer()) {
-    return MakeError("{}: not a gputriage snapshot (schema_version is a {}, not an integer)",
-                     source, it->type_name());
+    return MakeError("{}: not a gputriage snapshot (schema_version is a {}, not an integer)", source, it->type_name());
   }
   // Unsigned first: a huge unsigned value must not wrap to a small signed one.
   if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT32_MAX}) {

@@ -304,8 +304,7 @@ struct NvidiaGpu {
   std::optional<std::string> serial;
   std::optional<std::string> vbios_version;
   std::optional<std::string> compute_capability;  ///< "9.0" for sm_90
-  std::optional<uint64_t> memory_total_bytes, memory_used_bytes, memory_free_bytes,
-      memory_reserved_bytes;
+  std::optional<uint64_t> memory_total_bytes, memory_used_bytes, memory_free_bytes, memory_reserved_bytes;
   std::optional<int64_t> temperature_c;
   std::optional<uint64_t> power_draw_mw, power_limit_mw;
   std::optional<NvidiaClocks> clocks;
@@ -407,8 +406,8 @@ struct AmdGpu {
   std::optional<uint64_t> gpu_id;
   std::optional<std::string> kfd_name;
   std::optional<std::string> marketing_name;
-  std::optional<uint64_t> compute_units, simd_count, num_xcc, simd_per_cu, wavefront_size,
-      max_waves_per_simd, lds_size_kb;
+  std::optional<uint64_t> compute_units, simd_count, num_xcc, simd_per_cu, wavefront_size, max_waves_per_simd,
+      lds_size_kb;
   std::optional<std::string> vendor_id, device_id;  ///< "0x1002", "0x740f"
   std::optional<std::string> xgmi_hive_id;          ///< hex
   std::optional<std::string> unique_id;             ///< hex
@@ -472,8 +471,7 @@ struct AmdGpu {
 struct Gpu {
   std::optional<std::string> vendor;       ///< "nvidia" | "amd"
   std::optional<std::string> pci_address;  ///< "0000:00:06.0"
-  std::optional<std::string> vendor_id, device_id, subsystem_vendor_id, subsystem_device_id,
-      revision, pci_class;
+  std::optional<std::string> vendor_id, device_id, subsystem_vendor_id, subsystem_device_id, revision, pci_class;
   std::optional<std::string> name;      ///< the vendor probe's name (NVML, amdgpu product_name)
   std::optional<std::string> pci_name;  ///< the pci.ids name
   std::optional<std::string> driver;    ///< bound kernel driver; absent when none

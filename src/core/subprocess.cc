@@ -102,8 +102,7 @@ Result<pid_t> SpawnInGroup(const std::vector<std::string>& argv, const RunOption
   sigset_t no_mask;
   sigemptyset(&no_mask);
   posix_spawnattr_setsigmask(&attr, &no_mask);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
   std::vector<std::string> args = argv;
   std::vector<std::string> env = BuildEnvironment(options.extra_env);
@@ -121,8 +120,8 @@ Result<pid_t> SpawnInGroup(const std::vector<std::string>& argv, const RunOption
 
 // Reads stdout (head kept) and stderr (tail kept) until both close or `deadline` passes; sets
 // `timed_out` in the latter case.
-void PumpOutput(const ScopedFd& out_r, const ScopedFd& err_r, const RunOptions& options,
-                Clock::time_point deadline, ProcessOutcome& outcome) {
+void PumpOutput(const ScopedFd& out_r, const ScopedFd& err_r, const RunOptions& options, Clock::time_point deadline,
+                ProcessOutcome& outcome) {
   bool out_open = true, err_open = true;
   while (out_open || err_open) {
     auto now = Clock::now();
@@ -130,22 +129,19 @@ void PumpOutput(const ScopedFd& out_r, const ScopedFd& err_r, const RunOptions& 
       outcome.timed_out = true;
       return;
     }
-    int wait_ms = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
-    pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0},
-                     {err_open ? err_r.get() : -1, POLLIN, 0}};
+    int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0}, {err_open ? err_r.get() : -1, POLLIN, 0}};
     int n = ::poll(fds, 2, wait_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       return;
     }
     if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      out_open = DrainInto(out_r.get(), outcome.stdout_data, options.max_stdout_bytes, false,
-                           &outcome.stdout_dropped_bytes);
+      out_open =
+          DrainInto(out_r.get(), outcome.stdout_data, options.max_stdout_bytes, false, &outcome.stdout_dropped_bytes);
     }
     if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      err_open = DrainInto(err_r.get(), outcome.stderr_tail, options.max_stderr_bytes, true,
-                           nullptr);
+      err_open = DrainInto(err_r.get(), outcome.stderr_tail, options.max_stderr_bytes, true, nullptr);
     }
   }
 }
@@ -190,12 +186,10 @@ void Reap(pid_t pid, Clock::time_point deadline, ProcessOutcome& outcome) {
 
 }  // namespace
 
-Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
-                                      const RunOptions& options) {
+Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv, const RunOptions& options) {
   if (argv.empty()) return MakeError("RunWithTimeout: empty command line");
   ScopedFd out_r, out_w, err_r, err_w, in_r, in_w;
-  if (!MakePipe(out_r, out_w) || !MakePipe(err_r, err_w) ||
-      (options.stdin_data && !MakePipe(in_r, in_w))) {
+  if (!MakePipe(out_r, out_w) || !MakePipe(err_r, err_w) || (options.stdin_data && !MakePipe(in_r, in_w))) {
     return MakeError("{}: cannot create pipes: {}", argv[0], std::strerror(errno));
   }
   auto start = Clock::now();
@@ -222,8 +216,8 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
 
 std::string DescribeOutcome(const ProcessOutcome& outcome, const RunOptions& options) {
   if (outcome.timed_out) {
-    std::string s = fmt::format("did not answer within {:.1f} s",
-                                std::chrono::duration<double>(options.timeout).count());
+    std::string s =
+        fmt::format("did not answer within {:.1f} s", std::chrono::duration<double>(options.timeout).count());
     if (outcome.abandoned) s += " and could not be killed (stuck in the kernel)";
     return s;
   }

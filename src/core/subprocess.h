@@ -44,8 +44,7 @@ struct ProcessOutcome {
 /// Runs argv[0] (looked up in PATH when it has no '/') with `argv`, waits at most
 /// `options.timeout`. Fails only when the process could not be started (the message names the
 /// program and errno); a timeout or a crash is a normal outcome.
-Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv,
-                                      const RunOptions& options);
+Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv, const RunOptions& options);
 
 /// A one-line human description: "exited with status 2", "killed by SIGSEGV", "timed out
 /// after 5.0 s".

@@ -7,9 +7,7 @@
 namespace gputriage::core {
 
 namespace {
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\0';
-}
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\0'; }
 }  // namespace
 
 std::string_view Trim(std::string_view s) {
@@ -37,8 +35,7 @@ std::vector<std::string_view> SplitLines(std::string_view s) {
   size_t start = 0;
   while (start < s.size()) {
     size_t pos = s.find('\n', start);
-    std::string_view line =
-        pos == std::string_view::npos ? s.substr(start) : s.substr(start, pos - start);
+    std::string_view line = pos == std::string_view::npos ? s.substr(start) : s.substr(start, pos - start);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     out.push_back(line);
     if (pos == std::string_view::npos) break;
@@ -125,8 +122,7 @@ std::string SanitizeUtf8(std::string_view s) {
       ++i;
       continue;
     }
-    size_t len = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
-               : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    size_t len = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
     bool valid = len != 0 && i + len <= s.size();
     for (size_t k = 1; valid && k < len; ++k) {
       valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
@@ -150,8 +146,7 @@ std::string SanitizeUtf8(std::string_view s) {
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text,
-                                                                    char sep) {
+std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text, char sep) {
   std::vector<std::pair<std::string, std::string>> out;
   for (std::string_view line : SplitLines(text)) {
     size_t pos = line.find(sep);
@@ -231,7 +226,8 @@ std::string StripAnsi(std::string_view line) {
     } else if (i + 1 < line.size() && line[i + 1] == ']') {
       // OSC: up to BEL or ESC backslash
       size_t j = i + 2;
-      while (j < line.size() && line[j] != '\a' && !(line[j] == '\x1b' && j + 1 < line.size() && line[j + 1] == '\\')) ++j;
+      while (j < line.size() && line[j] != '\a' && !(line[j] == '\x1b' && j + 1 < line.size() && line[j + 1] == '\\'))
+        ++j;
       i = j < line.size() && line[j] == '\x1b' ? j + 1 : j;
     } else {
       ++i;  // a two-byte escape

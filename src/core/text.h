@@ -45,8 +45,7 @@ std::string SanitizeUtf8(std::string_view s);
 
 /// `key = value` or `key: value` lines into pairs (first separator wins); lines without the
 /// separator are skipped.
-std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text,
-                                                                    char sep);
+std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text, char sep);
 
 /// `line` without ANSI escape sequences (colours, cursor moves, terminal titles).
 std::string StripAnsi(std::string_view line);

@@ -17,10 +17,18 @@ TEST(TextTest, ParseNumbers) {
 }
 
 TEST(TextTest, SanitizeUtf8KeepsTextAndReplacesGarbage) {
-  EXPECT_EQ(SanitizeUtf8("GPU 0 \xC2\xB0" "C\ttab"), "GPU 0 \xC2\xB0" "C\ttab");
-  EXPECT_EQ(SanitizeUtf8("a\xff" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(SanitizeUtf8(std::string("a\0b", 3)), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(SanitizeUtf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // truncated sequence
+  EXPECT_EQ(SanitizeUtf8("GPU 0 \xC2\xB0"
+                         "C\ttab"),
+            "GPU 0 \xC2\xB0"
+            "C\ttab");
+  EXPECT_EQ(SanitizeUtf8("a\xff"
+                         "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(SanitizeUtf8(std::string("a\0b", 3)),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(SanitizeUtf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // truncated sequence
   EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
 }
 
@@ -65,4 +73,3 @@ TEST(ParseByteSize, AcceptsBinaryMultiples) {
 
 }  // namespace
 }  // namespace gputriage::core
-

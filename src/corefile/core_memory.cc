@@ -75,9 +75,8 @@ core::Result<CoreMemory> CoreMemory::FromBytes(std::string_view bytes, const Cor
                                                std::string_view source_name) {
   auto source = std::make_shared<Source>();
   source->bytes.assign(bytes.begin(), bytes.end());
-  GT_ASSIGN_OR_RETURN(
-      internal::CoreImage image,
-      internal::OpenCoreImage(source->bytes.data(), source->bytes.size(), source_name));
+  GT_ASSIGN_OR_RETURN(internal::CoreImage image,
+                      internal::OpenCoreImage(source->bytes.data(), source->bytes.size(), source_name));
   return Build(image, notes, std::move(source));
 }
 
@@ -85,8 +84,7 @@ core::Result<CoreMemory> CoreMemory::OpenFile(const std::string& path, const Cor
   uint64_t size = 0;
   auto source = std::make_shared<Source>();
   GT_ASSIGN_OR_RETURN(source->fd, internal::OpenRegularFile(path, &size));
-  GT_ASSIGN_OR_RETURN(internal::CoreImage image,
-                      internal::OpenCoreFd(source->fd.get(), size, path));
+  GT_ASSIGN_OR_RETURN(internal::CoreImage image, internal::OpenCoreFd(source->fd.get(), size, path));
   return Build(image, notes, std::move(source));
 }
 

@@ -37,14 +37,12 @@ constexpr uint64_t kSiginfoUnion = 16;
 
 // x86_64 struct user_regs_struct, in its order (the index is the slot in pr_reg).
 constexpr std::array<const char*, 27> kX86UserRegs = {
-    "r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10",     "r9",      "r8",
-    "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags",  "rsp",
-    "ss",  "fs_base", "gs_base", "ds", "es", "fs", "gs"};
+    "r15", "r14",      "r13", "r12", "rbp",    "rbx", "r11", "r10",     "r9",      "r8", "rax", "rcx", "rdx", "rsi",
+    "rdi", "orig_rax", "rip", "cs",  "eflags", "rsp", "ss",  "fs_base", "gs_base", "ds", "es",  "fs",  "gs"};
 // The order we present them in (gdb's), as names looked up in kX86UserRegs.
 constexpr std::array<const char*, 27> kX86Presented = {
-    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8",  "r9",     "r10",
-    "r11", "r12", "r13", "r14", "r15", "rip", "eflags", "cs", "ss", "ds",    "es",
-    "fs",  "gs",  "fs_base", "gs_base", "orig_rax"};
+    "rax", "rbx", "rcx", "rdx",    "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10",     "r11",     "r12",     "r13",
+    "r14", "r15", "rip", "eflags", "cs",  "ss",  "ds",  "es",  "fs", "gs", "fs_base", "gs_base", "orig_rax"};
 constexpr size_t kAarch64Regs = 34;
 // A kernel core's notes take ~3 KB per thread (prstatus, fpregs, xstate); anything far larger
 // is garbage, and libelf would allocate it in one piece when reading from a file.
@@ -58,13 +56,20 @@ std::string MachineName(uint16_t machine) {
 
 std::string NoteTypeName(uint32_t type) {
   switch (type) {
-    case NT_PRSTATUS: return "NT_PRSTATUS";
-    case NT_PRFPREG: return "NT_PRFPREG";
-    case NT_PRPSINFO: return "NT_PRPSINFO";
-    case NT_AUXV: return "NT_AUXV";
-    case NT_SIGINFO: return "NT_SIGINFO";
-    case NT_FILE: return "NT_FILE";
-    default: return fmt::format("type 0x{:x}", type);
+    case NT_PRSTATUS:
+      return "NT_PRSTATUS";
+    case NT_PRFPREG:
+      return "NT_PRFPREG";
+    case NT_PRPSINFO:
+      return "NT_PRPSINFO";
+    case NT_AUXV:
+      return "NT_AUXV";
+    case NT_SIGINFO:
+      return "NT_SIGINFO";
+    case NT_FILE:
+      return "NT_FILE";
+    default:
+      return fmt::format("type 0x{:x}", type);
   }
 }
 
@@ -76,15 +81,26 @@ class NoteParser {
   // One note of owner "CORE" with descriptor `desc` starting at file offset `file_offset`.
   void Parse(uint32_t type, std::string_view desc, uint64_t file_offset) {
     ByteReader reader(desc);
-    std::string where = fmt::format("{} note at offset 0x{:x} ({} bytes)", NoteTypeName(type),
-                                    file_offset, desc.size());
+    std::string where =
+        fmt::format("{} note at offset 0x{:x} ({} bytes)", NoteTypeName(type), file_offset, desc.size());
     switch (type) {
-      case NT_PRSTATUS: ParsePrstatus(reader, where); break;
-      case NT_PRPSINFO: ParsePrpsinfo(reader, where); break;
-      case NT_SIGINFO: ParseSiginfo(reader, where); break;
-      case NT_FILE: ParseFile(reader, where); break;
-      case NT_AUXV: ParseAuxv(reader, where); break;
-      default: break;
+      case NT_PRSTATUS:
+        ParsePrstatus(reader, where);
+        break;
+      case NT_PRPSINFO:
+        ParsePrpsinfo(reader, where);
+        break;
+      case NT_SIGINFO:
+        ParseSiginfo(reader, where);
+        break;
+      case NT_FILE:
+        ParseFile(reader, where);
+        break;
+      case NT_AUXV:
+        ParseAuxv(reader, where);
+        break;
+      default:
+        break;
     }
   }
 
@@ -100,15 +116,13 @@ class NoteParser {
  private:
   void ParsePrstatus(const ByteReader& reader, const std::string& where) {
     ++prstatus_notes_;
-    size_t reg_count = machine_ == EM_X86_64    ? kX86UserRegs.size()
-                       : machine_ == EM_AARCH64 ? kAarch64Regs
-                                                : 0;
+    size_t reg_count = machine_ == EM_X86_64 ? kX86UserRegs.size() : machine_ == EM_AARCH64 ? kAarch64Regs : 0;
     uint64_t needed = kPrstatusReg + reg_count * 8;
     auto cursig = reader.I16(kPrstatusCursig);
     auto tid = reader.I32(kPrstatusPid);
     if (!cursig || !tid || reader.size() < needed) {
-      Warn(fmt::format("{}: too short for {} prstatus (needs {} bytes); thread skipped", where,
-                       MachineName(machine_), needed));
+      Warn(fmt::format("{}: too short for {} prstatus (needs {} bytes); thread skipped", where, MachineName(machine_),
+                       needed));
       return;
     }
     CoreThread thread;
@@ -150,14 +164,13 @@ class NoteParser {
     auto addr = reader.U64(kSiginfoUnion);
     auto sender = reader.I32(kSiginfoUnion);
     if (!signo || !code || !addr || !sender) {
-      Warn(fmt::format("{}: too short for siginfo (needs {} bytes); skipped", where,
-                       kSiginfoUnion + 8));
+      Warn(fmt::format("{}: too short for siginfo (needs {} bytes); skipped", where, kSiginfoUnion + 8));
       return;
     }
     notes_->signal = *signo;
     notes_->si_code = *code;
-    bool fault_signal = *signo == SIGSEGV || *signo == SIGBUS || *signo == SIGILL ||
-                        *signo == SIGFPE || *signo == SIGTRAP;
+    bool fault_signal =
+        *signo == SIGSEGV || *signo == SIGBUS || *signo == SIGILL || *signo == SIGFPE || *signo == SIGTRAP;
     if (fault_signal && *code > 0) notes_->fault_address = *addr;
     if (*code == SI_USER || *code == SI_QUEUE || *code == SI_TKILL) notes_->sender_pid = *sender;
   }
@@ -173,8 +186,7 @@ class NoteParser {
     }
     uint64_t max_entries = (reader.size() - 16) / 24;
     if (*count > max_entries) {
-      Warn(fmt::format("{}: claims {} files but has room for at most {}; skipped", where, *count,
-                       max_entries));
+      Warn(fmt::format("{}: claims {} files but has room for at most {}; skipped", where, *count, max_entries));
       return;
     }
     uint64_t path_offset = 16 + *count * 24;  // no overflow: count <= size / 24
@@ -186,17 +198,19 @@ class NoteParser {
       uint64_t page_offset = *reader.U64(entry + 16);
       auto path = reader.CString(path_offset);
       if (!path) {
-        Warn(fmt::format("{}: path of file {} of {} at note offset 0x{:x} is missing or not "
-                         "NUL-terminated; the remaining files are skipped",
-                         where, i, *count, path_offset));
+        Warn(
+            fmt::format("{}: path of file {} of {} at note offset 0x{:x} is missing or not "
+                        "NUL-terminated; the remaining files are skipped",
+                        where, i, *count, path_offset));
         break;
       }
       path_offset += path->size() + 1;
       auto file_offset = CheckedMul(page_offset, *page_size);
       if (start > end || !file_offset) {
-        Warn(fmt::format("{}: file {} ({}) has a bad range 0x{:x}-0x{:x} page offset 0x{:x} page "
-                         "size 0x{:x}; entry skipped",
-                         where, i, *path, start, end, page_offset, *page_size));
+        Warn(
+            fmt::format("{}: file {} ({}) has a bad range 0x{:x}-0x{:x} page offset 0x{:x} page "
+                        "size 0x{:x}; entry skipped",
+                        where, i, *path, start, end, page_offset, *page_size));
         continue;
       }
       core::Mapping mapping;
@@ -218,9 +232,10 @@ class NoteParser {
       auxv.emplace_back(type, *reader.U64(offset + 8));
     }
     if (offset + 16 > reader.size() && reader.size() % 16 != 0) {
-      Warn(fmt::format("{}: ends inside an entry (size is not a multiple of 16); the partial "
-                       "entry is skipped",
-                       where));
+      Warn(
+          fmt::format("{}: ends inside an entry (size is not a multiple of 16); the partial "
+                      "entry is skipped",
+                      where));
     }
     notes_->auxv = std::move(auxv);
   }
@@ -238,21 +253,20 @@ class NoteParser {
 };
 
 // Walks every note of the PT_NOTE segment `phdr` with gelf_getnote.
-void ParseNoteSegment(const CoreImage& image, const GElf_Phdr& phdr, NoteParser& parser,
-                      size_t* note_count) {
+void ParseNoteSegment(const CoreImage& image, const GElf_Phdr& phdr, NoteParser& parser, size_t* note_count) {
   if (phdr.p_filesz == 0) return;
   if (phdr.p_filesz > kMaxNoteSegmentBytes) {
-    parser.Warn(fmt::format("PT_NOTE at offset 0x{:x} size 0x{:x}: larger than the 0x{:x} bytes "
-                            "we read (a core of ~100000 threads); skipped",
-                            phdr.p_offset, phdr.p_filesz, kMaxNoteSegmentBytes));
+    parser.Warn(
+        fmt::format("PT_NOTE at offset 0x{:x} size 0x{:x}: larger than the 0x{:x} bytes "
+                    "we read (a core of ~100000 threads); skipped",
+                    phdr.p_offset, phdr.p_filesz, kMaxNoteSegmentBytes));
     return;
   }
   Elf_Type type = phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-  Elf_Data* data = elf_getdata_rawchunk(image.elf.get(), static_cast<int64_t>(phdr.p_offset),
-                                        phdr.p_filesz, type);
+  Elf_Data* data = elf_getdata_rawchunk(image.elf.get(), static_cast<int64_t>(phdr.p_offset), phdr.p_filesz, type);
   if (data == nullptr || data->d_buf == nullptr) {
-    parser.Warn(fmt::format("PT_NOTE at offset 0x{:x} size 0x{:x}: cannot be read: {}; skipped",
-                            phdr.p_offset, phdr.p_filesz, elf_errmsg(-1)));
+    parser.Warn(fmt::format("PT_NOTE at offset 0x{:x} size 0x{:x}: cannot be read: {}; skipped", phdr.p_offset,
+                            phdr.p_filesz, elf_errmsg(-1)));
     return;
   }
   ByteReader segment(std::string_view(static_cast<const char*>(data->d_buf), data->d_size));
@@ -262,9 +276,10 @@ void ParseNoteSegment(const CoreImage& image, const GElf_Phdr& phdr, NoteParser&
     size_t name_offset = 0, desc_offset = 0;
     size_t next = gelf_getnote(data, offset, &nhdr, &name_offset, &desc_offset);
     if (next == 0 || next <= offset) {
-      parser.Warn(fmt::format("PT_NOTE at offset 0x{:x}: damaged note header at offset 0x{:x}; "
-                              "the remaining 0x{:x} bytes of the segment are skipped",
-                              phdr.p_offset, phdr.p_offset + offset, data->d_size - offset));
+      parser.Warn(
+          fmt::format("PT_NOTE at offset 0x{:x}: damaged note header at offset 0x{:x}; "
+                      "the remaining 0x{:x} bytes of the segment are skipped",
+                      phdr.p_offset, phdr.p_offset + offset, data->d_size - offset));
       return;
     }
     ++*note_count;
@@ -295,17 +310,15 @@ core::Result<CoreNotes> ParseImage(const CoreImage& image, std::string_view sour
     ParseNoteSegment(image, phdr, parser, &note_count);
   }
   if (segments == 0) {
-    return core::MakeError("{}: no PT_NOTE segment among {} program headers: not a Linux core?",
-                           source_name, image.phdrs.size());
+    return core::MakeError("{}: no PT_NOTE segment among {} program headers: not a Linux core?", source_name,
+                           image.phdrs.size());
   }
   if (notes.threads.empty()) {
     std::string why = parser.prstatus_notes() == 0
                           ? "no NT_PRSTATUS note"
-                          : fmt::format("all {} NT_PRSTATUS notes are damaged",
-                                        parser.prstatus_notes());
-    return core::MakeError("{}: {} among {} notes in {} PT_NOTE segment(s): no thread to report{}",
-                           source_name, why, note_count, segments,
-                           notes.warnings.empty() ? "" : " (" + notes.warnings.front() + ")");
+                          : fmt::format("all {} NT_PRSTATUS notes are damaged", parser.prstatus_notes());
+    return core::MakeError("{}: {} among {} notes in {} PT_NOTE segment(s): no thread to report{}", source_name, why,
+                           note_count, segments, notes.warnings.empty() ? "" : " (" + notes.warnings.front() + ")");
   }
   if (!notes.signal && notes.threads.front().signal) notes.signal = notes.threads.front().signal;
   return notes;
@@ -316,8 +329,7 @@ core::Result<CoreNotes> ParseImage(const CoreImage& image, std::string_view sour
 core::Result<CoreNotes> ParseCoreNotes(std::string_view bytes, std::string_view source_name) {
   // libelf takes a mutable image and may convert data in place: give it a copy we own.
   std::vector<char> image(bytes.begin(), bytes.end());
-  GT_ASSIGN_OR_RETURN(CoreImage core_image,
-                      internal::OpenCoreImage(image.data(), image.size(), source_name));
+  GT_ASSIGN_OR_RETURN(CoreImage core_image, internal::OpenCoreImage(image.data(), image.size(), source_name));
   return ParseImage(core_image, source_name);
 }
 

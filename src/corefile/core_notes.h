@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/result.h"
 #include "core/process.h"
+#include "core/result.h"
 
 namespace gputriage::corefile {
 
@@ -40,9 +40,9 @@ struct CoreNotes {
   /// si_addr, only for SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP raised by the kernel (si_code > 0).
   std::optional<uint64_t> fault_address;
   // From NT_PRPSINFO.
-  std::optional<int> pid;            ///< pr_pid
-  std::optional<std::string> name;   ///< pr_fname (comm, at most 15 bytes)
-  std::optional<std::string> args;   ///< pr_psargs (the first 79 bytes of the command line)
+  std::optional<int> pid;           ///< pr_pid
+  std::optional<std::string> name;  ///< pr_fname (comm, at most 15 bytes)
+  std::optional<std::string> args;  ///< pr_psargs (the first 79 bytes of the command line)
   /// NT_FILE: file-backed mappings; file_offset = page offset * the note's page size; perms
   /// empty (the note has none).
   std::vector<core::Mapping> files;

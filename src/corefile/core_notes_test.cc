@@ -60,8 +60,7 @@ KernelCore MakeKernelCore(int extra_threads) {
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSEGV) {
-    core.skip_reason = "the crashing child did not die of SIGSEGV (status " +
-                       std::to_string(status) + ")";
+    core.skip_reason = "the crashing child did not die of SIGSEGV (status " + std::to_string(status) + ")";
     return core;
   }
   for (const auto& entry : std::filesystem::directory_iterator(core.dir->path())) {
@@ -69,8 +68,8 @@ KernelCore MakeKernelCore(int extra_threads) {
   }
   if (core.path.empty()) {
     core.skip_reason = "no core file appeared in " + core.dir->path() + " (core_pattern '" +
-                       pattern.substr(0, pattern.find('\n')) + "', WCOREDUMP " +
-                       std::to_string(WCOREDUMP(status)) + ")";
+                       pattern.substr(0, pattern.find('\n')) + "', WCOREDUMP " + std::to_string(WCOREDUMP(status)) +
+                       ")";
   }
   return core;
 }
@@ -130,8 +129,8 @@ TEST(CorefileKernelCoreTest, NotesOfASegfaultingChild) {
   EXPECT_GE(*rip, crash);
   EXPECT_LT(*rip, crash + 64);
   EXPECT_FALSE(notes->auxv.empty());
-  bool has_entry = std::any_of(notes->auxv.begin(), notes->auxv.end(),
-                               [](const auto& entry) { return entry.first == AT_ENTRY; });
+  bool has_entry =
+      std::any_of(notes->auxv.begin(), notes->auxv.end(), [](const auto& entry) { return entry.first == AT_ENTRY; });
   EXPECT_TRUE(has_entry);
 }
 
@@ -217,8 +216,7 @@ TEST(CorefileBadInputTest, Garbage) {
   for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 37 + 11);
   auto notes = ParseCoreNotes(garbage, "garbage");
   ASSERT_FALSE(notes.ok());
-  EXPECT_EQ(notes.error().message,
-            "garbage: not an ELF file (100 bytes, no \\x7fELF magic at offset 0)");
+  EXPECT_EQ(notes.error().message, "garbage: not an ELF file (100 bytes, no \\x7fELF magic at offset 0)");
 }
 
 TEST(CorefileBadInputTest, AnExecutableIsNotACore) {
@@ -337,10 +335,9 @@ TEST(CorefileBadInputTest, DamagedNotesBecomeWarnings) {
   EXPECT_TRUE(notes->files.empty());
   EXPECT_EQ(notes->signal, SIGSEGV);
   ASSERT_EQ(notes->warnings.size(), 1u);
-  EXPECT_EQ(notes->warnings[0],
-            fmt::format("NT_FILE note at offset 0x{:x} ({} bytes): claims 1099511627776 files but "
-                        "has room for at most {}; skipped",
-                        desc, descsz, (descsz - 16) / 24));
+  EXPECT_EQ(notes->warnings[0], fmt::format("NT_FILE note at offset 0x{:x} ({} bytes): claims 1099511627776 files but "
+                                            "has room for at most {}; skipped",
+                                            desc, descsz, (descsz - 16) / 24));
 
   // A note header whose name size runs past the segment: the notes before it are kept.
   damaged = bytes;
@@ -352,11 +349,10 @@ TEST(CorefileBadInputTest, DamagedNotesBecomeWarnings) {
   ASSERT_TRUE(notes.ok()) << notes.error().message;
   Layout layout = LayoutOf(bytes);
   ASSERT_EQ(notes->warnings.size(), 1u);
-  EXPECT_EQ(notes->warnings[0],
-            fmt::format("PT_NOTE at offset 0x{:x}: damaged note header at offset 0x{:x}; the "
-                        "remaining 0x{:x} bytes of the segment are skipped",
-                        layout.note.p_offset, siginfo_note,
-                        layout.note.p_offset + layout.note.p_filesz - siginfo_note));
+  EXPECT_EQ(notes->warnings[0], fmt::format("PT_NOTE at offset 0x{:x}: damaged note header at offset 0x{:x}; the "
+                                            "remaining 0x{:x} bytes of the segment are skipped",
+                                            layout.note.p_offset, siginfo_note,
+                                            layout.note.p_offset + layout.note.p_filesz - siginfo_note));
   EXPECT_EQ(notes->threads.size(), 1u);
   EXPECT_EQ(notes->si_code, std::nullopt);
   EXPECT_EQ(notes->signal, SIGSEGV);  // from pr_cursig
@@ -369,8 +365,7 @@ TEST(CorefileBadInputTest, DamagedNotesBecomeWarnings) {
   std::memcpy(damaged.data() + prstatus_note + 4, &short_desc, 4);
   notes = ParseCoreNotes(damaged, "damaged");
   ASSERT_FALSE(notes.ok());
-  EXPECT_EQ(notes.error().message.rfind("damaged: all 1 NT_PRSTATUS notes are damaged among ", 0),
-            0u)
+  EXPECT_EQ(notes.error().message.rfind("damaged: all 1 NT_PRSTATUS notes are damaged among ", 0), 0u)
       << notes.error().message;
 }
 

@@ -28,7 +28,7 @@ constexpr uint16_t kMachine = EM_X86_64;
 constexpr size_t kRegsBytes = 27 * 8;  // struct user_regs_struct
 #elif defined(__aarch64__)
 constexpr uint16_t kMachine = EM_AARCH64;
-constexpr size_t kRegsBytes = 34 * 8;  // struct user_pt_regs
+constexpr size_t kRegsBytes = 34 * 8;                // struct user_pt_regs
 #else
 constexpr uint16_t kMachine = EM_NONE;
 constexpr size_t kRegsBytes = 0;
@@ -49,13 +49,20 @@ constexpr size_t kMaxPhdrs = PN_XNUM - 1;
 
 std::string Errno(int error) {
   switch (error) {
-    case ESRCH: return "ESRCH";
-    case EPERM: return "EPERM";
-    case EIO: return "EIO";
-    case EFAULT: return "EFAULT";
-    case EINVAL: return "EINVAL";
-    case EACCES: return "EACCES";
-    default: return std::strerror(error);
+    case ESRCH:
+      return "ESRCH";
+    case EPERM:
+      return "EPERM";
+    case EIO:
+      return "EIO";
+    case EFAULT:
+      return "EFAULT";
+    case EINVAL:
+      return "EINVAL";
+    case EACCES:
+      return "EACCES";
+    default:
+      return std::strerror(error);
   }
 }
 
@@ -144,8 +151,7 @@ void Put(std::string& buffer, size_t offset, T value) {
 
 void AppendNote(std::string& out, std::string_view owner, uint32_t type, std::string_view desc) {
   auto pad4 = [&out] { out.append((4 - out.size() % 4) % 4, '\0'); };
-  uint32_t header[3] = {static_cast<uint32_t>(owner.size() + 1), static_cast<uint32_t>(desc.size()),
-                        type};
+  uint32_t header[3] = {static_cast<uint32_t>(owner.size() + 1), static_cast<uint32_t>(desc.size()), type};
   out.append(reinterpret_cast<const char*>(header), sizeof(header));
   out.append(owner);
   out.push_back('\0');
@@ -156,18 +162,17 @@ void AppendNote(std::string& out, std::string_view owner, uint32_t type, std::st
 
 struct ThreadRegs {
   int tid = 0;
-  std::string regs;                      // pr_reg
-  std::optional<std::string> fpregs;     // NT_PRFPREG
-  std::optional<std::string> xstate;     // NT_X86_XSTATE
-  std::string stat, status;              // /proc/PID/task/TID/{stat,status}
+  std::string regs;                   // pr_reg
+  std::optional<std::string> fpregs;  // NT_PRFPREG
+  std::optional<std::string> xstate;  // NT_X86_XSTATE
+  std::string stat, status;           // /proc/PID/task/TID/{stat,status}
 };
 
 // PTRACE_GETREGSET `type`, up to `max_bytes`; the errno on failure.
 std::optional<std::string> GetRegset(int tid, int type, size_t max_bytes, int* error) {
   std::string buffer(max_bytes, '\0');
   struct iovec iov = {buffer.data(), buffer.size()};
-  if (ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(static_cast<uintptr_t>(type)), &iov) !=
-      0) {
+  if (ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(static_cast<uintptr_t>(type)), &iov) != 0) {
     *error = errno;
     return std::nullopt;
   }
@@ -215,7 +220,7 @@ uint64_t StackPointer(const ThreadRegs& thread) {
 std::string Prstatus(const ThreadRegs& thread, int signal) {
   std::string desc(kPrstatusBytes, '\0');
   auto fields = StatFields(thread.stat);
-  Put<int32_t>(desc, 0, signal);                        // pr_info.si_signo
+  Put<int32_t>(desc, 0, signal);                         // pr_info.si_signo
   Put<int16_t>(desc, 12, static_cast<int16_t>(signal));  // pr_cursig
   Put<uint64_t>(desc, 16, core::ParseU64(StatusWord(thread.status, "SigPnd"), 16).value_or(0));
   Put<uint64_t>(desc, 24, core::ParseU64(StatusWord(thread.status, "SigBlk"), 16).value_or(0));
@@ -246,10 +251,10 @@ std::string Prpsinfo(int pid) {
   const char* states = "RSDTZW";
   const char* found = std::strchr(states, state);
   desc[0] = static_cast<char>(found != nullptr && state != '\0' ? found - states : 0);  // pr_state
-  desc[1] = state;                                                     // pr_sname
-  desc[2] = state == 'Z' ? 1 : 0;                                      // pr_zomb
-  desc[3] = static_cast<char>(static_cast<int64_t>(StatField(fields, 19)));  // pr_nice
-  Put<uint64_t>(desc, 8, StatField(fields, 9));                        // pr_flag
+  desc[1] = state;                                                                      // pr_sname
+  desc[2] = state == 'Z' ? 1 : 0;                                                       // pr_zomb
+  desc[3] = static_cast<char>(static_cast<int64_t>(StatField(fields, 19)));             // pr_nice
+  Put<uint64_t>(desc, 8, StatField(fields, 9));                                         // pr_flag
   Put<uint32_t>(desc, 16, static_cast<uint32_t>(core::ParseU64(StatusWord(status, "Uid")).value_or(0)));
   Put<uint32_t>(desc, 20, static_cast<uint32_t>(core::ParseU64(StatusWord(status, "Gid")).value_or(0)));
   Put<int32_t>(desc, 24, pid);
@@ -266,8 +271,8 @@ std::string Prpsinfo(int pid) {
 
 bool IsAnonymousLike(const MapEntry& map) {
   // Shared anonymous memory and SysV/memfd shm are files only in name: dump them like anon.
-  return map.inode == 0 || core::StartsWith(map.path, "/dev/zero") ||
-         core::StartsWith(map.path, "/SYSV") || core::StartsWith(map.path, "/memfd:");
+  return map.inode == 0 || core::StartsWith(map.path, "/dev/zero") || core::StartsWith(map.path, "/SYSV") ||
+         core::StartsWith(map.path, "/memfd:");
 }
 
 std::string NtFile(const std::vector<MapEntry>& maps, uint64_t page_size) {
@@ -287,8 +292,8 @@ std::string NtFile(const std::vector<MapEntry>& maps, uint64_t page_size) {
 
 // What to write of one mapping.
 struct SegmentPlan {
-  uint64_t want_bytes = 0;  // contents we would like in the core
-  std::string skip_reason;  // why nothing is written, for CoreWriteStats::skipped
+  uint64_t want_bytes = 0;          // contents we would like in the core
+  std::string skip_reason;          // why nothing is written, for CoreWriteStats::skipped
   uint64_t offset = 0, filesz = 0;  // decided while writing
 };
 
@@ -307,8 +312,8 @@ class CoreFileWriter {
       ssize_t wrote = pwrite(fd_.get(), bytes + done, size - done, static_cast<off_t>(offset + done));
       if (wrote < 0 && errno == EINTR) continue;
       if (wrote <= 0) {
-        return core::MakeError("{}: write of {} bytes at offset 0x{:x} failed: {}", temp_path_,
-                               size - done, offset + done, std::strerror(errno));
+        return core::MakeError("{}: write of {} bytes at offset 0x{:x} failed: {}", temp_path_, size - done,
+                               offset + done, std::strerror(errno));
       }
       done += static_cast<size_t>(wrote);
     }
@@ -343,8 +348,7 @@ class CoreFileWriter {
 
   core::Result<void> Commit(const std::string& path, uint64_t size) {
     if (ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
-      return core::MakeError("{}: cannot set the size to {} bytes: {}", temp_path_, size,
-                             std::strerror(errno));
+      return core::MakeError("{}: cannot set the size to {} bytes: {}", temp_path_, size, std::strerror(errno));
     }
     if (fchmod(fd_.get(), 0600) != 0 || close(fd_.release()) != 0) {
       return core::MakeError("{}: cannot finish: {}", temp_path_, std::strerror(errno));
@@ -360,8 +364,7 @@ class CoreFileWriter {
 
   // True when the tracee's memory at `address` starts with the ELF magic.
   bool LooksLikeElf(uint64_t address) {
-    return ReadTracee(address, SELFMAG) == SELFMAG &&
-           std::memcmp(buffer_.data(), ELFMAG, SELFMAG) == 0;
+    return ReadTracee(address, SELFMAG) == SELFMAG && std::memcmp(buffer_.data(), ELFMAG, SELFMAG) == 0;
   }
 
   // Reads up to `length` (<= kChunkBytes) bytes at `address` into buffer_; returns the count.
@@ -411,14 +414,14 @@ SegmentPlan PlanSegment(const MapEntry& map, CoreFileWriter& writer) {
   }
   bool device = map.io || (core::StartsWith(map.path, "/dev/") && !IsAnonymousLike(map));
   if (device) {
-    plan.skip_reason = (map.path.empty() ? fmt::format("0x{:x}-0x{:x}", map.start, map.end)
-                                         : map.path) + " (device mapping)";
+    plan.skip_reason =
+        (map.path.empty() ? fmt::format("0x{:x}-0x{:x}", map.start, map.end) : map.path) + " (device mapping)";
     return plan;
   }
   if (map.perms[0] != 'r') return plan;  // guard pages, PROT_NONE reservations
   if (map.dont_dump) {
-    plan.skip_reason = fmt::format("0x{:x}-0x{:x} {}(MADV_DONTDUMP)", map.start, map.end,
-                                   map.path.empty() ? "" : map.path + " ");
+    plan.skip_reason =
+        fmt::format("0x{:x}-0x{:x} {}(MADV_DONTDUMP)", map.start, map.end, map.path.empty() ? "" : map.path + " ");
     return plan;
   }
   if (IsAnonymousLike(map)) {
@@ -439,8 +442,7 @@ SegmentPlan PlanSegment(const MapEntry& map, CoreFileWriter& writer) {
 // Registers first: the first thread (the one that took the signal) must be readable, else the
 // core fails before anything touches the disk; a later thread that cannot be read is listed in
 // stats->skipped.
-core::Result<std::vector<ThreadRegs>> ReadThreads(int pid, const std::vector<int>& tids,
-                                                  CoreWriteStats* stats) {
+core::Result<std::vector<ThreadRegs>> ReadThreads(int pid, const std::vector<int>& tids, CoreWriteStats* stats) {
   std::vector<ThreadRegs> threads;
   for (size_t i = 0; i < tids.size(); ++i) {
     auto thread = ReadThread(pid, tids[i]);
@@ -478,8 +480,7 @@ std::string BuildNotes(int pid, const std::vector<ThreadRegs>& threads, const si
     AppendNote(notes, "CORE", NT_PRSTATUS, Prstatus(thread, i == 0 ? info.si_signo : 0));
     if (i == 0) {
       AppendNote(notes, "CORE", NT_PRPSINFO, Prpsinfo(pid));
-      AppendNote(notes, "CORE", NT_SIGINFO,
-                 std::string_view(reinterpret_cast<const char*>(&info), kSiginfoBytes));
+      AppendNote(notes, "CORE", NT_SIGINFO, std::string_view(reinterpret_cast<const char*>(&info), kSiginfoBytes));
       if (!auxv.empty()) AppendNote(notes, "CORE", NT_AUXV, auxv);
       AppendNote(notes, "CORE", NT_FILE, NtFile(maps, page_size));
     }
@@ -504,8 +505,7 @@ std::vector<SegmentPlan> PlanSegments(const std::vector<MapEntry>& maps, CoreFil
 
 // The indices of `maps` in writing order: the mappings that hold a thread's stack pointer first
 // (most valuable under a size cap), then the rest in address order.
-std::vector<size_t> WriteOrder(const std::vector<MapEntry>& maps,
-                               const std::vector<ThreadRegs>& threads) {
+std::vector<size_t> WriteOrder(const std::vector<MapEntry>& maps, const std::vector<ThreadRegs>& threads) {
   std::vector<size_t> order;
   for (size_t i = 0; i < maps.size(); ++i) {
     bool is_stack = std::any_of(threads.begin(), threads.end(), [&](const ThreadRegs& t) {
@@ -526,8 +526,8 @@ std::vector<size_t> WriteOrder(const std::vector<MapEntry>& maps,
 // written; fails only when the file cannot be written.
 core::Result<uint64_t> WriteSegments(CoreFileWriter& writer, const std::vector<MapEntry>& maps,
                                      const std::vector<size_t>& order, uint64_t data_offset,
-                                     const CoreWriteOptions& options,
-                                     std::vector<SegmentPlan>* plans, CoreWriteStats* stats) {
+                                     const CoreWriteOptions& options, std::vector<SegmentPlan>* plans,
+                                     CoreWriteStats* stats) {
   uint64_t page_size = writer.page_size();
   uint64_t end_offset = data_offset;
   for (size_t i : order) {
@@ -536,15 +536,15 @@ core::Result<uint64_t> WriteSegments(CoreFileWriter& writer, const std::vector<M
     if (plan.want_bytes == 0) continue;
     if (end_offset + plan.want_bytes > options.size_cap_bytes) {
       ++stats->segments_truncated;
-      stats->skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(over the size cap)", maps[i].start,
-                                           maps[i].end, maps[i].path.empty() ? "" : maps[i].path + " "));
+      stats->skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(over the size cap)", maps[i].start, maps[i].end,
+                                           maps[i].path.empty() ? "" : maps[i].path + " "));
       continue;
     }
     GT_ASSIGN_OR_RETURN(uint64_t readable, writer.CopyMemory(maps[i].start, plan.want_bytes, end_offset));
     if (readable == 0) {
       ++stats->segments_truncated;
-      stats->skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(unreadable)", maps[i].start,
-                                           maps[i].end, maps[i].path.empty() ? "" : maps[i].path + " "));
+      stats->skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(unreadable)", maps[i].start, maps[i].end,
+                                           maps[i].path.empty() ? "" : maps[i].path + " "));
       continue;
     }
     plan.filesz = plan.want_bytes;
@@ -596,9 +596,8 @@ core::Result<void> WriteHeaders(CoreFileWriter& writer, const std::vector<MapEnt
 
 }  // namespace
 
-core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
-                                       const siginfo_t& info, const std::string& path,
-                                       const CoreWriteOptions& options) {
+core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids, const siginfo_t& info,
+                                       const std::string& path, const CoreWriteOptions& options) {
   if (kMachine == EM_NONE) {
     return core::MakeError("{}: writing cores is supported on x86_64 and aarch64 only", path);
   }
@@ -611,8 +610,7 @@ core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
   std::string temp_template = path + ".tmp.XXXXXX";
   ScopedFd temp_fd(mkostemp(temp_template.data(), O_CLOEXEC));
   if (!temp_fd.valid()) {
-    return core::MakeError("{}: cannot create a temporary file in {}: {}", path, directory,
-                           std::strerror(errno));
+    return core::MakeError("{}: cannot create a temporary file in {}: {}", path, directory, std::strerror(errno));
   }
   CoreFileWriter writer(pid, std::move(temp_fd), temp_template);
   uint64_t page_size = writer.page_size();
@@ -624,8 +622,8 @@ core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
   uint64_t data_offset = (notes_offset + notes.size() + page_size - 1) / page_size * page_size;
 
   std::vector<SegmentPlan> plans = PlanSegments(maps, writer, &stats);
-  GT_ASSIGN_OR_RETURN(uint64_t end_offset, WriteSegments(writer, maps, WriteOrder(maps, threads),
-                                                         data_offset, options, &plans, &stats));
+  GT_ASSIGN_OR_RETURN(uint64_t end_offset,
+                      WriteSegments(writer, maps, WriteOrder(maps, threads), data_offset, options, &plans, &stats));
   GT_RETURN_IF_ERROR(WriteHeaders(writer, maps, plans, notes, notes_offset));
   uint64_t file_size = std::max(end_offset, notes_offset + notes.size());
   GT_RETURN_IF_ERROR(writer.Commit(path, file_size));

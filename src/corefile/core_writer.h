@@ -46,8 +46,7 @@ struct CoreWriteStats {
 /// registers cannot be read (not stopped by this tracer, or a 32-bit process), /proc/PID/maps
 /// cannot be read, the machine is not x86_64 or aarch64, or the file cannot be written. A later
 /// thread that is gone (ESRCH) is skipped and listed in `skipped`.
-core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids,
-                                       const siginfo_t& info, const std::string& path,
-                                       const CoreWriteOptions& options);
+core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids, const siginfo_t& info,
+                                       const std::string& path, const CoreWriteOptions& options);
 
 }  // namespace gputriage::corefile

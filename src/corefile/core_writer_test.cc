@@ -107,8 +107,7 @@ class StoppedCrash {
     for (int tid : threads_) {
       if (tid == crashed_) continue;
       syscall(SYS_tgkill, pid_, tid, SIGSTOP);
-      while (waitpid(tid, &status, __WALL) == tid && WIFSTOPPED(status) &&
-             WSTOPSIG(status) != SIGSTOP) {
+      while (waitpid(tid, &status, __WALL) == tid && WIFSTOPPED(status) && WSTOPSIG(status) != SIGSTOP) {
         ptrace(PTRACE_CONT, tid, nullptr, nullptr);
       }
     }
@@ -176,9 +175,8 @@ TEST(CorefileWriterTest, WritesACoreThatWeAndLibdwflRead) {
   auto crash_function = reinterpret_cast<uint64_t>(&gt_corefile_test_crash);
   EXPECT_GE(rip, crash_function);
   EXPECT_LT(rip, crash_function + 64);
-  bool lists_binary = std::any_of(notes->files.begin(), notes->files.end(), [&](const auto& f) {
-    return f.path == SelfExe() && rip >= f.start && rip < f.end;
-  });
+  bool lists_binary = std::any_of(notes->files.begin(), notes->files.end(),
+                                  [&](const auto& f) { return f.path == SelfExe() && rip >= f.start && rip < f.end; });
   EXPECT_TRUE(lists_binary);
   EXPECT_FALSE(notes->auxv.empty());
 
@@ -195,8 +193,7 @@ TEST(CorefileWriterTest, WritesACoreThatWeAndLibdwflRead) {
   auto threads = testing::UnwindWithDwfl(path, &error);
   ASSERT_EQ(error, "");
   ASSERT_EQ(threads.size(), 3u);
-  auto crashed = std::find_if(threads.begin(), threads.end(),
-                              [&](const auto& t) { return t.tid == crash.tids()[0]; });
+  auto crashed = std::find_if(threads.begin(), threads.end(), [&](const auto& t) { return t.tid == crash.tids()[0]; });
   ASSERT_NE(crashed, threads.end());
   ASSERT_FALSE(crashed->functions.empty());
   EXPECT_EQ(crashed->functions[0], "gt_corefile_test_crash");
@@ -253,10 +250,9 @@ TEST(CorefileWriterTest, AThreadNotStoppedByUsIsAnError) {
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   ASSERT_FALSE(stats.ok());
-  EXPECT_EQ(stats.error().message,
-            fmt::format("pid {0} thread {0}: PTRACE_GETREGSET NT_PRSTATUS: ESRCH (is the thread "
-                        "ptrace-stopped by this thread?)",
-                        child));
+  EXPECT_EQ(stats.error().message, fmt::format("pid {0} thread {0}: PTRACE_GETREGSET NT_PRSTATUS: ESRCH (is the thread "
+                                               "ptrace-stopped by this thread?)",
+                                               child));
   EXPECT_FALSE(std::filesystem::exists(path));
   auto none = WriteCore(child, {}, info, path, CoreWriteOptions{});
   ASSERT_FALSE(none.ok());

@@ -27,8 +27,8 @@
 // The pointer comes from a volatile global so the compiler cannot see the null and turn the
 // store into a trap (SIGILL) or clone the function. Not sanitized: UBSan would report the
 // null store and exit instead of letting the fault happen.
-extern "C" [[gnu::noinline]] __attribute__((no_sanitize("undefined", "address"))) inline void
-gt_corefile_test_crash(volatile int* target) {
+extern "C" [[gnu::noinline]] __attribute__((no_sanitize("undefined", "address"))) inline void gt_corefile_test_crash(
+    volatile int* target) {
   *target = 42;
   asm volatile("" ::: "memory");
 }
@@ -65,8 +65,7 @@ constexpr uint64_t kMarkerValue = 0x5ca1ab1e0ddba115ull;
 /// In the child: optionally become traced and stop, start `extra_threads` threads that block
 /// forever, send the markers' addresses on `pipe_fd`, then dereference null in
 /// gt_corefile_test_crash. Never returns.
-[[noreturn]] inline void CrashInChild(const std::string& dir, int extra_threads, bool traceme,
-                                      int pipe_fd) {
+[[noreturn]] inline void CrashInChild(const std::string& dir, int extra_threads, bool traceme, int pipe_fd) {
   signal(SIGSEGV, SIG_DFL);  // the sanitizers' handler would print and exit instead of dumping
   struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
   setrlimit(RLIMIT_CORE, &unlimited);
@@ -86,8 +85,7 @@ constexpr uint64_t kMarkerValue = 0x5ca1ab1e0ddba115ull;
   while (started.load() < extra_threads) usleep(1000);
   volatile uint64_t on_stack = kMarkerValue;
   auto* on_heap = new uint64_t(kMarkerValue);
-  Markers markers{reinterpret_cast<uint64_t>(&on_stack), reinterpret_cast<uint64_t>(on_heap),
-                  kMarkerValue};
+  Markers markers{reinterpret_cast<uint64_t>(&on_stack), reinterpret_cast<uint64_t>(on_heap), kMarkerValue};
   if (write(pipe_fd, &markers, sizeof(markers)) != sizeof(markers)) _exit(95);
   gt_corefile_test_crash(gt_corefile_test_null);
   _exit(94);
@@ -116,8 +114,8 @@ struct DwflThread {
 
 inline std::vector<DwflThread> UnwindWithDwfl(const std::string& path, std::string* error) {
   static char* debuginfo_path = nullptr;
-  static const Dwfl_Callbacks callbacks = {dwfl_build_id_find_elf, dwfl_standard_find_debuginfo,
-                                           nullptr, &debuginfo_path};
+  static const Dwfl_Callbacks callbacks = {dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, nullptr,
+                                           &debuginfo_path};
   std::vector<DwflThread> threads;
   elf_version(EV_CURRENT);
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -23,8 +23,7 @@ core::Error NotElfError(std::string_view source_name, uint64_t size, std::string
   if (size == 0) return core::MakeError("{}: empty file (0 bytes), not an ELF core file", source_name);
   bool has_magic = head.size() >= SELFMAG && std::memcmp(head.data(), ELFMAG, SELFMAG) == 0;
   if (!has_magic) {
-    return core::MakeError("{}: not an ELF file ({} bytes, no \\x7fELF magic at offset 0)",
-                           source_name, size);
+    return core::MakeError("{}: not an ELF file ({} bytes, no \\x7fELF magic at offset 0)", source_name, size);
   }
   return core::MakeError(
       "{}: ELF header truncated or invalid (file is {} bytes, an ELF64 header needs {}): "
@@ -32,8 +31,7 @@ core::Error NotElfError(std::string_view source_name, uint64_t size, std::string
       source_name, size, sizeof(Elf64_Ehdr));
 }
 
-core::Result<CoreImage> CheckCore(ElfPtr elf, uint64_t file_size, std::string_view source_name,
-                                  std::string_view head) {
+core::Result<CoreImage> CheckCore(ElfPtr elf, uint64_t file_size, std::string_view source_name, std::string_view head) {
   if (elf == nullptr || elf_kind(elf.get()) != ELF_K_ELF) {
     return NotElfError(source_name, file_size, head);
   }
@@ -47,26 +45,22 @@ core::Result<CoreImage> CheckCore(ElfPtr elf, uint64_t file_size, std::string_vi
                                : fmt::format("ELF class {}", static_cast<int>(ident[EI_CLASS])));
   }
   if (ident[EI_DATA] != ELFDATA2LSB) {
-    return core::MakeError("{}: {}: only little-endian (ELFDATA2LSB) cores are supported",
-                           source_name,
+    return core::MakeError("{}: {}: only little-endian (ELFDATA2LSB) cores are supported", source_name,
                            ident[EI_DATA] == ELFDATA2MSB
                                ? std::string("big-endian ELF (ELFDATA2MSB)")
                                : fmt::format("ELF data encoding {}", static_cast<int>(ident[EI_DATA])));
   }
   GElf_Ehdr ehdr;
   if (gelf_getehdr(elf.get(), &ehdr) == nullptr) {
-    return core::MakeError("{}: cannot read the ELF header ({} bytes): {}", source_name, file_size,
-                           elf_errmsg(-1));
+    return core::MakeError("{}: cannot read the ELF header ({} bytes): {}", source_name, file_size, elf_errmsg(-1));
   }
   if (ehdr.e_type != ET_CORE) {
-    return core::MakeError("{}: ELF type {}, not a core file", source_name,
-                           ElfTypeName(ehdr.e_type));
+    return core::MakeError("{}: ELF type {}, not a core file", source_name, ElfTypeName(ehdr.e_type));
   }
   // e_phnum as written: elf_getphdrnum quietly lowers it to the headers that fit in the file.
   size_t phnum = ehdr.e_phnum;
   if (phnum == PN_XNUM && elf_getphdrnum(elf.get(), &phnum) != 0) {
-    return core::MakeError("{}: cannot count the program headers (PN_XNUM): {}", source_name,
-                           elf_errmsg(-1));
+    return core::MakeError("{}: cannot count the program headers (PN_XNUM): {}", source_name, elf_errmsg(-1));
   }
   if (phnum == 0) return core::MakeError("{}: core file has no program headers", source_name);
   // libelf refuses program headers past the end without saying so; say it with the numbers.
@@ -84,9 +78,8 @@ core::Result<CoreImage> CheckCore(ElfPtr elf, uint64_t file_size, std::string_vi
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr phdr;
     if (gelf_getphdr(elf.get(), static_cast<int>(i), &phdr) == nullptr) {
-      return core::MakeError("{}: cannot read program header {} of {} at offset 0x{:x}: {}",
-                             source_name, i, phnum, ehdr.e_phoff + i * sizeof(Elf64_Phdr),
-                             elf_errmsg(-1));
+      return core::MakeError("{}: cannot read program header {} of {} at offset 0x{:x}: {}", source_name, i, phnum,
+                             ehdr.e_phoff + i * sizeof(Elf64_Phdr), elf_errmsg(-1));
     }
     image.phdrs.push_back(phdr);
   }
@@ -98,12 +91,18 @@ core::Result<CoreImage> CheckCore(ElfPtr elf, uint64_t file_size, std::string_vi
 
 std::string ElfTypeName(unsigned type) {
   switch (type) {
-    case ET_NONE: return "ET_NONE";
-    case ET_REL: return "ET_REL";
-    case ET_EXEC: return "ET_EXEC";
-    case ET_DYN: return "ET_DYN";
-    case ET_CORE: return "ET_CORE";
-    default: return "type " + std::to_string(type);
+    case ET_NONE:
+      return "ET_NONE";
+    case ET_REL:
+      return "ET_REL";
+    case ET_EXEC:
+      return "ET_EXEC";
+    case ET_DYN:
+      return "ET_DYN";
+    case ET_CORE:
+      return "ET_CORE";
+    default:
+      return "type " + std::to_string(type);
   }
 }
 

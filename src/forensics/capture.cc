@@ -18,13 +18,13 @@
 #include "core/signals.h"
 
 namespace gputriage::forensics {
-using core::ProcessReport;
-using core::ThreadState;
-using core::Register;
 using core::HasFaultAddress;
 using core::IsSentByProcess;
-using core::ParseMaps;
 using core::LocateFault;
+using core::ParseMaps;
+using core::ProcessReport;
+using core::Register;
+using core::ThreadState;
 namespace {
 
 // /proc/PID/maps of a large process (PyTorch with CUDA: ~10k mappings) stays far below this.
@@ -45,10 +45,10 @@ std::string Chomp(std::string s) {
 
 #if defined(__x86_64__)
 std::vector<Register> NameRegisters(const user_regs_struct& r) {
-  return {{"rax", r.rax}, {"rbx", r.rbx}, {"rcx", r.rcx}, {"rdx", r.rdx}, {"rsi", r.rsi},
-          {"rdi", r.rdi}, {"rbp", r.rbp}, {"rsp", r.rsp}, {"r8", r.r8},   {"r9", r.r9},
-          {"r10", r.r10}, {"r11", r.r11}, {"r12", r.r12}, {"r13", r.r13}, {"r14", r.r14},
-          {"r15", r.r15}, {"rip", r.rip}, {"eflags", r.eflags}, {"cs", r.cs}, {"ss", r.ss},
+  return {{"rax", r.rax},         {"rbx", r.rbx},         {"rcx", r.rcx},          {"rdx", r.rdx}, {"rsi", r.rsi},
+          {"rdi", r.rdi},         {"rbp", r.rbp},         {"rsp", r.rsp},          {"r8", r.r8},   {"r9", r.r9},
+          {"r10", r.r10},         {"r11", r.r11},         {"r12", r.r12},          {"r13", r.r13}, {"r14", r.r14},
+          {"r15", r.r15},         {"rip", r.rip},         {"eflags", r.eflags},    {"cs", r.cs},   {"ss", r.ss},
           {"fs_base", r.fs_base}, {"gs_base", r.gs_base}, {"orig_rax", r.orig_rax}};
 }
 #elif defined(__aarch64__)
@@ -184,8 +184,7 @@ ProcessReport CaptureLive(const LiveCaptureRequest& request) {
     }
     if (pc) {
       std::optional<uint64_t> start = session.ok() ? (*session)->FunctionStart(*pc) : std::nullopt;
-      report.disassembly = DisassembleAround(LiveMemoryReader(request.tgid), HostArch(), *pc,
-                                             start, request.cpu_flags);
+      report.disassembly = DisassembleAround(LiveMemoryReader(request.tgid), HostArch(), *pc, start, request.cpu_flags);
     }
     int sig = request.info->si_signo;
     if (report.fault_address && (sig == SIGSEGV || sig == SIGBUS)) {

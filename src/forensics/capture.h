@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "forensics/disasm.h"
 #include "core/process.h"
+#include "forensics/disasm.h"
 #include "forensics/unwind.h"
 
 namespace gputriage::forensics {

@@ -8,21 +8,21 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "core/signals.h"
 #include "core/text.h"
 #include "forensics/capture.h"
-#include "core/signals.h"
 
 namespace gputriage::forensics {
-using core::ProcessReport;
-using core::ThreadState;
-using core::Frame;
-using core::Mapping;
-using core::Instruction;
 using core::Classification;
+using core::Frame;
 using core::Hex;
-using core::SignalName;
-using core::SiCodeMeaning;
+using core::Instruction;
 using core::IsSentByProcess;
+using core::Mapping;
+using core::ProcessReport;
+using core::SiCodeMeaning;
+using core::SignalName;
+using core::ThreadState;
 namespace {
 
 struct OutputPattern {
@@ -34,24 +34,31 @@ struct OutputPattern {
 // Error lines of the GPU runtimes and frameworks, the most specific first. The names are the
 // runtimes' own (cudaError_t / hipError_t / hsa_status_t enumerators and their messages).
 constexpr std::array kOutputPatterns = {
-    OutputPattern{"gpu-device-assert", core::Category::kDeviceAssert,
-                  R"(device-side assert triggered|cudaErrorAssert|hipErrorAssert|CUDA_ERROR_ASSERT|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion)"},
-    OutputPattern{"gpu-illegal-address", core::Category::kIllegalAddress,
-                  R"(illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|hipErrorIllegalAddress|HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|misaligned address|cudaErrorMisalignedAddress|cudaErrorInvalidAddressSpace|CUDA_ERROR_INVALID_ADDRESS_SPACE|operation not supported on global/shared address space|unspecified launch failure|cudaErrorLaunchFailure|hipErrorLaunchFailure)"},
+    OutputPattern{
+        "gpu-device-assert", core::Category::kDeviceAssert,
+        R"(device-side assert triggered|cudaErrorAssert|hipErrorAssert|CUDA_ERROR_ASSERT|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion)"},
+    OutputPattern{
+        "gpu-illegal-address", core::Category::kIllegalAddress,
+        R"(illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|hipErrorIllegalAddress|HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|misaligned address|cudaErrorMisalignedAddress|cudaErrorInvalidAddressSpace|CUDA_ERROR_INVALID_ADDRESS_SPACE|operation not supported on global/shared address space|unspecified launch failure|cudaErrorLaunchFailure|hipErrorLaunchFailure)"},
     OutputPattern{"gpu-page-fault", core::Category::kPageFault,
                   R"(Memory access fault by GPU node|HSA_STATUS_ERROR_MEMORY_FAULT)"},
-    OutputPattern{"gpu-out-of-memory", core::Category::kOom,
-                  R"(CUDA out of memory|HIP out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|HSA_STATUS_ERROR_OUT_OF_RESOURCES|OutOfMemoryError)"},
-    OutputPattern{"gpu-no-kernel-image", core::Category::kArchMismatch,
-                  R"(no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|invalid device function|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|No compatible code objects found)"},
-    OutputPattern{"gpu-runtime-init", core::Category::kDriverRuntime,
-                  R"(no CUDA-capable device is detected|CUDA driver version is insufficient|cudaErrorInsufficientDriver|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|hipErrorNoDevice|Found no NVIDIA driver|cudaErrorInitializationError|hipErrorNotInitialized|CUDA_ERROR_NOT_INITIALIZED)"},
+    OutputPattern{
+        "gpu-out-of-memory", core::Category::kOom,
+        R"(CUDA out of memory|HIP out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|HSA_STATUS_ERROR_OUT_OF_RESOURCES|OutOfMemoryError)"},
+    OutputPattern{
+        "gpu-no-kernel-image", core::Category::kArchMismatch,
+        R"(no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|invalid device function|hipErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|No compatible code objects found)"},
+    OutputPattern{
+        "gpu-runtime-init", core::Category::kDriverRuntime,
+        R"(no CUDA-capable device is detected|CUDA driver version is insufficient|cudaErrorInsufficientDriver|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|hipErrorNoDevice|Found no NVIDIA driver|cudaErrorInitializationError|hipErrorNotInitialized|CUDA_ERROR_NOT_INITIALIZED)"},
     OutputPattern{"collective-timeout", core::Category::kHangTimeout,
                   R"(Watchdog caught collective operation timeout|ProcessGroupNCCL.*[Tt]imeout|NCCL.*timed? ?out)"},
-    OutputPattern{"gpu-compile-error", core::Category::kCompilerJit,
-                  R"(ptxas (?:fatal|error)|NVRTC_ERROR_\w+|nvrtc: error|HIPRTC_ERROR_\w+|hiprtc.*error|CompilationError)"},
-    OutputPattern{"gpu-runtime-error", core::Category::kOther,
-                  R"(CUDA error|cudaError\w+|CUDA_ERROR_\w+|HIP error|hipError\w+|HSA_STATUS_ERROR_\w+|NCCL error|ncclInternalError|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|rocBLAS error|MIOpen Error)"},
+    OutputPattern{
+        "gpu-compile-error", core::Category::kCompilerJit,
+        R"(ptxas (?:fatal|error)|NVRTC_ERROR_\w+|nvrtc: error|HIPRTC_ERROR_\w+|hiprtc.*error|CompilationError)"},
+    OutputPattern{
+        "gpu-runtime-error", core::Category::kOther,
+        R"(CUDA error|cudaError\w+|CUDA_ERROR_\w+|HIP error|hipError\w+|HSA_STATUS_ERROR_\w+|NCCL error|ncclInternalError|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|rocBLAS error|MIOpen Error)"},
 };
 
 struct AbortPattern {
@@ -62,12 +69,12 @@ struct AbortPattern {
 
 // Messages printed just before abort(): glibc's assert and heap checks, the C++ runtime.
 constexpr std::array kAbortPatterns = {
-    AbortPattern{"assertion-failed", R"(: Assertion [`'].*' failed\.)",
-                 "an assert() in the program failed"},
-    AbortPattern{"heap-corruption",
-                 R"(free\(\): invalid|free\(\): double free detected|double free or corruption|malloc\(\): |corrupted size vs\. prev_size|corrupted double-linked list|munmap_chunk\(\): invalid pointer|realloc\(\): invalid|malloc_consolidate\(\): )",
-                 "glibc's allocator found its heap corrupted (double free, buffer overrun, use "
-                 "after free) and aborted"},
+    AbortPattern{"assertion-failed", R"(: Assertion [`'].*' failed\.)", "an assert() in the program failed"},
+    AbortPattern{
+        "heap-corruption",
+        R"(free\(\): invalid|free\(\): double free detected|double free or corruption|malloc\(\): |corrupted size vs\. prev_size|corrupted double-linked list|munmap_chunk\(\): invalid pointer|realloc\(\): invalid|malloc_consolidate\(\): )",
+        "glibc's allocator found its heap corrupted (double free, buffer overrun, use "
+        "after free) and aborted"},
     AbortPattern{"stack-smashing", R"(\*\*\* stack smashing detected \*\*\*)",
                  "the stack protector found a local buffer overrun"},
     AbortPattern{"buffer-overflow", R"(\*\*\* buffer overflow detected \*\*\*)",
@@ -137,9 +144,7 @@ std::string FaultingInstruction(const ProcessReport& p) {
   return {};
 }
 
-const ThreadState* CrashedThread(const ProcessReport& p) {
-  return p.threads.empty() ? nullptr : &p.threads.front();
-}
+const ThreadState* CrashedThread(const ProcessReport& p) { return p.threads.empty() ? nullptr : &p.threads.front(); }
 
 void AddFrameEvidence(const ProcessReport& p, Classification& c) {
   const ThreadState* t = CrashedThread(p);
@@ -162,17 +167,18 @@ Classification ClassifySegv(const ProcessReport& p) {
   int code = p.si_code.value_or(0);
   if (IsSentByProcess(code)) {
     c.kind = "signal-sent";
-    c.summary = fmt::format("SIGSEGV was sent by another process (pid {}), not caused by a fault",
-                            p.sender_pid.value_or(0));
+    c.summary =
+        fmt::format("SIGSEGV was sent by another process (pid {}), not caused by a fault", p.sender_pid.value_or(0));
     return c;
   }
   std::string where = p.fault_location ? p.fault_location->description : "";
   if (code == SI_KERNEL) {
     c.kind = "wild-pointer";
     c.summary = "general-protection fault: a non-canonical (garbage) pointer was dereferenced";
-    c.detail = "x86-64 reports accesses through addresses outside the canonical range as SIGSEGV "
-               "with SI_KERNEL and no fault address; the pointer held garbage (uninitialised, "
-               "overwritten, or freed memory).";
+    c.detail =
+        "x86-64 reports accesses through addresses outside the canonical range as SIGSEGV "
+        "with SI_KERNEL and no fault address; the pointer held garbage (uninitialised, "
+        "overwritten, or freed memory).";
   } else if (p.fault_location && p.fault_location->kind == "null-page") {
     c.kind = "null-dereference";
     bool call_null = p.disassembly && p.disassembly->instructions.empty();
@@ -196,18 +202,19 @@ Classification ClassifySegv(const ProcessReport& p) {
     c.detail = where;
   } else {
     c.kind = "wild-pointer";
-    c.summary = p.fault_address ? fmt::format("access to unmapped address {}: wild or dangling pointer",
-                                              Hex(*p.fault_address))
-                                : "access to an unmapped address";
+    c.summary = p.fault_address
+                    ? fmt::format("access to unmapped address {}: wild or dangling pointer", Hex(*p.fault_address))
+                    : "access to an unmapped address";
     c.detail = where;
   }
   if (auto module = GpuModuleOnTop(p)) {
     c.summary += fmt::format(" inside the GPU runtime library {}", *module);
     c.kind = "fault-in-gpu-runtime";
-    c.detail += (c.detail.empty() ? "" : " ") +
-                std::string("The faulting frame is in a GPU runtime or driver library: either that "
-                            "library has a bug, or it was handed a bad pointer or a stale handle "
-                            "(look at the first frame in the program's own code).");
+    c.detail +=
+        (c.detail.empty() ? "" : " ") + std::string(
+                                            "The faulting frame is in a GPU runtime or driver library: either that "
+                                            "library has a bug, or it was handed a bad pointer or a stale handle "
+                                            "(look at the first frame in the program's own code).");
   }
   return c;
 }
@@ -230,23 +237,23 @@ Classification ClassifyBus(const ProcessReport& p) {
   if (m && core::StartsWith(m->path, "/dev/")) {
     c.kind = "sigbus-device-mapping";
     c.summary = fmt::format("bus error on a device memory mapping ({})", m->path);
-    c.detail = "The address is inside memory mapped from a device file: the device (GPU BAR, "
-               "device memory) could not complete the access — the device was reset, fell off "
-               "the bus, or the mapping outlived its allocation. Check the kernel log.";
+    c.detail =
+        "The address is inside memory mapped from a device file: the device (GPU BAR, "
+        "device memory) could not complete the access — the device was reset, fell off "
+        "the bus, or the mapping outlived its allocation. Check the kernel log.";
     return c;
   }
   if (m && !m->path.empty() && m->path[0] == '/' && p.fault_address) {
     struct stat st {};
     uint64_t file_position = m->file_offset + (*p.fault_address - m->start);
-    if (stat(m->path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        file_position >= static_cast<uint64_t>(st.st_size)) {
+    if (stat(m->path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && file_position >= static_cast<uint64_t>(st.st_size)) {
       c.kind = "sigbus-truncated-file";
       c.summary = fmt::format("bus error reading past the end of a memory-mapped file ({})", m->path);
       c.detail = fmt::format(
           "The access is at byte {} of {}, which is now {} bytes long: the file was truncated "
           "(or written shorter) after it was mapped — typically a checkpoint or dataset file "
-          "rewritten while another process mmaps it, or a full disk.", file_position, m->path,
-          st.st_size);
+          "rewritten while another process mmaps it, or a full disk.",
+          file_position, m->path, st.st_size);
       return c;
     }
   }
@@ -259,28 +266,31 @@ Classification ClassifyBus(const ProcessReport& p) {
 Classification ClassifyIll(const ProcessReport& p) {
   Classification c;
   std::string insn = FaultingInstruction(p);
-  if (insn == "ud2" || core::StartsWith(insn, "ud1") || core::StartsWith(insn, "ud0") || core::StartsWith(insn, "udf") ||
-      core::StartsWith(insn, "brk")) {
+  if (insn == "ud2" || core::StartsWith(insn, "ud1") || core::StartsWith(insn, "ud0") ||
+      core::StartsWith(insn, "udf") || core::StartsWith(insn, "brk")) {
     c.kind = "deliberate-trap";
-    c.summary = fmt::format("deliberate trap instruction ({}): the compiler's __builtin_trap, "
-                            "code marked unreachable was reached, or a runtime check failed", insn);
+    c.summary = fmt::format(
+        "deliberate trap instruction ({}): the compiler's __builtin_trap, "
+        "code marked unreachable was reached, or a runtime check failed",
+        insn);
     return c;
   }
   if (p.disassembly && !p.disassembly->missing_on_cpu.empty()) {
     c.kind = "illegal-instruction-isa";
     c.category = core::Category::kArchMismatch;
     std::string missing = fmt::format("{}", fmt::join(p.disassembly->missing_on_cpu, ", "));
-    c.summary = fmt::format("built for a newer CPU: `{}` needs {}, which this CPU does not have",
-                            insn, missing);
-    c.detail = "The code was compiled for a CPU with more instruction-set extensions than this "
-               "one (e.g. -march=native on the build machine, or a wheel built for newer CPUs). "
-               "Rebuild for this CPU's level, or use a build with runtime dispatch.";
+    c.summary = fmt::format("built for a newer CPU: `{}` needs {}, which this CPU does not have", insn, missing);
+    c.detail =
+        "The code was compiled for a CPU with more instruction-set extensions than this "
+        "one (e.g. -march=native on the build machine, or a wheel built for newer CPUs). "
+        "Rebuild for this CPU's level, or use a build with runtime dispatch.";
     return c;
   }
   c.kind = "illegal-instruction";
   c.summary = insn.empty() ? "illegal instruction" : fmt::format("illegal instruction `{}`", insn);
-  c.detail = "The CPU could not execute the instruction at the PC: corrupted code, a jump into "
-             "data, or an extension this disassembler does not know.";
+  c.detail =
+      "The CPU could not execute the instruction at the PC: corrupted code, a jump into "
+      "data, or an extension this disassembler does not know.";
   return c;
 }
 
@@ -392,11 +402,21 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
     result = c;
   } else if (p && p->signal) {
     switch (*p->signal) {
-      case SIGSEGV: result = ClassifySegv(*p); break;
-      case SIGBUS: result = ClassifyBus(*p); break;
-      case SIGILL: result = ClassifyIll(*p); break;
-      case SIGFPE: result = ClassifyFpe(*p); break;
-      case SIGABRT: result = ClassifyAbort(p, ctx.stderr_tail); break;
+      case SIGSEGV:
+        result = ClassifySegv(*p);
+        break;
+      case SIGBUS:
+        result = ClassifyBus(*p);
+        break;
+      case SIGILL:
+        result = ClassifyIll(*p);
+        break;
+      case SIGFPE:
+        result = ClassifyFpe(*p);
+        break;
+      case SIGABRT:
+        result = ClassifyAbort(p, ctx.stderr_tail);
+        break;
       case SIGTRAP: {
         Classification c;
         c.kind = "breakpoint-trap";
@@ -443,8 +463,9 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
       c.summary = "killed by the kernel's OOM killer: the host (or the container's memory cgroup) ran out of memory";
     } else if (*ctx.term_signal == SIGKILL) {
       c.kind = "killed";
-      c.summary = "killed by SIGKILL from outside (another process, a scheduler, or a container "
-                  "runtime); the kernel log shows no OOM kill of it";
+      c.summary =
+          "killed by SIGKILL from outside (another process, a scheduler, or a container "
+          "runtime); the kernel log shows no OOM kill of it";
     } else {
       c.kind = "terminated-by-signal";
       c.summary = fmt::format("terminated by {}", SignalName(*ctx.term_signal));

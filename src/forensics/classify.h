@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "forensics/kmsg_watch.h"
 #include "core/process.h"
+#include "forensics/kmsg_watch.h"
 
 namespace gputriage::forensics {
 
@@ -28,9 +28,9 @@ struct FailureContext {
 
 /// A GPU-runtime or Python error found in output text.
 struct OutputError {
-  std::string kind;      ///< "gpu-runtime-error", "python-exception", "c10-error", ...
+  std::string kind;  ///< "gpu-runtime-error", "python-exception", "c10-error", ...
   core::Category category = core::Category::kOther;
-  std::string line;      ///< the line that says it, verbatim (trimmed)
+  std::string line;  ///< the line that says it, verbatim (trimmed)
 };
 
 /// The most telling error line in `text` (stderr): GPU runtime errors (CUDA/HIP/HSA error

@@ -7,11 +7,11 @@
 #include "capture_tree.h"
 
 namespace gputriage::forensics {
+using core::Classification;
+using core::FaultLocation;
+using core::Frame;
 using core::ProcessReport;
 using core::ThreadState;
-using core::Frame;
-using core::FaultLocation;
-using core::Classification;
 namespace {
 
 Frame F(std::string function, std::string module) {
@@ -40,13 +40,15 @@ TEST(Classify, FindsGpuErrorsInOutputCapturedOnTheH200) {
   ASSERT_TRUE(oob);
   EXPECT_EQ(oob->kind, "gpu-illegal-address");
   EXPECT_EQ(oob->category, core::Category::kIllegalAddress);
-  EXPECT_EQ(oob->line, "cuda_oob: cudaDeviceSynchronize: cudaErrorInvalidAddressSpace (operation not "
-                       "supported on global/shared address space)");
+  EXPECT_EQ(oob->line,
+            "cuda_oob: cudaDeviceSynchronize: cudaErrorInvalidAddressSpace (operation not "
+            "supported on global/shared address space)");
   auto assert_ = FindOutputError(testing::ReadCapture("run/h200-torch-index-add-assert.stderr.txt"));
   ASSERT_TRUE(assert_);
   EXPECT_EQ(assert_->kind, "gpu-device-assert");
   EXPECT_EQ(assert_->line.rfind("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1021: indexFuncSmallIndex: "
-                                "block: [0,0,0], thread: [0,0,0] Assertion `dstIndex < dstAddDimSize` failed.", 0),
+                                "block: [0,0,0], thread: [0,0,0] Assertion `dstIndex < dstAddDimSize` failed.",
+                                0),
             0u);
 }
 
@@ -80,10 +82,8 @@ TEST(Classify, AbortMessagesFromGlibcAndTheCxxRuntime) {
   p.si_code = SI_TKILL;
   ThreadState t;
   t.frames = {F("__pthread_kill_implementation", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
-              F("raise", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
-              F("abort", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
-              F("malloc_printerr", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
-              F("release_buffers", "/opt/app/bin/server")};
+              F("raise", "/usr/lib/x86_64-linux-gnu/libc.so.6"), F("abort", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+              F("malloc_printerr", "/usr/lib/x86_64-linux-gnu/libc.so.6"), F("release_buffers", "/opt/app/bin/server")};
   p.threads.push_back(t);
   FailureContext ctx;
   ctx.process = &p;
@@ -119,8 +119,7 @@ TEST(Classify, SegvInsideAGpuRuntimeLibrary) {
   p.fault_location = FaultLocation{"null-page", std::nullopt, "null page"};
   ThreadState t;
   t.frames = {F("", "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"),
-              F("cudaLaunchKernel", "/opt/app/lib/libcudart.so.13"),
-              F("launch_matmul", "/opt/app/bin/trainer")};
+              F("cudaLaunchKernel", "/opt/app/lib/libcudart.so.13"), F("launch_matmul", "/opt/app/bin/trainer")};
   p.threads.push_back(t);
   FailureContext ctx;
   ctx.process = &p;

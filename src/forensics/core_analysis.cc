@@ -3,17 +3,17 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "core/maps.h"
 #include "corefile/core_memory.h"
 #include "corefile/core_notes.h"
 #include "forensics/capture.h"
 #include "forensics/classify.h"
 #include "forensics/disasm.h"
-#include "core/maps.h"
 
 namespace gputriage::forensics {
+using core::LocateFault;
 using core::ProcessReport;
 using core::ThreadState;
-using core::LocateFault;
 namespace {
 
 // /proc/cpuinfo is ~1.5 KB per CPU (a 1024-CPU host: ~1.5 MB).
@@ -80,10 +80,10 @@ core::Result<ProcessReport> AnalyzeCore(const std::string& core_path, const std:
   ctx.process = &report;
   report.classification = Classify(ctx);
   if (report.classification) {
-    report.classification->detail +=
-        (report.classification->detail.empty() ? "" : " ") +
-        std::string("(From a core file: the ISA check compares with the CPU analysing it, and "
-                    "anonymous mappings without a file are not listed.)");
+    report.classification->detail += (report.classification->detail.empty() ? "" : " ") +
+                                     std::string(
+                                         "(From a core file: the ISA check compares with the CPU analysing it, and "
+                                         "anonymous mappings without a file are not listed.)");
   }
   return report;
 }

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "core/result.h"
 #include "core/process.h"
+#include "core/result.h"
 #include "forensics/unwind.h"
 
 namespace gputriage::forensics {
@@ -18,6 +18,6 @@ namespace gputriage::forensics {
 /// a core). Parts that cannot be rebuilt (unwinding refused, memory not in the core) are
 /// listed in `not_collected`; damaged notes too.
 core::Result<core::ProcessReport> AnalyzeCore(const std::string& core_path, const std::string& executable,
-                                        const UnwindLimits& limits = {});
+                                              const UnwindLimits& limits = {});
 
 }  // namespace gputriage::forensics

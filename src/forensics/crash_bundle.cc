@@ -11,18 +11,18 @@
 
 #include <fmt/format.h>
 
-#include "core/text.h"
 #include "core/signals.h"
+#include "core/text.h"
 
 namespace gputriage::forensics {
-using core::ProcessReport;
-using core::ThreadState;
-using core::Frame;
 using core::Classification;
+using core::Frame;
 using core::Hex;
-using core::SignalName;
-using core::SiCodeName;
+using core::ProcessReport;
 using core::SiCodeMeaning;
+using core::SiCodeName;
+using core::SignalName;
+using core::ThreadState;
 namespace {
 
 using core::Json;
@@ -40,8 +40,8 @@ std::string SafeName(const std::string& argv0) {
   std::string base = std::filesystem::path(argv0).filename().string();
   std::string out;
   for (char c : base) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     out.push_back(ok ? c : '_');
     if (out.size() == 32) break;
   }
@@ -157,8 +157,8 @@ core::ProcessFile ProcessFileOf(const RunAssessment& run) {
     if (&h != run.primary()) file.hang_dumps.push_back(h);
   }
   for (const CorrelatedRecord& r : run.kernel_log) {
-    file.kernel_log.push_back({core::SanitizeUtf8(r.record.message), r.log_class, r.record.monotonic_us,
-                               r.job_pid, r.xid, r.oom_kill});
+    file.kernel_log.push_back(
+        {core::SanitizeUtf8(r.record.message), r.log_class, r.record.monotonic_us, r.job_pid, r.xid, r.oom_kill});
   }
   return file;
 }
@@ -212,7 +212,9 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
     if (auto w = put("kmsg.log", o.kmsg_raw); !w.ok()) return cleanup_on_error(w.error());
   }
   if (input.snapshot) {
-    if (auto w = put("snapshot.json", core::ToJson(*input.snapshot).dump(2, ' ', false, Json::error_handler_t::replace) + "\n"); !w.ok()) {
+    if (auto w = put("snapshot.json",
+                     core::ToJson(*input.snapshot).dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+        !w.ok()) {
       return cleanup_on_error(w.error());
     }
   } else {
@@ -254,28 +256,29 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
                                   {"summary", run.classification->summary}};
   }
   manifest["signature"] = run.signature;
-  Json timings = {{"started_at", UtcStamp(o.started_at_epoch_s, "%Y-%m-%dT%H:%M:%SZ")},
-                  {"duration_s", o.duration_s}};
+  Json timings = {{"started_at", UtcStamp(o.started_at_epoch_s, "%Y-%m-%dT%H:%M:%SZ")}, {"duration_s", o.duration_s}};
   if (o.first_crash_monotonic_s > 0) {
     timings["capture_ms"] = o.first_capture_ms;
     timings["signal_to_bundle_ms"] = (MonotonicSeconds() - o.first_crash_monotonic_s) * 1000.0;
   }
   timings["bundle_write_ms"] = (MonotonicSeconds() - begin) * 1000.0;
   manifest["timings"] = std::move(timings);
-  manifest["output"] = {{"stdout_bytes", o.stdout_bytes}, {"stderr_bytes", o.stderr_bytes},
-                        {"tail_limit_bytes", 1u << 20}};
+  manifest["output"] = {
+      {"stdout_bytes", o.stdout_bytes}, {"stderr_bytes", o.stderr_bytes}, {"tail_limit_bytes", 1u << 20}};
   manifest["kernel_log"] = {{"records", o.kmsg.size()}, {"lost", o.kmsg_lost}};
   manifest["not_collected"] = o.not_collected;
   files["manifest.json"] = {{"present", true}};
   manifest["files"] = files;
-  if (auto w = WriteFile(tmp + "/manifest.json", manifest.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"); !w.ok()) {
+  if (auto w = WriteFile(tmp + "/manifest.json", manifest.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+      !w.ok()) {
     return cleanup_on_error(w.error());
   }
 
   std::string final_path = (std::filesystem::path(input.parent_dir) / name).string();
   for (int attempt = 2; rename(tmp.c_str(), final_path.c_str()) != 0; ++attempt) {
     if ((errno != EEXIST && errno != ENOTEMPTY) || attempt > 100) {
-      return cleanup_on_error(core::MakeError("{}: cannot rename {} into place: {}", final_path, tmp, std::strerror(errno)));
+      return cleanup_on_error(
+          core::MakeError("{}: cannot rename {} into place: {}", final_path, tmp, std::strerror(errno)));
     }
     final_path = (std::filesystem::path(input.parent_dir) / fmt::format("{}-{}", name, attempt)).string();
   }
@@ -290,8 +293,8 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
     return fmt::format("gputriage: cannot run the command: {}\n", std::strerror(*o.exec_errno));
   }
   if (o.timed_out) {
-    out += fmt::format("gputriage: timed out after {:.1f} s; stacks dumped, job terminated (status {})\n",
-                       o.duration_s, o.ShellStatus());
+    out += fmt::format("gputriage: timed out after {:.1f} s; stacks dumped, job terminated (status {})\n", o.duration_s,
+                       o.ShellStatus());
   } else if (p && p->signal) {
     std::string code = p->si_code ? fmt::format(" ({}: {})", SiCodeName(*p->signal, *p->si_code),
                                                 SiCodeMeaning(*p->signal, *p->si_code))
@@ -319,8 +322,8 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
     if (r.xid && r.job_pid) xids.push_back(fmt::format("Xid {}", *r.xid));
   }
   if (!run.kernel_log.empty()) {
-    out += fmt::format("  kernel log: {} record{} during the run, {} naming this job{}\n",
-                       run.kernel_log.size(), run.kernel_log.size() == 1 ? "" : "s", related,
+    out += fmt::format("  kernel log: {} record{} during the run, {} naming this job{}\n", run.kernel_log.size(),
+                       run.kernel_log.size() == 1 ? "" : "s", related,
                        xids.empty() ? "" : fmt::format(" ({})", fmt::join(xids, ", ")));
   }
   for (const core::NotCollected& n : o.not_collected) {

@@ -22,7 +22,7 @@ struct RunAssessment {
   SuperviseOutcome outcome;
   std::vector<CorrelatedRecord> kernel_log;
   std::optional<core::Classification> classification;  ///< nullopt: the run did not fail
-  std::string signature;                         ///< CrashSignature when failed
+  std::string signature;                               ///< CrashSignature when failed
   std::vector<core::Finding> findings;
 
   bool failed() const { return classification.has_value(); }
@@ -45,8 +45,8 @@ RunAssessment Assess(SuperviseOutcome outcome);
 core::ProcessFile ProcessFileOf(const RunAssessment& run);
 
 struct BundleInput {
-  std::string parent_dir;             ///< --bundle-dir; created when missing
-  std::vector<std::string> argv;      ///< the job's command
+  std::string parent_dir;         ///< --bundle-dir; created when missing
+  std::vector<std::string> argv;  ///< the job's command
   std::string tool_version;
   std::optional<core::Snapshot> snapshot;  ///< snapshot.json; nullopt with the reason below
   std::string snapshot_missing_reason;

@@ -12,10 +12,10 @@
 #include "forensics/run_series.h"
 
 namespace gputriage::forensics {
+using core::FaultLocation;
+using core::Frame;
 using core::ProcessReport;
 using core::ThreadState;
-using core::Frame;
-using core::FaultLocation;
 namespace {
 
 SuperviseOutcome Segv() {

@@ -11,8 +11,8 @@
 
 namespace gputriage::forensics {
 using core::Disassembly;
-using core::Instruction;
 using core::Hex;
+using core::Instruction;
 namespace {
 
 struct GroupFlag {
@@ -22,18 +22,18 @@ struct GroupFlag {
 
 // Capstone 4 x86 group names -> Linux /proc/cpuinfo flags (arch/x86/include/asm/cpufeatures.h).
 constexpr std::array kGroupFlags = {
-    GroupFlag{"3dnow", "3dnow"},   GroupFlag{"aes", "aes"},         GroupFlag{"adx", "adx"},
-    GroupFlag{"avx", "avx"},       GroupFlag{"avx2", "avx2"},       GroupFlag{"avx512", "avx512f"},
-    GroupFlag{"bmi", "bmi1"},      GroupFlag{"bmi2", "bmi2"},       GroupFlag{"cmov", "cmov"},
-    GroupFlag{"fc16", "f16c"},     GroupFlag{"f16c", "f16c"},       GroupFlag{"fma", "fma"},
-    GroupFlag{"fma4", "fma4"},     GroupFlag{"fsgsbase", "fsgsbase"}, GroupFlag{"hle", "hle"},
-    GroupFlag{"mmx", "mmx"},       GroupFlag{"rtm", "rtm"},         GroupFlag{"sha", "sha_ni"},
-    GroupFlag{"sse1", "sse"},      GroupFlag{"sse2", "sse2"},       GroupFlag{"sse3", "pni"},
-    GroupFlag{"sse41", "sse4_1"},  GroupFlag{"sse42", "sse4_2"},    GroupFlag{"sse4a", "sse4a"},
-    GroupFlag{"ssse3", "ssse3"},   GroupFlag{"pclmul", "pclmulqdq"}, GroupFlag{"xop", "xop"},
-    GroupFlag{"cdi", "avx512cd"},  GroupFlag{"eri", "avx512er"},    GroupFlag{"tbm", "tbm"},
-    GroupFlag{"sgx", "sgx"},       GroupFlag{"dqi", "avx512dq"},    GroupFlag{"bwi", "avx512bw"},
-    GroupFlag{"pfi", "avx512pf"},  GroupFlag{"vlx", "avx512vl"},    GroupFlag{"smap", "smap"},
+    GroupFlag{"3dnow", "3dnow"},  GroupFlag{"aes", "aes"},           GroupFlag{"adx", "adx"},
+    GroupFlag{"avx", "avx"},      GroupFlag{"avx2", "avx2"},         GroupFlag{"avx512", "avx512f"},
+    GroupFlag{"bmi", "bmi1"},     GroupFlag{"bmi2", "bmi2"},         GroupFlag{"cmov", "cmov"},
+    GroupFlag{"fc16", "f16c"},    GroupFlag{"f16c", "f16c"},         GroupFlag{"fma", "fma"},
+    GroupFlag{"fma4", "fma4"},    GroupFlag{"fsgsbase", "fsgsbase"}, GroupFlag{"hle", "hle"},
+    GroupFlag{"mmx", "mmx"},      GroupFlag{"rtm", "rtm"},           GroupFlag{"sha", "sha_ni"},
+    GroupFlag{"sse1", "sse"},     GroupFlag{"sse2", "sse2"},         GroupFlag{"sse3", "pni"},
+    GroupFlag{"sse41", "sse4_1"}, GroupFlag{"sse42", "sse4_2"},      GroupFlag{"sse4a", "sse4a"},
+    GroupFlag{"ssse3", "ssse3"},  GroupFlag{"pclmul", "pclmulqdq"},  GroupFlag{"xop", "xop"},
+    GroupFlag{"cdi", "avx512cd"}, GroupFlag{"eri", "avx512er"},      GroupFlag{"tbm", "tbm"},
+    GroupFlag{"sgx", "sgx"},      GroupFlag{"dqi", "avx512dq"},      GroupFlag{"bwi", "avx512bw"},
+    GroupFlag{"pfi", "avx512pf"}, GroupFlag{"vlx", "avx512vl"},      GroupFlag{"smap", "smap"},
     GroupFlag{"fpu", "fpu"},
 };
 
@@ -83,8 +83,7 @@ Instruction ToInstruction(const cs_insn& insn, uint64_t pc) {
   return out;
 }
 
-void NoteIsa(csh handle, const cs_insn& insn, const std::set<std::string>& cpu_flags,
-             Disassembly& out) {
+void NoteIsa(csh handle, const cs_insn& insn, const std::set<std::string>& cpu_flags, Disassembly& out) {
   if (!insn.detail) return;
   for (uint8_t i = 0; i < insn.detail->groups_count; ++i) {
     const char* name = cs_group_name(handle, insn.detail->groups[i]);
@@ -131,8 +130,7 @@ std::string_view HostArch() {
 }
 
 Disassembly DisassembleAround(const MemoryReader& read, std::string_view arch, uint64_t pc,
-                              std::optional<uint64_t> function_start,
-                              const std::set<std::string>& cpu_flags,
+                              std::optional<uint64_t> function_start, const std::set<std::string>& cpu_flags,
                               const DisassemblyWindow& window) {
   Disassembly out;
   out.arch = std::string(arch);
@@ -158,12 +156,12 @@ Disassembly DisassembleAround(const MemoryReader& read, std::string_view arch, u
   if (at_pc.empty()) {
     out.note = fmt::format(
         "pc {} is not readable memory: execution jumped to a bad address (a corrupted function "
-        "pointer, vtable or return address)", Hex(pc));
+        "pointer, vtable or return address)",
+        Hex(pc));
     return out;
   }
   uint64_t start = pc;
-  bool from_function = function_start && *function_start <= pc &&
-                       pc - *function_start <= window.max_function_prefix;
+  bool from_function = function_start && *function_start <= pc && pc - *function_start <= window.max_function_prefix;
   if (from_function) start = *function_start;
   std::vector<uint8_t> bytes = read(start, static_cast<size_t>(pc - start) + kTail);
   if (bytes.size() < pc - start + 1) {  // the function prefix was not readable
@@ -199,8 +197,10 @@ Disassembly DisassembleAround(const MemoryReader& read, std::string_view arch, u
     bad.text = "(bad)";
     bad.faulting = true;
     out.instructions.push_back(std::move(bad));
-    out.note = fmt::format("the bytes at pc {} do not decode as a {} instruction this "
-                           "disassembler knows", Hex(pc), arch);
+    out.note = fmt::format(
+        "the bytes at pc {} do not decode as a {} instruction this "
+        "disassembler knows",
+        Hex(pc), arch);
     return out;
   }
   size_t first = fault_index > window.before ? fault_index - window.before : 0;
@@ -208,8 +208,9 @@ Disassembly DisassembleAround(const MemoryReader& read, std::string_view arch, u
   for (size_t i = first; i < last; ++i) out.instructions.push_back(ToInstruction(decoded.insn[i], pc));
   if (cs_a == CS_ARCH_X86) NoteIsa(handle.get(), decoded.insn[fault_index], cpu_flags, out);
   if (!from_function) {
-    out.note = "instructions before the faulting one are not shown: the start of the function "
-               "is not known";
+    out.note =
+        "instructions before the faulting one are not shown: the start of the function "
+        "is not known";
   }
   return out;
 }

@@ -39,9 +39,8 @@ struct DisassemblyWindow {
 /// instructions before the PC. The faulting instruction's ISA extensions are listed and
 /// compared with `cpu_flags`. Never fails: what cannot be shown is explained in `note`.
 core::Disassembly DisassembleAround(const MemoryReader& read, std::string_view arch, uint64_t pc,
-                              std::optional<uint64_t> function_start,
-                              const std::set<std::string>& cpu_flags,
-                              const DisassemblyWindow& window = {});
+                                    std::optional<uint64_t> function_start, const std::set<std::string>& cpu_flags,
+                                    const DisassemblyWindow& window = {});
 
 /// The architecture this binary runs on, in DisassembleAround's words.
 std::string_view HostArch();

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
-#include "kmsg/classify.h"
 #include "core/text.h"
+#include "kmsg/classify.h"
 
 namespace gputriage::forensics {
 namespace {
@@ -28,8 +28,7 @@ constexpr std::string_view kWantOther =
     R"(HSA_STATUS_ERROR_|Xid \(|\[(?:gfxhub|mmhub)\d*\] (?:no-retry |retry )?page fault|Memory access fault by GPU)";
 constexpr std::string_view kWantKernel = R"(: block: \[\d+,\d+,\d+\], thread: \[|^=+\s+at |ShaderName : )";
 
-const ErrorCode* FindByMessageText(const catalog::ErrorCodes& errors, std::string_view vendor,
-                                   std::string_view text) {
+const ErrorCode* FindByMessageText(const catalog::ErrorCodes& errors, std::string_view vendor, std::string_view text) {
   // "an illegal memory access was encountered", possibly followed by " (...)", " at file:line",
   // "\nCUDA kernel errors might be ..." or a final period.
   std::string_view m = core::Trim(text);
@@ -166,7 +165,8 @@ std::string GpuSignature::Key() const {
 }
 
 std::string NormalizeLine(std::string_view line) {
-  static const RE2 kTimestamp(R"(^\s*(?:\[\s*\d+\.\d+\]\s*|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+\S+\s+)(?:kernel:\s*)?)");
+  static const RE2 kTimestamp(
+      R"(^\s*(?:\[\s*\d+\.\d+\]\s*|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+\S+\s+)(?:kernel:\s*)?)");
   static const RE2 kHex(R"(0x[0-9a-fA-F_]+|\b[0-9a-fA-F]{8,}\b)");
   static const RE2 kPid(R"(\bpid[=: ]\s*\d+)");
   static const RE2 kSize(R"(\d+(?:\.\d+)?\s*(?:[KMGT]i?B|bytes)\b)");

@@ -20,10 +20,10 @@ namespace gputriage::forensics {
 using catalog::ErrorCode;
 
 struct GpuSignature {
-  std::string error;           ///< "cudaErrorIllegalAddress", "Xid 31", "HSA_STATUS_ERROR_..."
+  std::string error;                             ///< "cudaErrorIllegalAddress", "Xid 31", "HSA_STATUS_ERROR_..."
   std::optional<core::Category> error_category;  ///< from the error table, for a runtime code
-  std::string kernel;          ///< the failing kernel, without its argument list
-  std::vector<std::string> archs;  ///< from the snapshot: "sm_90", "gfx90a"
+  std::string kernel;                            ///< the failing kernel, without its argument list
+  std::vector<std::string> archs;                ///< from the snapshot: "sm_90", "gfx90a"
   std::vector<std::pair<std::string, std::string>> versions;  ///< from the snapshot
   /// "cudaErrorIllegalAddress in indexFuncSmallIndex on sm_90 (torch 2.11.0, cuda 13.0)";
   /// empty when no GPU error was seen.

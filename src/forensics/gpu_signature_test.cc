@@ -46,9 +46,11 @@ TEST(KernelName, DropsReturnTypeArgumentsAndOffset) {
   EXPECT_EQ(KernelName("col_kernel(const unsigned int *, unsigned int *, unsigned int, float)+0x490"), "col_kernel");
   EXPECT_EQ(KernelName("0x3b0 in void device_bootstrap<unsigned long,Degree<int=2048>>(unsigned long*)"),
             "device_bootstrap<unsigned long,Degree<int=2048>>");
-  EXPECT_EQ(KernelName("void at::native::vectorized_elementwise_kernel<4, at::native::f(at::TensorIteratorBase&)::{lambda(c10::Half)#1}, "
+  EXPECT_EQ(KernelName("void at::native::vectorized_elementwise_kernel<4, "
+                       "at::native::f(at::TensorIteratorBase&)::{lambda(c10::Half)#1}, "
                        "std::array<char*, 2ul> >(int, float)"),
-            "at::native::vectorized_elementwise_kernel<4, at::native::f(at::TensorIteratorBase&)::{lambda(c10::Half)#1}, std::array<char*, 2ul> >");
+            "at::native::vectorized_elementwise_kernel<4, "
+            "at::native::f(at::TensorIteratorBase&)::{lambda(c10::Half)#1}, std::array<char*, 2ul> >");
   EXPECT_EQ(KernelName("indexFuncSmallIndex"), "indexFuncSmallIndex");
 }
 
@@ -71,10 +73,12 @@ TEST(SignatureScanner, ComputeSanitizerNamesTheKernel) {
 }
 
 TEST(SignatureScanner, HipRuntimeLogNamesTheErrorAndTheShader) {
-  SignatureScanner s = Scan(Fixture("hip-runtime/amd-log-level3-rocm5.x-pid-colon-tid-format-hipErrorNoBinaryForGpu-gfx1030.txt"));
+  SignatureScanner s =
+      Scan(Fixture("hip-runtime/amd-log-level3-rocm5.x-pid-colon-tid-format-hipErrorNoBinaryForGpu-gfx1030.txt"));
   EXPECT_EQ(s.Finish({}, {}).error, "hipErrorNoBinaryForGpu");
   SignatureScanner shader = Scan(Fixture(
-      "hip-runtime/amd-log-level5-rocm7.x-therock-pid-tid-space-format-memcpy-sdma-launchkernel-args-shadername-excerpt.txt"));
+      "hip-runtime/"
+      "amd-log-level5-rocm7.x-therock-pid-tid-space-format-memcpy-sdma-launchkernel-args-shadername-excerpt.txt"));
   EXPECT_EQ(shader.Finish({}, {}).kernel.rfind("at::native::vectorized_elementwise_kernel<4,", 0), 0u);
 }
 
@@ -84,7 +88,8 @@ TEST(SignatureScanner, FirstErrorWinsAndKernelLogEventsAreTheFallback) {
       "RuntimeError: CUDA error: an illegal memory access was encountered\n"
       "RuntimeError: CUDA error: unspecified launch failure\n");
   EXPECT_EQ(s.Finish({}, {}).error, "cudaErrorIllegalAddress");
-  SignatureScanner xid = Scan("[  123.4] NVRM: Xid (PCI:0000:00:06): 79, pid=719, name=python3, GPU has fallen off the bus.\n");
+  SignatureScanner xid =
+      Scan("[  123.4] NVRM: Xid (PCI:0000:00:06): 79, pid=719, name=python3, GPU has fallen off the bus.\n");
   GpuSignature g = xid.Finish({}, {});
   EXPECT_EQ(g.error, "Xid 79");
   EXPECT_EQ(g.Key(), "Xid 79");
@@ -95,8 +100,10 @@ TEST(SignatureScanner, FirstErrorWinsAndKernelLogEventsAreTheFallback) {
 }
 
 TEST(NormalizeLine, BlanksWhatVariesBetweenRunsOfTheSameFailure) {
-  EXPECT_EQ(NormalizeLine("[  199.015019] amdgpu 0000:07:00.0: amdgpu: [gfxhub0] page fault (src_id:0 ring:173 vmid:8 pasid:32772)"),
-            "amdgpu N:N:N.N: amdgpu: [gfxhubN] page fault (src_id:N ring:N vmid:N pasid:N)");
+  EXPECT_EQ(
+      NormalizeLine(
+          "[  199.015019] amdgpu 0000:07:00.0: amdgpu: [gfxhub0] page fault (src_id:0 ring:173 vmid:8 pasid:32772)"),
+      "amdgpu N:N:N.N: amdgpu: [gfxhubN] page fault (src_id:N ring:N vmid:N pasid:N)");
   EXPECT_EQ(NormalizeLine("\x1b[31mRuntimeError\x1b[0m: shape (3, 4) vs (4, 3) at 0x7f12abcd0000, 2.00 GiB"),
             "RuntimeError: shape SHAPE vs SHAPE at X, SIZE");
   EXPECT_EQ(NormalizeLine("Dec  2 10:00:01 host kernel: NVRM: Xid (PCI:0000:00:06): 43, pid=719, name=python3"),

@@ -60,8 +60,7 @@ std::vector<int> PidsInMessage(std::string_view message) {
   return pids;
 }
 
-std::vector<CorrelatedRecord> Correlate(const std::vector<kmsg::Record>& records,
-                                        const std::set<int>& job_pids) {
+std::vector<CorrelatedRecord> Correlate(const std::vector<kmsg::Record>& records, const std::set<int>& job_pids) {
   static const RE2 kOom(R"(Out of memory: Killed process|oom-kill:|Memory cgroup out of memory: Killed process)");
   std::vector<CorrelatedRecord> out;
   for (const kmsg::Record& record : records) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kmsg/kmsg.h"
 #include "core/result.h"
+#include "kmsg/kmsg.h"
 
 namespace gputriage::forensics {
 
@@ -54,15 +54,14 @@ std::vector<int> PidsInMessage(std::string_view message);
 /// A kernel-log record with what ties it to the job.
 struct CorrelatedRecord {
   kmsg::Record record;
-  std::string log_class;          ///< kmsg::LogClassName, "" when not GPU-related
-  std::optional<int> job_pid;     ///< a pid of the job's process tree the record names
-  bool other_process = false;     ///< names pids, none of them the job's: another process's event
-  std::optional<uint32_t> xid;    ///< NVIDIA Xid code, when it is an Xid line
-  bool oom_kill = false;          ///< the OOM killer killed `job_pid`
+  std::string log_class;        ///< kmsg::LogClassName, "" when not GPU-related
+  std::optional<int> job_pid;   ///< a pid of the job's process tree the record names
+  bool other_process = false;   ///< names pids, none of them the job's: another process's event
+  std::optional<uint32_t> xid;  ///< NVIDIA Xid code, when it is an Xid line
+  bool oom_kill = false;        ///< the OOM killer killed `job_pid`
 };
 
 /// Correlates records with the pids of the job's process tree.
-std::vector<CorrelatedRecord> Correlate(const std::vector<kmsg::Record>& records,
-                                        const std::set<int>& job_pids);
+std::vector<CorrelatedRecord> Correlate(const std::vector<kmsg::Record>& records, const std::set<int>& job_pids);
 
 }  // namespace gputriage::forensics

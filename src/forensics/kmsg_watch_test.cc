@@ -51,9 +51,8 @@ TEST(KmsgWatch, CorrelatesARealOomKill) {
 
 TEST(KmsgWatch, CorrelatesRecordsSavedByARunOnTheH200) {
   std::vector<kmsg::Record> records;
-  kmsg::ParseKmsgBuffer(
-      testing::ReadCapture("kernel_log/h200-run-kmsg-cuda-oob-xid13-xid31-torch-xid43.txt"),
-      [&](kmsg::Record&& r) { records.push_back(std::move(r)); });
+  kmsg::ParseKmsgBuffer(testing::ReadCapture("kernel_log/h200-run-kmsg-cuda-oob-xid13-xid31-torch-xid43.txt"),
+                        [&](kmsg::Record&& r) { records.push_back(std::move(r)); });
   ASSERT_EQ(records.size(), 5u);
   auto oob = Correlate(records, {452});
   EXPECT_FALSE(oob[0].job_pid);  // "NVRM: GPU at PCI:..." names no process
@@ -62,7 +61,7 @@ TEST(KmsgWatch, CorrelatesRecordsSavedByARunOnTheH200) {
   EXPECT_EQ(oob[3].job_pid, 452);
   EXPECT_EQ(oob[3].xid, 31u);
   EXPECT_FALSE(oob[0].other_process);  // naming no process, it may be anyone's
-  EXPECT_FALSE(oob[4].job_pid);  // torch's Xid 43 belongs to pid 474
+  EXPECT_FALSE(oob[4].job_pid);        // torch's Xid 43 belongs to pid 474
   EXPECT_TRUE(oob[4].other_process);
   auto torch = Correlate(records, {474, 475});
   EXPECT_EQ(torch[4].job_pid, 474);

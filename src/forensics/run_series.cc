@@ -109,7 +109,8 @@ core::Result<RunRecord> RunOnce(const RunRequest& request, const catalog::ErrorC
   record.status = outcome.ShellStatus();
   if (outcome.exec_errno) {
     int err = *outcome.exec_errno;
-    Say(request.error, fmt::format("{}: {}", request.command[0], err == ENOENT ? "command not found" : std::strerror(err)));
+    Say(request.error,
+        fmt::format("{}: {}", request.command[0], err == ENOENT ? "command not found" : std::strerror(err)));
     *cannot_execute = true;
     return record;
   }
@@ -118,8 +119,8 @@ core::Result<RunRecord> RunOnce(const RunRequest& request, const catalog::ErrorC
     if (run.outcome.core_file) ::unlink(run.outcome.core_file->c_str());
     if (record.status != 0) {
       Say(request.summary, fmt::format("gputriage: job exited with status {}; no crash and no known error in its "
-                                        "output, so no bundle was written\n",
-                                        record.status));
+                                       "output, so no bundle was written\n",
+                                       record.status));
     }
     return record;
   }
@@ -253,9 +254,9 @@ std::string VerdictText(const SeriesVerdict& v) {
     text += "\n";
   } else if (v.verdict == "deterministic") {
     text = fmt::format("gputriage: deterministic: {} of {} runs failed", v.failures, v.runs);
-    text += v.signatures.size() == 1
-                ? " with the same signature\n"
-                : fmt::format(" but with {} different signatures (a race or memory corruption?)\n", v.signatures.size());
+    text += v.signatures.size() == 1 ? " with the same signature\n"
+                                     : fmt::format(" but with {} different signatures (a race or memory corruption?)\n",
+                                                   v.signatures.size());
   } else {
     text = fmt::format("gputriage: flaky: {} of {} runs failed ({:.0f}%)\n", v.failures, v.runs,
                        100.0 * v.failures / v.runs);

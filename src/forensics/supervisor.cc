@@ -20,12 +20,12 @@
 
 #include "core/file.h"
 #include "core/scoped_fd.h"
+#include "core/signals.h"
 #include "core/text.h"
 #include "corefile/core_writer.h"
 #include "forensics/capture.h"
 #include "forensics/disasm.h"
 #include "forensics/kmsg_watch.h"
-#include "core/signals.h"
 
 namespace gputriage::forensics {
 using core::IsCrashSignal;
@@ -33,8 +33,7 @@ namespace {
 
 using core::ScopedFd;
 
-constexpr int kTraceOptions = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
-                              PTRACE_O_TRACEEXEC;
+constexpr int kTraceOptions = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
 // /proc/PID/status is ~1.5 KB; /proc/cpuinfo ~1.5 KB per CPU (a 1024-CPU host: ~1.5 MB).
 constexpr size_t kMaxStatusBytes = 64u << 10;
 constexpr size_t kMaxCpuinfoBytes = 16u << 20;
@@ -46,7 +45,9 @@ core::Result<std::pair<ScopedFd, ScopedFd>> MakePipe() {
 }
 
 // ptrace requests whose failure with ESRCH means "the tracee is gone": expected, not an error.
-void ContinueIfAlive(int tid, int sig) { ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<intptr_t>(sig))); }
+void ContinueIfAlive(int tid, int sig) {
+  ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<intptr_t>(sig)));
+}
 
 std::optional<int> ReadTgid(int tid) {
   std::string status = core::ReadFile(fmt::format("/proc/{}/status", tid), kMaxStatusBytes).value_or("");
@@ -96,14 +97,13 @@ bool WriteAll(int fd, const char* data, size_t size) {
 }
 
 struct Tracee {
-  bool started = false;         // its first stop was seen (or it is the seized root)
-  std::optional<int> tgid;      // cached from /proc/TID/status
+  bool started = false;     // its first stop was seen (or it is the seized root)
+  std::optional<int> tgid;  // cached from /proc/TID/status
 };
 
 class Supervisor {
  public:
-  Supervisor(const SuperviseOptions& options, SuperviseOutcome& outcome)
-      : options_(options), outcome_(outcome) {}
+  Supervisor(const SuperviseOptions& options, SuperviseOutcome& outcome) : options_(options), outcome_(outcome) {}
 
   core::Result<void> Run();
 
@@ -165,7 +165,9 @@ core::Result<void> Supervisor::Start() {
   argv.push_back(nullptr);
 
   outcome_.started_at_epoch_s = static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch()).count()) / 1e6;
+                                                        std::chrono::system_clock::now().time_since_epoch())
+                                                        .count()) /
+                                1e6;
   start_mono_ = MonotonicSeconds();
   pid_t pid = fork();
   if (pid < 0) return core::MakeError("fork: {}", std::strerror(errno));
@@ -204,11 +206,12 @@ core::Result<void> Supervisor::Start() {
           {"signal capture (registers, stacks, disassembly, memory map)",
            fmt::format("ptrace refused: PTRACE_SEIZE of pid {}: {} (in a container: allow ptrace "
                        "in its seccomp profile or grant CAP_SYS_PTRACE; with Yama: "
-                       "kernel.yama.ptrace_scope)", pid, std::strerror(err))});
+                       "kernel.yama.ptrace_scope)",
+                       pid, std::strerror(err))});
     }
   } else {
-    outcome_.not_collected.push_back({"signal capture (registers, stacks, disassembly, memory map)",
-                                      "ptrace disabled (--no-trace)"});
+    outcome_.not_collected.push_back(
+        {"signal capture (registers, stacks, disassembly, memory map)", "ptrace disabled (--no-trace)"});
   }
   if (!options_.kmsg_path.empty()) {
     if (auto opened = kmsg_.Open(options_.kmsg_path); !opened.ok()) {
@@ -361,8 +364,7 @@ std::vector<int> Supervisor::StopThreads(int tgid, int except, std::vector<int>*
         ++it;
         continue;
       }
-      if (got > 0 && WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP &&
-          tracees_[*it].started) {
+      if (got > 0 && WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP && tracees_[*it].started) {
         stopped.push_back(*it);
         interrupted->push_back(*it);
       } else if (got > 0) {
@@ -375,9 +377,8 @@ std::vector<int> Supervisor::StopThreads(int tgid, int except, std::vector<int>*
     usleep(1000);
   }
   for (int t : waiting) {
-    outcome_.not_collected.push_back(
-        {fmt::format("thread {} of process {}", t, tgid),
-         "did not stop within 1 s (blocked in the kernel, e.g. in a GPU driver call)"});
+    outcome_.not_collected.push_back({fmt::format("thread {} of process {}", t, tgid),
+                                      "did not stop within 1 s (blocked in the kernel, e.g. in a GPU driver call)"});
   }
   return stopped;
 }
@@ -406,8 +407,7 @@ void Supervisor::Capture(int tid, const siginfo_t& info) {
       if (written.ok()) {
         outcome_.core_file = *options_.core_path;
         outcome_.core_note = fmt::format("{} bytes, {} segments ({} not written: cap or unreadable)",
-                                         written->bytes_written, written->segments,
-                                         written->segments_truncated);
+                                         written->bytes_written, written->segments, written->segments_truncated);
       } else {
         outcome_.core_note = written.error().message;
       }
@@ -472,10 +472,20 @@ void Supervisor::Loop() {
     pollfd fds[4];
     int n = 0;
     int out_i = -1, err_i = -1, sig_i = -1, kmsg_i = -1;
-    if (out_read_.get() >= 0) { out_i = n; fds[n++] = {out_read_.get(), POLLIN, 0}; }
-    if (err_read_.get() >= 0) { err_i = n; fds[n++] = {err_read_.get(), POLLIN, 0}; }
-    sig_i = n; fds[n++] = {signal_fd_.get(), POLLIN, 0};
-    if (kmsg_.fd() >= 0) { kmsg_i = n; fds[n++] = {kmsg_.fd(), POLLIN, 0}; }
+    if (out_read_.get() >= 0) {
+      out_i = n;
+      fds[n++] = {out_read_.get(), POLLIN, 0};
+    }
+    if (err_read_.get() >= 0) {
+      err_i = n;
+      fds[n++] = {err_read_.get(), POLLIN, 0};
+    }
+    sig_i = n;
+    fds[n++] = {signal_fd_.get(), POLLIN, 0};
+    if (kmsg_.fd() >= 0) {
+      kmsg_i = n;
+      fds[n++] = {kmsg_.fd(), POLLIN, 0};
+    }
     int ready = poll(fds, static_cast<nfds_t>(n), wait_ms);
     if (ready < 0) continue;  // EINTR
     if (out_i >= 0 && fds[out_i].revents) {
@@ -533,7 +543,8 @@ core::Result<void> Supervisor::Run() {
   sigset_t pending;
   sigpending(&pending);
   if (sigismember(&pending, SIGCHLD)) {
-    struct sigaction ign {}, old {};
+    struct sigaction ign {
+    }, old{};
     ign.sa_handler = SIG_IGN;
     sigaction(SIGCHLD, &ign, &old);
     sigprocmask(SIG_SETMASK, &old_mask_, nullptr);

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "kmsg/kmsg.h"
 #include "core/model.h"
-#include "core/result.h"
 #include "core/process.h"
+#include "core/result.h"
+#include "kmsg/kmsg.h"
 
 namespace gputriage::forensics {
 
@@ -23,10 +23,10 @@ struct SuperviseOptions {
   /// is left after `kill_grace`.
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds kill_grace{2000};
-  bool trace = true;                     ///< false: no ptrace at all (exit status and logs only)
-  std::string kmsg_path = "/dev/kmsg";   ///< empty: do not read the kernel log
-  size_t tail_bytes = 1u << 20;          ///< kept of stdout and of stderr, each (the last bytes)
-  size_t max_captures = 4;               ///< crashed processes captured per run
+  bool trace = true;                    ///< false: no ptrace at all (exit status and logs only)
+  std::string kmsg_path = "/dev/kmsg";  ///< empty: do not read the kernel log
+  size_t tail_bytes = 1u << 20;         ///< kept of stdout and of stderr, each (the last bytes)
+  size_t max_captures = 4;              ///< crashed processes captured per run
   /// When set, the first crashed process is also written as an ELF core file here (capped).
   std::optional<std::string> core_path;
   uint64_t core_size_cap_bytes = 4ull << 30;
@@ -39,12 +39,12 @@ struct SuperviseOutcome {
   std::optional<int> exit_code;    ///< the job exited normally
   std::optional<int> term_signal;  ///< the job was killed by this signal
   bool timed_out = false;
-  std::optional<int> exec_errno;   ///< the command could not be executed (errno of execvp)
-  bool traced = false;             ///< ptrace was in effect
+  std::optional<int> exec_errno;  ///< the command could not be executed (errno of execvp)
+  bool traced = false;            ///< ptrace was in effect
 
   std::vector<core::ProcessReport> crashes;     ///< processes captured at a fatal signal, in order
   std::vector<core::ProcessReport> hang_dumps;  ///< stacks taken when the timeout expired
-  size_t crashes_not_captured = 0;        ///< fatal signals beyond max_captures
+  size_t crashes_not_captured = 0;              ///< fatal signals beyond max_captures
 
   std::string stdout_tail, stderr_tail;
   uint64_t stdout_bytes = 0, stderr_bytes = 0;
@@ -60,7 +60,7 @@ struct SuperviseOutcome {
   double duration_s = 0;
   /// CLOCK_MONOTONIC seconds when the first fatal signal stopped the job; 0 when none.
   double first_crash_monotonic_s = 0;
-  double first_capture_ms = 0;  ///< time spent capturing the first crash
+  double first_capture_ms = 0;           ///< time spent capturing the first crash
   std::optional<std::string> core_file;  ///< written core, when requested and successful
   std::optional<std::string> core_note;  ///< what happened to the requested core
 

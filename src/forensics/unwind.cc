@@ -95,16 +95,14 @@ core::Result<std::unique_ptr<DwflSession>> DwflSession::AttachLive(int pid) {
   dwfl_report_begin(s->dwfl_);
   int rc = dwfl_linux_proc_report(s->dwfl_, pid);
   if (rc != 0) {
-    return core::MakeError("pid {}: cannot read its memory map: {}", pid,
-                           rc > 0 ? std::strerror(rc) : DwflError());
+    return core::MakeError("pid {}: cannot read its memory map: {}", pid, rc > 0 ? std::strerror(rc) : DwflError());
   }
   if (dwfl_report_end(s->dwfl_, nullptr, nullptr) != 0) {
     return core::MakeError("pid {}: libdwfl: {}", pid, DwflError());
   }
   rc = dwfl_linux_proc_attach(s->dwfl_, pid, /*assume_ptrace_stopped=*/true);
   if (rc != 0) {
-    return core::MakeError("pid {}: cannot attach the unwinder: {}", pid,
-                           rc > 0 ? std::strerror(rc) : DwflError());
+    return core::MakeError("pid {}: cannot attach the unwinder: {}", pid, rc > 0 ? std::strerror(rc) : DwflError());
   }
   return s;
 }
@@ -140,8 +138,7 @@ Frame DwflSession::Symbolize(uint64_t pc, bool return_address) {
   Dwfl_Module* module = dwfl_addrmodule(dwfl_, lookup);
   if (!module) return frame;
   const char* mainfile = nullptr;
-  const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                      &mainfile, nullptr);
+  const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, &mainfile, nullptr);
   frame.module = mainfile ? mainfile : (name ? name : "");
   Dwarf_Addr bias = 0;
   if (dwfl_module_getelf(module, &bias)) frame.offset = pc - bias;

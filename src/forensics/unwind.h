@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
 #include "core/process.h"
+#include "core/result.h"
 
 struct Dwfl;
 
@@ -52,7 +52,7 @@ class DwflSession {
   /// `truncated`). When the walk ends early with an error, the frames found so far are
   /// returned and `error` says why.
   std::vector<core::Frame> Unwind(int tid, const UnwindLimits& limits, bool* truncated,
-                            std::optional<std::string>* error);
+                                  std::optional<std::string>* error);
 
   /// Thread ids the session knows (live: /proc/PID/task; core: its NT_PRSTATUS notes).
   std::vector<int> Threads();

@@ -2,9 +2,9 @@
 
 #include <cxxabi.h>
 #include <fmt/format.h>
-#include <msgpack.hpp>
 #include <zlib.h>
 #include <zstd.h>
+#include <msgpack.hpp>
 
 #include <algorithm>
 #include <array>
@@ -83,18 +83,16 @@ core::Result<EntryHeader> ReadEntryHeader(const ByteReader& reader, uint64_t pos
   auto size = reader.U64(pos + 8);
   auto id_length = reader.U64(pos + 16);
   if (!offset || !size || !id_length) {
-    return core::MakeError("entry {}: header at {:#x} runs past the {:#x} bytes available", index,
-                           pos, reader.size());
+    return core::MakeError("entry {}: header at {:#x} runs past the {:#x} bytes available", index, pos, reader.size());
   }
   auto id = reader.Bytes(pos + kEntryHeaderFixedBytes, *id_length);
   if (!id) {
-    return core::MakeError(
-        "entry {}: id of {:#x} bytes at {:#x} runs past the {:#x} bytes available", index,
-        *id_length, pos + kEntryHeaderFixedBytes, reader.size());
+    return core::MakeError("entry {}: id of {:#x} bytes at {:#x} runs past the {:#x} bytes available", index,
+                           *id_length, pos + kEntryHeaderFixedBytes, reader.size());
   }
   if (id->empty() || !IsPrintableAscii(*id)) {
-    return core::MakeError("entry {}: id at {:#x} is not printable text ({})", index,
-                           pos + kEntryHeaderFixedBytes, HexPrefix(*id));
+    return core::MakeError("entry {}: id at {:#x} is not printable text ({})", index, pos + kEntryHeaderFixedBytes,
+                           HexPrefix(*id));
   }
   header.offset = *offset;
   header.size = *size;
@@ -109,8 +107,8 @@ core::Result<std::vector<BundleEntry>> ReadPlainBundle(std::string_view data, ui
   ByteReader reader(data);
   auto count = reader.U64(kBundleCountOffset);
   if (!count) {
-    return core::MakeError("truncated header: {:#x} bytes, the entry count ends at {:#x}",
-                           data.size(), kBundleEntriesOffset);
+    return core::MakeError("truncated header: {:#x} bytes, the entry count ends at {:#x}", data.size(),
+                           kBundleEntriesOffset);
   }
   // Every entry needs at least its fixed header and a one-byte id: a count that cannot fit is
   // refused before anything is allocated for it.
@@ -136,9 +134,8 @@ core::Result<std::vector<BundleEntry>> ReadPlainBundle(std::string_view data, ui
       entry.bytes = *bytes;
       extent = std::max(extent, header.offset + header.size);
     } else {
-      entry.error = fmt::format(
-          "entry {} ({}): offset {:#x} + size {:#x} lies beyond the {:#x} bytes available", i,
-          entry.id, header.offset, header.size, data.size());
+      entry.error = fmt::format("entry {} ({}): offset {:#x} + size {:#x} lies beyond the {:#x} bytes available", i,
+                                entry.id, header.offset, header.size, data.size());
     }
     entries.push_back(std::move(entry));
   }
@@ -173,8 +170,8 @@ core::Result<CompressedHeader> ReadCompressedHeader(const ByteReader& reader) {
     return core::MakeError("CCOB: unsupported version {} (known: 1, 2, 3)", header.version);
   }
   if (header.method != kMethodZlib && header.method != kMethodZstd) {
-    return core::MakeError("CCOB version {}: unknown compression method {} (0 = zlib, 1 = zstd)",
-                           header.version, header.method);
+    return core::MakeError("CCOB version {}: unknown compression method {} (0 = zlib, 1 = zstd)", header.version,
+                           header.method);
   }
   std::optional<uint64_t> uncompressed;
   if (header.version == 1) {
@@ -190,8 +187,8 @@ core::Result<CompressedHeader> ReadCompressedHeader(const ByteReader& reader) {
     uncompressed = reader.U64(16);
   }
   if (!uncompressed || reader.size() < header.header_bytes) {
-    return core::MakeError("CCOB version {}: truncated header: {:#x} bytes, need {:#x}",
-                           header.version, reader.size(), header.header_bytes);
+    return core::MakeError("CCOB version {}: truncated header: {:#x} bytes, need {:#x}", header.version, reader.size(),
+                           header.header_bytes);
   }
   header.uncompressed_bytes = *uncompressed;
   return header;
@@ -218,12 +215,10 @@ core::Result<Decoded> DecodeZstd(std::string_view input, uint64_t expected) {
   uint64_t produced = 0;
   char overflow = 0;  // one byte beyond the declared size: output here means the header lies
   for (;;) {
-    if (produced == decoded.bytes.size() && produced < expected)
-      GrowOutput(&decoded.bytes, expected);
+    if (produced == decoded.bytes.size() && produced < expected) GrowOutput(&decoded.bytes, expected);
     bool full = produced == decoded.bytes.size();
-    ZSTD_outBuffer out = full
-                             ? ZSTD_outBuffer{&overflow, 1, 0}
-                             : ZSTD_outBuffer{decoded.bytes.data(), decoded.bytes.size(), produced};
+    ZSTD_outBuffer out =
+        full ? ZSTD_outBuffer{&overflow, 1, 0} : ZSTD_outBuffer{decoded.bytes.data(), decoded.bytes.size(), produced};
     size_t in_before = in.pos;
     size_t out_before = out.pos;
     size_t rc = ZSTD_decompressStream(context.get(), &out, &in);
@@ -232,16 +227,14 @@ core::Result<Decoded> DecodeZstd(std::string_view input, uint64_t expected) {
       return core::MakeError("zstd: {}", ZSTD_getErrorName(rc));
     }
     if (full && out.pos > 0) {
-      return core::MakeError("zstd: decompresses to more than the {:#x} bytes the header declares",
-                             expected);
+      return core::MakeError("zstd: decompresses to more than the {:#x} bytes the header declares", expected);
     }
     if (!full) produced = out.pos;
     // rc == 0: a frame ended. LLVM writes one frame; further frames are read on while the
     // declared size is not reached and input remains (ZSTD_decompress does the same).
     if (rc == 0 && (produced == expected || in.pos == in.size)) break;
     if (in.pos == in_before && out.pos == out_before) {
-      return core::MakeError("zstd: the compressed data ends inside a frame after {:#x} bytes",
-                             in.pos);
+      return core::MakeError("zstd: the compressed data ends inside a frame after {:#x} bytes", in.pos);
     }
   }
   decoded.bytes.resize(produced);
@@ -259,8 +252,7 @@ core::Result<Decoded> DecodeZlib(std::string_view input, uint64_t expected) {
   uint64_t produced = 0;
   char overflow = 0;
   for (;;) {
-    if (produced == decoded.bytes.size() && produced < expected)
-      GrowOutput(&decoded.bytes, expected);
+    if (produced == decoded.bytes.size() && produced < expected) GrowOutput(&decoded.bytes, expected);
     bool full = produced == decoded.bytes.size();
     uint64_t in_left = input.size() - consumed;
     uint64_t out_left = full ? 1 : decoded.bytes.size() - produced;
@@ -278,14 +270,12 @@ core::Result<Decoded> DecodeZlib(std::string_view input, uint64_t expected) {
       return core::MakeError("zlib: {}", stream.msg ? stream.msg : "inflate failed");
     }
     if (full && gave > 0) {
-      return core::MakeError("zlib: decompresses to more than the {:#x} bytes the header declares",
-                             expected);
+      return core::MakeError("zlib: decompresses to more than the {:#x} bytes the header declares", expected);
     }
     if (!full) produced += gave;
     if (rc == Z_STREAM_END) break;
     if (took == 0 && gave == 0) {
-      return core::MakeError("zlib: the compressed data ends inside the stream after {:#x} bytes",
-                             consumed);
+      return core::MakeError("zlib: the compressed data ends inside the stream after {:#x} bytes", consumed);
     }
   }
   decoded.bytes.resize(produced);
@@ -309,9 +299,8 @@ core::Result<std::vector<BundleEntry>> ReadCompressedBundle(std::string_view dat
     input_end = *header.total_bytes;
   }
   if (header.uncompressed_bytes > max_decompressed_bytes) {
-    return core::MakeError(
-        "{}: uncompressed size {:#x} in the header exceeds the limit of {:#x} bytes", what,
-        header.uncompressed_bytes, max_decompressed_bytes);
+    return core::MakeError("{}: uncompressed size {:#x} in the header exceeds the limit of {:#x} bytes", what,
+                           header.uncompressed_bytes, max_decompressed_bytes);
   }
   // ReadCompressedHeader checked that the header fits; input_end is at or past it.
   std::string_view input = *reader.Bytes(header.header_bytes, input_end - header.header_bytes);
@@ -319,13 +308,13 @@ core::Result<std::vector<BundleEntry>> ReadCompressedBundle(std::string_view dat
                                               : DecodeZlib(input, header.uncompressed_bytes);
   if (!decoded.ok()) return core::MakeError("{}: {}", what, decoded.error().message);
   if (decoded->bytes.size() != header.uncompressed_bytes) {
-    return core::MakeError("{}: decompresses to {:#x} bytes, the header declares {:#x}", what,
-                           decoded->bytes.size(), header.uncompressed_bytes);
+    return core::MakeError("{}: decompresses to {:#x} bytes, the header declares {:#x}", what, decoded->bytes.size(),
+                           header.uncompressed_bytes);
   }
   auto storage = std::make_shared<const std::string>(std::move(decoded->bytes));
   if (storage->substr(0, kBundleMagic.size()) != kBundleMagic) {
-    return core::MakeError("{}: the {:#x} decompressed bytes are not an offload bundle (start: {})",
-                           what, storage->size(), HexPrefix(*storage));
+    return core::MakeError("{}: the {:#x} decompressed bytes are not an offload bundle (start: {})", what,
+                           storage->size(), HexPrefix(*storage));
   }
   uint64_t plain_end = 0;
   auto entries = ReadPlainBundle(*storage, &plain_end);
@@ -335,8 +324,7 @@ core::Result<std::vector<BundleEntry>> ReadCompressedBundle(std::string_view dat
     entry.storage = storage;
   }
   if (consumed) {
-    *consumed =
-        header.total_bytes ? *header.total_bytes : header.header_bytes + decoded->input_used;
+    *consumed = header.total_bytes ? *header.total_bytes : header.header_bytes + decoded->input_used;
   }
   return entries;
 }
@@ -359,9 +347,7 @@ size_t FindBundle(std::string_view section, size_t from) {
   return std::string_view::npos;
 }
 
-std::string ArchOf(std::string_view target_id) {
-  return std::string(target_id.substr(0, target_id.find(':')));
-}
+std::string ArchOf(std::string_view target_id) { return std::string(target_id.substr(0, target_id.find(':'))); }
 
 /// Splits "<triple>-<target id>" the way clang-offload-bundler does (OffloadTargetInfo): the
 /// target id starts at the last '-' before its first ':' when what follows is a GPU processor
@@ -389,16 +375,13 @@ CodeObject ErrorObject(std::string origin, std::string error) {
   return object;
 }
 
-CodeObject ReadEntryCodeObject(const BundleEntry& entry, std::string_view origin,
-                               size_t bundle_at) {
-  std::string entry_origin =
-      entry.compressed
-          ? fmt::format("{}+{:#x}(compressed bundle)+{:#x}", origin, bundle_at, entry.offset)
-          : fmt::format("{}+{:#x}", origin, bundle_at + entry.offset);
-  CodeObject object = entry.error
-                          ? ErrorObject(entry_origin, fmt::format("offload bundle at +{:#x}: {}",
-                                                                  bundle_at, *entry.error))
-                          : ReadAmdgpuCodeObject(entry.bytes, entry_origin);
+CodeObject ReadEntryCodeObject(const BundleEntry& entry, std::string_view origin, size_t bundle_at) {
+  std::string entry_origin = entry.compressed
+                                 ? fmt::format("{}+{:#x}(compressed bundle)+{:#x}", origin, bundle_at, entry.offset)
+                                 : fmt::format("{}+{:#x}", origin, bundle_at + entry.offset);
+  CodeObject object =
+      entry.error ? ErrorObject(entry_origin, fmt::format("offload bundle at +{:#x}: {}", bundle_at, *entry.error))
+                  : ReadAmdgpuCodeObject(entry.bytes, entry_origin);
   object.compressed = entry.compressed;
   if (object.error && !entry.error) {
     object.error = fmt::format("{} (bundle entry {})", *object.error, entry.id);
@@ -507,10 +490,14 @@ struct ElfHeader {
 
 std::string OsAbiName(uint8_t os_abi) {
   switch (os_abi) {
-    case 0: return "ELFOSABI_NONE";
-    case 65: return "ELFOSABI_AMDGPU_PAL";
-    case 66: return "ELFOSABI_AMDGPU_MESA3D";
-    default: return fmt::format("{}", os_abi);
+    case 0:
+      return "ELFOSABI_NONE";
+    case 65:
+      return "ELFOSABI_AMDGPU_PAL";
+    case 66:
+      return "ELFOSABI_AMDGPU_MESA3D";
+    default:
+      return fmt::format("{}", os_abi);
   }
 }
 
@@ -524,8 +511,7 @@ core::Result<void> CheckIdent(std::string_view elf) {
     return core::MakeError("not an ELF file ({:#x} bytes, start: {})", elf.size(), HexPrefix(elf));
   }
   if (elf.size() < kElf64HeaderBytes) {
-    return core::MakeError("truncated ELF header: {:#x} bytes, need {:#x}", elf.size(),
-                           kElf64HeaderBytes);
+    return core::MakeError("truncated ELF header: {:#x} bytes, need {:#x}", elf.size(), kElf64HeaderBytes);
   }
   ByteReader reader(elf);
   if (*reader.U8(4) != kElfClass64) {
@@ -550,8 +536,7 @@ core::Result<ElfHeader> ReadElfHeader(std::string_view elf) {
   ElfHeader header;
   header.abi_version = *reader.U8(8);
   if (header.abi_version > kAbiVersionLast) {
-    return core::MakeError("EI_ABIVERSION {}: unknown code object version (known: 0-4 for v2-v6)",
-                           header.abi_version);
+    return core::MakeError("EI_ABIVERSION {}: unknown code object version (known: 0-4 for v2-v6)", header.abi_version);
   }
   header.flags = *reader.U32(48);
   header.phoff = *reader.U64(32);
@@ -571,18 +556,16 @@ struct NoteRange {
   std::string where;  ///< "section 2 (.note)", "program header 4"
 };
 
-core::Result<void> CheckTable(const char* what, uint64_t offset, uint64_t count,
-                              uint64_t entry_bytes, uint64_t expected_entry_bytes,
-                              uint64_t file_bytes) {
+core::Result<void> CheckTable(const char* what, uint64_t offset, uint64_t count, uint64_t entry_bytes,
+                              uint64_t expected_entry_bytes, uint64_t file_bytes) {
   if (count == 0) return {};
   if (entry_bytes != expected_entry_bytes) {
-    return core::MakeError("{} entries of {:#x} bytes, ELF64 has {:#x}", what, entry_bytes,
-                           expected_entry_bytes);
+    return core::MakeError("{} entries of {:#x} bytes, ELF64 has {:#x}", what, entry_bytes, expected_entry_bytes);
   }
   auto table_bytes = CheckedMul(count, entry_bytes);
   if (!table_bytes || !RangeInside(offset, *table_bytes, file_bytes)) {
-    return core::MakeError("{} at {:#x} ({} of {:#x} bytes) lie beyond the {:#x} bytes of the file",
-                           what, offset, count, entry_bytes, file_bytes);
+    return core::MakeError("{} at {:#x} ({} of {:#x} bytes) lie beyond the {:#x} bytes of the file", what, offset,
+                           count, entry_bytes, file_bytes);
   }
   return {};
 }
@@ -603,8 +586,8 @@ std::string SectionName(const ByteReader& reader, const ElfHeader& header, uint3
 /// The SHT_NOTE sections; every section with file contents must lie inside the file (a
 /// truncated code object fails here, naming the first section that is cut).
 core::Result<std::vector<NoteRange>> NoteSections(const ByteReader& reader, const ElfHeader& header) {
-  if (auto table = CheckTable("section headers", header.shoff, header.shnum, header.shentsize,
-                              kElf64SectionHeaderBytes, reader.size());
+  if (auto table = CheckTable("section headers", header.shoff, header.shnum, header.shentsize, kElf64SectionHeaderBytes,
+                              reader.size());
       !table.ok()) {
     return table.error();
   }
@@ -616,12 +599,10 @@ core::Result<std::vector<NoteRange>> NoteSections(const ByteReader& reader, cons
     uint64_t size = *reader.U64(at + 32);
     if (type == kShtNobits) continue;
     std::string name = SectionName(reader, header, *reader.U32(at));
-    std::string where =
-        name.empty() ? fmt::format("section {}", i) : fmt::format("section {} ({})", i, name);
+    std::string where = name.empty() ? fmt::format("section {}", i) : fmt::format("section {} ({})", i, name);
     if (!RangeInside(offset, size, reader.size())) {
-      return core::MakeError(
-          "{}: offset {:#x} + size {:#x} lies beyond the {:#x} bytes of the file", where, offset,
-          size, reader.size());
+      return core::MakeError("{}: offset {:#x} + size {:#x} lies beyond the {:#x} bytes of the file", where, offset,
+                             size, reader.size());
     }
     if (type == kShtNote) notes.push_back({offset, size, std::move(where)});
   }
@@ -630,8 +611,8 @@ core::Result<std::vector<NoteRange>> NoteSections(const ByteReader& reader, cons
 
 /// The PT_NOTE segments, for a code object without section headers.
 core::Result<std::vector<NoteRange>> NoteSegments(const ByteReader& reader, const ElfHeader& header) {
-  if (auto table = CheckTable("program headers", header.phoff, header.phnum, header.phentsize,
-                              kElf64ProgramHeaderBytes, reader.size());
+  if (auto table = CheckTable("program headers", header.phoff, header.phnum, header.phentsize, kElf64ProgramHeaderBytes,
+                              reader.size());
       !table.ok()) {
     return table.error();
   }
@@ -643,9 +624,8 @@ core::Result<std::vector<NoteRange>> NoteSegments(const ByteReader& reader, cons
     uint64_t size = *reader.U64(at + 32);
     std::string where = fmt::format("program header {} (PT_NOTE)", i);
     if (!RangeInside(offset, size, reader.size())) {
-      return core::MakeError(
-          "{}: offset {:#x} + size {:#x} lies beyond the {:#x} bytes of the file", where, offset,
-          size, reader.size());
+      return core::MakeError("{}: offset {:#x} + size {:#x} lies beyond the {:#x} bytes of the file", where, offset,
+                             size, reader.size());
     }
     notes.push_back({offset, size, std::move(where)});
   }
@@ -764,17 +744,27 @@ core::Result<msgpack::object_handle> UnpackMetadata(std::string_view bytes) {
 
 std::string_view TypeName(msgpack::type::object_type type) {
   switch (type) {
-    case msgpack::type::NIL: return "nil";
-    case msgpack::type::BOOLEAN: return "a boolean";
-    case msgpack::type::POSITIVE_INTEGER: return "an unsigned integer";
-    case msgpack::type::NEGATIVE_INTEGER: return "a negative integer";
+    case msgpack::type::NIL:
+      return "nil";
+    case msgpack::type::BOOLEAN:
+      return "a boolean";
+    case msgpack::type::POSITIVE_INTEGER:
+      return "an unsigned integer";
+    case msgpack::type::NEGATIVE_INTEGER:
+      return "a negative integer";
     case msgpack::type::FLOAT32:
-    case msgpack::type::FLOAT64: return "a float";
-    case msgpack::type::STR: return "a string";
-    case msgpack::type::BIN: return "binary";
-    case msgpack::type::ARRAY: return "an array";
-    case msgpack::type::MAP: return "a map";
-    case msgpack::type::EXT: return "an extension";
+    case msgpack::type::FLOAT64:
+      return "a float";
+    case msgpack::type::STR:
+      return "a string";
+    case msgpack::type::BIN:
+      return "binary";
+    case msgpack::type::ARRAY:
+      return "an array";
+    case msgpack::type::MAP:
+      return "a map";
+    case msgpack::type::EXT:
+      return "an extension";
   }
   return "of unknown type";
 }
@@ -783,8 +773,7 @@ std::string_view TypeName(msgpack::type::object_type type) {
 const msgpack::object* Find(const msgpack::object& map, std::string_view key) {
   for (uint32_t i = 0; i < map.via.map.size; ++i) {
     const msgpack::object_kv& kv = map.via.map.ptr[i];
-    if (kv.key.type == msgpack::type::STR &&
-        std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) == key) {
+    if (kv.key.type == msgpack::type::STR && std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) == key) {
       return &kv.val;
     }
   }
@@ -798,15 +787,13 @@ std::string_view AsString(const msgpack::object& value) {
 /// Reads the kernel map's optional fields, each with the type it must have.
 class KernelFields {
  public:
-  KernelFields(const msgpack::object& map, std::string context)
-      : map_(map), context_(std::move(context)) {}
+  KernelFields(const msgpack::object& map, std::string context) : map_(map), context_(std::move(context)) {}
 
   core::Result<std::optional<uint32_t>> U32(std::string_view key) const {
     const msgpack::object* value = Find(map_, key);
     if (!value) return std::optional<uint32_t>();
     if (value->type != msgpack::type::POSITIVE_INTEGER) {
-      return core::MakeError("{}: {} is {}, expected an unsigned integer", context_, key,
-                             TypeName(value->type));
+      return core::MakeError("{}: {} is {}, expected an unsigned integer", context_, key, TypeName(value->type));
     }
     if (value->via.u64 > std::numeric_limits<uint32_t>::max()) {
       return core::MakeError("{}: {} = {:#x} does not fit 32 bits", context_, key, value->via.u64);
@@ -818,8 +805,7 @@ class KernelFields {
     const msgpack::object* value = Find(map_, key);
     if (!value) return std::optional<bool>();
     if (value->type != msgpack::type::BOOLEAN) {
-      return core::MakeError("{}: {} is {}, expected a boolean", context_, key,
-                             TypeName(value->type));
+      return core::MakeError("{}: {} is {}, expected a boolean", context_, key, TypeName(value->type));
     }
     return std::optional<bool>(value->via.boolean);
   }
@@ -828,8 +814,7 @@ class KernelFields {
     const msgpack::object* value = Find(map_, key);
     if (!value) return std::optional<std::string>();
     if (value->type != msgpack::type::STR) {
-      return core::MakeError("{}: {} is {}, expected a string", context_, key,
-                             TypeName(value->type));
+      return core::MakeError("{}: {} is {}, expected a string", context_, key, TypeName(value->type));
     }
     return std::optional<std::string>(std::string(AsString(*value)));
   }
@@ -844,8 +829,8 @@ class KernelFields {
 std::string Demangle(const std::string& symbol) {
   if (symbol.rfind("_Z", 0) != 0 || symbol.size() > 4096) return symbol;
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> demangled(
-      abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
+                                                   std::free);
   return status == 0 && demangled ? std::string(demangled.get()) : symbol;
 }
 
@@ -909,8 +894,7 @@ core::Result<void> CheckMetadataVersion(const msgpack::object& root) {
   uint64_t minor = version->via.array.ptr[1].via.u64;
   // A new minor version only adds keys; a new major version may change their meaning.
   if (major != 1) {
-    return core::MakeError("amdhsa.version {}.{} is not supported (only major version 1 is known)",
-                           major, minor);
+    return core::MakeError("amdhsa.version {}.{} is not supported (only major version 1 is known)", major, minor);
   }
   return {};
 }
@@ -962,8 +946,7 @@ core::Result<void> ReadCodeObjectInto(std::string_view elf, CodeObject* object) 
   object->arch = ArchOf(object->target_id);
   GT_ASSIGN_OR_RETURN(std::vector<Note> notes, ReadAllNotes(elf, header));
   for (const Note& note : notes) {
-    if (header.abi_version == kAbiVersionV2 && note.name == "AMD" &&
-        note.type == kNtAmdHsaMetadata) {
+    if (header.abi_version == kAbiVersionV2 && note.name == "AMD" && note.type == kNtAmdHsaMetadata) {
       return core::MakeError("code object v2 metadata (YAML) is not read");
     }
     if (note.name == "AMDGPU" && note.type == kNtAmdgpuMetadata) {
@@ -973,8 +956,7 @@ core::Result<void> ReadCodeObjectInto(std::string_view elf, CodeObject* object) 
   if (header.abi_version == kAbiVersionV2) {
     return core::MakeError("code object v2 without an NT_AMD_HSA_METADATA note");
   }
-  return core::MakeError("no NT_AMDGPU_METADATA note (owner \"AMDGPU\", type 32) in {} notes",
-                         notes.size());
+  return core::MakeError("no NT_AMDGPU_METADATA note (owner \"AMDGPU\", type 32) in {} notes", notes.size());
 }
 
 }  // namespace
@@ -994,9 +976,8 @@ core::Result<std::vector<BundleEntry>> ReadOffloadBundle(std::string_view data, 
     return ReadCompressedBundle(data, consumed, max_decompressed_bytes);
   }
   if (data.substr(0, kBundleMagic.size()) != kBundleMagic) {
-    return core::MakeError(
-        "no offload bundle magic (__CLANG_OFFLOAD_BUNDLE__ or CCOB) at the start: {}",
-        HexPrefix(data));
+    return core::MakeError("no offload bundle magic (__CLANG_OFFLOAD_BUNDLE__ or CCOB) at the start: {}",
+                           HexPrefix(data));
   }
   uint64_t end = 0;
   GT_ASSIGN_OR_RETURN(std::vector<BundleEntry> entries, ReadPlainBundle(data, &end));
@@ -1013,9 +994,8 @@ std::vector<CodeObject> ReadHipFatbin(std::string_view section, std::string_view
     size_t consumed = 0;
     auto entries = ReadOffloadBundle(section.substr(at), &consumed, max_decompressed_bytes);
     if (!entries.ok()) {
-      objects.push_back(
-          ErrorObject(fmt::format("{}+{:#x}", origin, at),
-                      fmt::format("offload bundle at +{:#x}: {}", at, entries.error().message)));
+      objects.push_back(ErrorObject(fmt::format("{}+{:#x}", origin, at),
+                                    fmt::format("offload bundle at +{:#x}: {}", at, entries.error().message)));
       at = FindBundle(section, at + 1);  // the next bundle, if the damage spared it
       continue;
     }
@@ -1026,10 +1006,10 @@ std::vector<CodeObject> ReadHipFatbin(std::string_view section, std::string_view
     at = FindBundle(section, at + std::max<size_t>(consumed, 1));
   }
   if (!found) {
-    objects.push_back(ErrorObject(
-        std::string(origin), fmt::format("no offload bundle (__CLANG_OFFLOAD_BUNDLE__ or CCOB) "
-                                         "in the {:#x} bytes of the section",
-                                         section.size())));
+    objects.push_back(
+        ErrorObject(std::string(origin), fmt::format("no offload bundle (__CLANG_OFFLOAD_BUNDLE__ or CCOB) "
+                                                     "in the {:#x} bytes of the section",
+                                                     section.size())));
   }
   return objects;
 }

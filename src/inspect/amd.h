@@ -55,9 +55,8 @@ struct BundleEntry {
 /// count or id that cannot fit, an unknown compression version or method, a declared size
 /// over the limit, or compressed data that does not decompress to the declared size. An entry
 /// whose offset/size lie is returned with `error` set.
-core::Result<std::vector<BundleEntry>> ReadOffloadBundle(
-    std::string_view data, size_t* consumed,
-    uint64_t max_decompressed_bytes = kMaxDecompressedBundleBytes);
+core::Result<std::vector<BundleEntry>> ReadOffloadBundle(std::string_view data, size_t* consumed,
+                                                         uint64_t max_decompressed_bytes = kMaxDecompressedBundleBytes);
 
 /// Splits a bundle entry id "<kind>-<triple>[-<target id>]" into `entry`'s kind, triple and
 /// target id, as clang-offload-bundler does: the target id is the part from the last '-'
@@ -70,9 +69,8 @@ void SplitBundleId(std::string_view id, BundleEntry* entry);
 /// other triples are skipped), vendor "amd", origin "<origin>+0x<offset in the section>".
 /// A bundle or entry that cannot be read becomes a CodeObject with `error` set and the scan
 /// goes on; a section with no bundle at all gives one such CodeObject. Never fails as a whole.
-std::vector<CodeObject> ReadHipFatbin(
-    std::string_view section, std::string_view origin,
-    uint64_t max_decompressed_bytes = kMaxDecompressedBundleBytes);
+std::vector<CodeObject> ReadHipFatbin(std::string_view section, std::string_view origin,
+                                      uint64_t max_decompressed_bytes = kMaxDecompressedBundleBytes);
 
 /// True when `data` starts like an AMDGPU ELF: ELF magic, ELFCLASS64, little-endian,
 /// e_machine EM_AMDGPU (224). Says nothing about the rest.

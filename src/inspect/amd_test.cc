@@ -8,9 +8,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <msgpack.hpp>
 #include <zlib.h>
 #include <zstd.h>
+#include <msgpack.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -132,17 +132,13 @@ const Kernel* FindKernel(const CodeObject& object, std::string_view name_prefix)
   return nullptr;
 }
 
-std::string Text(const std::optional<uint32_t>& value) {
-  return value ? std::to_string(*value) : "absent";
-}
-std::string Text(const std::optional<bool>& value) {
-  return value ? (*value ? "true" : "false") : "absent";
-}
+std::string Text(const std::optional<uint32_t>& value) { return value ? std::to_string(*value) : "absent"; }
+std::string Text(const std::optional<bool>& value) { return value ? (*value ? "true" : "false") : "absent"; }
 
 /// Compares one field; a key llvm-readelf does not print must be absent in ours (not 0).
 template <typename T>
-void ExpectField(const std::map<std::string, std::string>& oracle, const char* key,
-                 const std::optional<T>& ours, const std::string& context, int* compared) {
+void ExpectField(const std::map<std::string, std::string>& oracle, const char* key, const std::optional<T>& ours,
+                 const std::string& context, int* compared) {
   auto it = oracle.find(key);
   std::string want = it == oracle.end() ? "absent" : it->second;
   EXPECT_EQ(Text(ours), want) << context << " " << key;
@@ -154,8 +150,8 @@ void ExpectMatchesReadelf(const CodeObject& object, const Oracle& oracle) {
   ASSERT_EQ(object.kernels.size(), oracle.kernels.size()) << object.origin;
   for (const auto& want : oracle.kernels) {
     const std::string& symbol = want.at(".symbol");
-    auto ours = std::find_if(object.kernels.begin(), object.kernels.end(),
-                             [&](const Kernel& k) { return k.symbol == symbol; });
+    auto ours =
+        std::find_if(object.kernels.begin(), object.kernels.end(), [&](const Kernel& k) { return k.symbol == symbol; });
     ASSERT_NE(ours, object.kernels.end()) << symbol << " in " << object.origin;
     std::string context = object.target_id + " " + symbol;
     EXPECT_EQ(ours->name, ExpectedNames().at(want.at(".name"))) << context;
@@ -235,8 +231,8 @@ std::string ZstdCompress(const std::string& plain) {
 std::string ZlibCompress(const std::string& plain) {
   uLongf n = compressBound(plain.size());
   std::string out(n, '\0');
-  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(out.data()), &n,
-                      reinterpret_cast<const Bytef*>(plain.data()), plain.size(), 6),
+  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(out.data()), &n, reinterpret_cast<const Bytef*>(plain.data()),
+                      plain.size(), 6),
             Z_OK);
   out.resize(n);
   return out;
@@ -405,23 +401,21 @@ TEST(AmdCodeObject, V3AgreesWithLlvmReadelf) {
   EXPECT_EQ(oracle.target, "");
   EXPECT_EQ(object.format, "hsaco-v3");
   // llvm-readobj names the e_flags bits; EF_AMDGPU_FEATURE_{XNACK,SRAMECC}_V3 are both set.
-  std::string flags = RunCommand(std::string("'") + kReadelf +
-                                 "' --file-header --elf-output-style=LLVM '" + path + "'");
+  std::string flags =
+      RunCommand(std::string("'") + kReadelf + "' --file-header --elf-output-style=LLVM '" + path + "'");
   EXPECT_THAT(flags, HasSubstr("EF_AMDGPU_MACH_AMDGCN_GFX906"));
   EXPECT_THAT(flags, HasSubstr("EF_AMDGPU_FEATURE_XNACK_V3"));
   EXPECT_THAT(flags, HasSubstr("EF_AMDGPU_FEATURE_SRAMECC_V3"));
   EXPECT_EQ(object.target_id, "gfx906:sramecc+:xnack+");
   EXPECT_EQ(object.arch, "gfx906");
   ExpectMatchesReadelf(object, oracle);
-  for (const Kernel& kernel : object.kernels)
-    EXPECT_FALSE(kernel.agpr_count) << "v3 has no .agpr_count";
+  for (const Kernel& kernel : object.kernels) EXPECT_FALSE(kernel.agpr_count) << "v3 has no .agpr_count";
 }
 
 // The device-only v3 bundle: one "hip-" entry besides the host's.
 TEST(AmdBundle, DeviceOnlyV3Bundle) {
   REQUIRE_HIP_INPUTS();
-  std::vector<CodeObject> objects =
-      ReadHipFatbin(ReadInput("kernels-gfx906-v3.bundle"), "v3.bundle");
+  std::vector<CodeObject> objects = ReadHipFatbin(ReadInput("kernels-gfx906-v3.bundle"), "v3.bundle");
   ASSERT_EQ(objects.size(), 1u);
   ASSERT_FALSE(objects[0].error) << *objects[0].error;
   EXPECT_EQ(objects[0].format, "hsaco-v3");
@@ -483,8 +477,7 @@ TEST(AmdBundle, CompressedBundlesOfEveryVersionAndMethod) {
   ASSERT_TRUE(want.ok());
   for (uint16_t version : {1, 2, 3}) {
     for (uint16_t method : {kZlib, kZstd}) {
-      std::string context =
-          "CCOB v" + std::to_string(version) + " method " + std::to_string(method);
+      std::string context = "CCOB v" + std::to_string(version) + " method " + std::to_string(method);
       std::string ccob = MakeCcob(plain, version, method);
       size_t consumed = 0;
       // Trailing bytes: V1 has no total size, so its end is where the compressed stream ends.
@@ -538,8 +531,8 @@ TEST(AmdHipFatbin, CompressedAndPlainBundlesInOneSection) {
   ASSERT_FALSE(objects[3].error) << *objects[3].error;
   EXPECT_FALSE(objects[3].compressed);
   EXPECT_EQ(objects[3].format, "hsaco-v3");
-  uint64_t entry_offset = Get<uint64_t>(ReadInput("kernels-gfx906-v3.bundle"),
-                                        EntryHeaderAt(ReadInput("kernels-gfx906-v3.bundle"), 1));
+  uint64_t entry_offset =
+      Get<uint64_t>(ReadInput("kernels-gfx906-v3.bundle"), EntryHeaderAt(ReadInput("kernels-gfx906-v3.bundle"), 1));
   EXPECT_EQ(objects[3].origin, fmt::format("lib.so:.hip_fatbin+{:#x}", plain_at + entry_offset));
 }
 
@@ -554,8 +547,7 @@ TEST(AmdBundle, CompressedHeaderErrors) {
   std::string v3 = MakeCcob(plain, 3, kZstd);
 
   EXPECT_EQ(BundleError(v3.substr(0, 6)), "CCOB: truncated header: 0x6 bytes, need at least 8");
-  EXPECT_EQ(BundleError(v3.substr(0, 20)),
-            "CCOB version 3: truncated header: 0x14 bytes, need 0x20");
+  EXPECT_EQ(BundleError(v3.substr(0, 20)), "CCOB version 3: truncated header: 0x14 bytes, need 0x20");
   std::string bad = v3;
   Put<uint16_t>(&bad, 4, 4);
   EXPECT_EQ(BundleError(bad), "CCOB: unsupported version 4 (known: 1, 2, 3)");
@@ -564,11 +556,10 @@ TEST(AmdBundle, CompressedHeaderErrors) {
   EXPECT_EQ(BundleError(bad), "CCOB version 3: unknown compression method 2 (0 = zlib, 1 = zstd)");
   bad = v3;
   Put<uint64_t>(&bad, 8, v3.size() + 1);
-  EXPECT_EQ(
-      BundleError(bad),
-      fmt::format("CCOB version 3 (zstd): total size {:#x} in the header is outside [0x20, {:#x}] "
-                  "(the header, the bytes available)",
-                  v3.size() + 1, v3.size()));
+  EXPECT_EQ(BundleError(bad),
+            fmt::format("CCOB version 3 (zstd): total size {:#x} in the header is outside [0x20, {:#x}] "
+                        "(the header, the bytes available)",
+                        v3.size() + 1, v3.size()));
   bad = v3;
   Put<uint64_t>(&bad, 16, uint64_t{5} << 30);
   EXPECT_EQ(BundleError(bad),
@@ -577,8 +568,7 @@ TEST(AmdBundle, CompressedHeaderErrors) {
   // The limit is the caller's (the fuzz targets use a small one).
   EXPECT_THAT(
       ReadOffloadBundle(v3, nullptr, 4096).error().message,
-      HasSubstr(fmt::format("uncompressed size {:#x} in the header exceeds the limit of 0x1000",
-                            plain.size())));
+      HasSubstr(fmt::format("uncompressed size {:#x} in the header exceeds the limit of 0x1000", plain.size())));
 }
 
 TEST(AmdBundle, CompressedDataErrors) {
@@ -589,10 +579,9 @@ TEST(AmdBundle, CompressedDataErrors) {
   // The header says less than the data holds, or more.
   std::string bad = v3;
   Put<uint64_t>(&bad, 16, plain.size() - 1);
-  EXPECT_EQ(BundleError(bad),
-            fmt::format("CCOB version 3 (zstd): zstd: decompresses to more than the "
-                        "{:#x} bytes the header declares",
-                        plain.size() - 1));
+  EXPECT_EQ(BundleError(bad), fmt::format("CCOB version 3 (zstd): zstd: decompresses to more than the "
+                                          "{:#x} bytes the header declares",
+                                          plain.size() - 1));
   bad = v3;
   Put<uint64_t>(&bad, 16, plain.size() + 100);
   EXPECT_EQ(BundleError(bad), fmt::format("CCOB version 3 (zstd): decompresses to {:#x} bytes, the "
@@ -602,16 +591,14 @@ TEST(AmdBundle, CompressedDataErrors) {
   // The stream cut short (the total size follows the cut).
   bad = v3.substr(0, 32 + 200);
   Put<uint64_t>(&bad, 8, bad.size());
-  EXPECT_EQ(
-      BundleError(bad),
-      "CCOB version 3 (zstd): zstd: the compressed data ends inside a frame after 0xc8 bytes");
+  EXPECT_EQ(BundleError(bad), "CCOB version 3 (zstd): zstd: the compressed data ends inside a frame after 0xc8 bytes");
 
   // A zstd block of the reserved type 3 (RFC 8878 3.1.1.2.2).
   bad = v3;
   uint8_t descriptor = bad[32 + 4];
   size_t fcs_bytes[] = {static_cast<size_t>((descriptor & 0x20) ? 1 : 0), 2, 4, 8};
-  size_t block_at = 32 + 4 + 1 + ((descriptor & 0x20) ? 0 : 1) +
-                    (descriptor & 3 ? 1 << ((descriptor & 3) - 1) : 0) + fcs_bytes[descriptor >> 6];
+  size_t block_at = 32 + 4 + 1 + ((descriptor & 0x20) ? 0 : 1) + (descriptor & 3 ? 1 << ((descriptor & 3) - 1) : 0) +
+                    fcs_bytes[descriptor >> 6];
   bad[block_at] = static_cast<char>(bad[block_at] | 0x06);
   EXPECT_THAT(BundleError(bad), StrEq("CCOB version 3 (zstd): zstd: Data corruption detected"));
 
@@ -642,11 +629,9 @@ TEST(AmdHipFatbin, LyingEntryOffsetSparesTheOthers) {
   ASSERT_EQ(objects.size(), 3u);
   EXPECT_FALSE(objects[0].error);
   EXPECT_FALSE(objects[2].error);
-  EXPECT_EQ(
-      objects[1].error,
-      fmt::format("offload bundle at +0x1000: entry 2 ({}): offset 0x9999999 + size {:#x} lies "
-                  "beyond the {:#x} bytes available",
-                  (*entries)[2].id, size, bundle.size()));
+  EXPECT_EQ(objects[1].error, fmt::format("offload bundle at +0x1000: entry 2 ({}): offset 0x9999999 + size {:#x} lies "
+                                          "beyond the {:#x} bytes available",
+                                          (*entries)[2].id, size, bundle.size()));
   EXPECT_EQ(objects[1].target_id, (*entries)[2].target_id);  // from the bundle id
   EXPECT_FALSE(objects[1].arch.empty());
 
@@ -663,11 +648,10 @@ TEST(AmdHipFatbin, AbsurdEntryCount) {
   Put<uint64_t>(&bundle, 24, uint64_t{1} << 60);
   std::vector<CodeObject> objects = ReadHipFatbin(bundle, "app:.hip_fatbin");
   ASSERT_EQ(objects.size(), 1u);
-  EXPECT_EQ(
-      objects[0].error,
-      fmt::format("offload bundle at +0x0: entry count 0x1000000000000000 cannot fit: each entry "
-                  "header takes at least 0x19 bytes and {:#x} bytes follow the count",
-                  bundle.size() - 32));
+  EXPECT_EQ(objects[0].error,
+            fmt::format("offload bundle at +0x0: entry count 0x1000000000000000 cannot fit: each entry "
+                        "header takes at least 0x19 bytes and {:#x} bytes follow the count",
+                        bundle.size() - 32));
   EXPECT_EQ(objects[0].origin, "app:.hip_fatbin+0x0");
 }
 
@@ -685,15 +669,13 @@ TEST(AmdHipFatbin, TruncatedBundles) {
   uint64_t id2_length = Get<uint64_t>(bundle, header2 + 16);
   objects = ReadHipFatbin(bundle.substr(0, header2 + 24 + 4), "cut");
   ASSERT_EQ(objects.size(), 1u);
-  EXPECT_EQ(
-      objects[0].error,
-      fmt::format("offload bundle at +0x0: entry 2: id of {:#x} bytes at {:#x} runs past the {:#x} "
-                  "bytes available",
-                  id2_length, header2 + 24, header2 + 24 + 4));
+  EXPECT_EQ(objects[0].error,
+            fmt::format("offload bundle at +0x0: entry 2: id of {:#x} bytes at {:#x} runs past the {:#x} "
+                        "bytes available",
+                        id2_length, header2 + 24, header2 + 24 + 4));
   objects = ReadHipFatbin(bundle.substr(0, 0x1c), "cut");
   ASSERT_EQ(objects.size(), 1u);
-  EXPECT_EQ(objects[0].error,
-            "offload bundle at +0x0: truncated header: 0x1c bytes, the entry count ends at 0x20");
+  EXPECT_EQ(objects[0].error, "offload bundle at +0x0: truncated header: 0x1c bytes, the entry count ends at 0x20");
 
   // Inside the entries' data: those wholly before the cut are read, the others named.
   auto entries = ReadOffloadBundle(bundle, nullptr);
@@ -705,19 +687,16 @@ TEST(AmdHipFatbin, TruncatedBundles) {
   int good = 0;
   for (const CodeObject& object : objects) good += !object.error;
   EXPECT_EQ(good, 2);
-  EXPECT_EQ(
-      objects[2].error,
-      fmt::format("offload bundle at +0x0: entry 3 ({}): offset {:#x} + size {:#x} lies beyond the "
-                  "{:#x} bytes available",
-                  last.id, last.offset, last.bytes.size(), cut));
+  EXPECT_EQ(objects[2].error,
+            fmt::format("offload bundle at +0x0: entry 3 ({}): offset {:#x} + size {:#x} lies beyond the "
+                        "{:#x} bytes available",
+                        last.id, last.offset, last.bytes.size(), cut));
 }
 
 TEST(AmdHipFatbin, NoBundleAndGarbage) {
   std::vector<CodeObject> objects = ReadHipFatbin(std::string(300, '\0'), "x:.hip_fatbin");
   ASSERT_EQ(objects.size(), 1u);
-  EXPECT_EQ(
-      objects[0].error,
-      "no offload bundle (__CLANG_OFFLOAD_BUNDLE__ or CCOB) in the 0x12c bytes of the section");
+  EXPECT_EQ(objects[0].error, "no offload bundle (__CLANG_OFFLOAD_BUNDLE__ or CCOB) in the 0x12c bytes of the section");
   EXPECT_EQ(objects[0].vendor, "amd");
   EXPECT_EQ(ReadHipFatbin("", "x").size(), 1u);
   EXPECT_EQ(BundleError("\x7f"
@@ -731,11 +710,10 @@ TEST(AmdHipFatbin, TruncatedCodeObjectAmongGoodOnes) {
   REQUIRE_HIP_INPUTS();
   std::string gfx1030 = ReadInput("kernels-gfx1030.co");
   std::string cut = gfx1030.substr(0, gfx1030.size() / 2);
-  std::string bundle = WriteBundle(
-      {{"host-x86_64-unknown-linux-gnu-", ""},
-       {"hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-", ReadInput("kernels-gfx90a.co")},
-       {"hipv4-amdgcn-amd-amdhsa--gfx1030", cut},
-       {"hipv4-amdgcn-amd-amdhsa--gfx906", ReadInput("kernels-gfx906.co")}});
+  std::string bundle = WriteBundle({{"host-x86_64-unknown-linux-gnu-", ""},
+                                    {"hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-", ReadInput("kernels-gfx90a.co")},
+                                    {"hipv4-amdgcn-amd-amdhsa--gfx1030", cut},
+                                    {"hipv4-amdgcn-amd-amdhsa--gfx906", ReadInput("kernels-gfx906.co")}});
   std::vector<CodeObject> objects = ReadHipFatbin(bundle, "t");
   ASSERT_EQ(objects.size(), 3u);
   EXPECT_FALSE(objects[0].error);
@@ -743,10 +721,9 @@ TEST(AmdHipFatbin, TruncatedCodeObjectAmongGoodOnes) {
   uint64_t shoff = Get<uint64_t>(gfx1030, 40);
   uint16_t shnum = Get<uint16_t>(gfx1030, 60);
   EXPECT_EQ(objects[1].error,
-            fmt::format(
-                "section headers at {:#x} ({} of 0x40 bytes) lie beyond the {:#x} bytes of the file "
-                "(bundle entry hipv4-amdgcn-amd-amdhsa--gfx1030)",
-                shoff, shnum, cut.size()));
+            fmt::format("section headers at {:#x} ({} of 0x40 bytes) lie beyond the {:#x} bytes of the file "
+                        "(bundle entry hipv4-amdgcn-amd-amdhsa--gfx1030)",
+                        shoff, shnum, cut.size()));
   EXPECT_EQ(objects[1].format, "hsaco-v4");  // read before the damage
   EXPECT_EQ(objects[1].arch, "gfx1030");
   EXPECT_TRUE(objects[1].kernels.empty());
@@ -758,17 +735,14 @@ TEST(AmdHipFatbin, TruncatedCodeObjectAmongGoodOnes) {
 TEST(AmdCodeObject, TruncatedAndForeignInputs) {
   REQUIRE_HIP_INPUTS();
   std::string elf = ReadInput("kernels-gfx1030.co");
-  EXPECT_EQ(ReadAmdgpuCodeObject(elf.substr(0, 40), "x").error,
-            "truncated ELF header: 0x28 bytes, need 0x40");
+  EXPECT_EQ(ReadAmdgpuCodeObject(elf.substr(0, 40), "x").error, "truncated ELF header: 0x28 bytes, need 0x40");
   EXPECT_EQ(ReadAmdgpuCodeObject("", "x").error, "not an ELF file (0x0 bytes, start: nothing)");
   EXPECT_EQ(ReadAmdgpuCodeObject(std::string("BC\xc0\xde\x35\x14", 6), "x").error,
             "LLVM bitcode, not a code object (from -fgpu-rdc?)");
-  EXPECT_EQ(ReadAmdgpuCodeObject(ReadInput("kernels.o"), "x").error,
-            "e_machine 62 is not EM_AMDGPU (224)");
+  EXPECT_EQ(ReadAmdgpuCodeObject(ReadInput("kernels.o"), "x").error, "e_machine 62 is not EM_AMDGPU (224)");
   std::string other = elf;
   other[7] = 65;
-  EXPECT_EQ(ReadAmdgpuCodeObject(other, "x").error,
-            "EI_OSABI ELFOSABI_AMDGPU_PAL is not ELFOSABI_AMDGPU_HSA (64)");
+  EXPECT_EQ(ReadAmdgpuCodeObject(other, "x").error, "EI_OSABI ELFOSABI_AMDGPU_PAL is not ELFOSABI_AMDGPU_HSA (64)");
   other = elf;
   other[8] = 9;
   EXPECT_EQ(ReadAmdgpuCodeObject(other, "x").error,
@@ -777,10 +751,9 @@ TEST(AmdCodeObject, TruncatedAndForeignInputs) {
   std::string moved = elf;
   Put<uint64_t>(&moved, 40, moved.size() - 64);
   CodeObject object = ReadAmdgpuCodeObject(moved, "x");
-  EXPECT_EQ(object.error,
-            fmt::format("section headers at {:#x} ({} of 0x40 bytes) lie beyond the {:#x} bytes "
-                        "of the file",
-                        moved.size() - 64, Get<uint16_t>(elf, 60), moved.size()));
+  EXPECT_EQ(object.error, fmt::format("section headers at {:#x} ({} of 0x40 bytes) lie beyond the {:#x} bytes "
+                                      "of the file",
+                                      moved.size() - 64, Get<uint16_t>(elf, 60), moved.size()));
 }
 
 TEST(AmdCodeObject, LyingNoteHeader) {
@@ -792,9 +765,7 @@ TEST(AmdCodeObject, LyingNoteHeader) {
   CodeObject object = ReadAmdgpuCodeObject(elf, "x");
   ASSERT_TRUE(object.error);
   EXPECT_THAT(*object.error, StartsWith("section "));
-  EXPECT_THAT(
-      *object.error,
-      HasSubstr("(.note): note at +0x0 (name 0x7 bytes, desc 0x7fffffff bytes) runs past the "));
+  EXPECT_THAT(*object.error, HasSubstr("(.note): note at +0x0 (name 0x7 bytes, desc 0x7fffffff bytes) runs past the "));
   EXPECT_EQ(object.arch, "gfx1030");
 }
 
@@ -812,8 +783,7 @@ TEST(AmdMetadata, DefectsAreNamed) {
   };
   MetadataWriter version9(1);
   version9.Key("amdhsa.version", std::vector<int>{9, 0});
-  EXPECT_EQ(error_of(version9.bytes()),
-            "amdhsa.version 9.0 is not supported (only major version 1 is known)");
+  EXPECT_EQ(error_of(version9.bytes()), "amdhsa.version 9.0 is not supported (only major version 1 is known)");
   MetadataWriter no_version(1);
   no_version.Key("amdhsa.target", std::string("amdgcn-amd-amdhsa--gfx1030"));
   EXPECT_EQ(error_of(no_version.bytes()), "metadata has no amdhsa.version");
@@ -821,8 +791,7 @@ TEST(AmdMetadata, DefectsAreNamed) {
   bad_kernels.Key("amdhsa.version", std::vector<int>{1, 1}).Key("amdhsa.kernels", std::string("x"));
   EXPECT_EQ(error_of(bad_kernels.bytes()), "amdhsa.kernels is a string, expected an array");
   MetadataWriter bad_target(2);
-  bad_target.Key("amdhsa.version", std::vector<int>{1, 1})
-      .Key("amdhsa.target", std::string("gfx1030"));
+  bad_target.Key("amdhsa.version", std::vector<int>{1, 1}).Key("amdhsa.target", std::string("gfx1030"));
   EXPECT_EQ(error_of(bad_target.bytes()), "amdhsa.target 'gfx1030' is not <triple>-<target id>");
   EXPECT_EQ(error_of(OneKernelMetadata(".sgpr_count", std::string("many"))),
             "kernel _Z1kv: .sgpr_count is a string, expected an unsigned integer");
@@ -834,14 +803,12 @@ TEST(AmdMetadata, DefectsAreNamed) {
             "kernel _Z1kv: .uses_dynamic_stack is an unsigned integer, expected a boolean");
   EXPECT_EQ(error_of(std::string("\x90", 1)), "metadata is an array, expected a map");
   // An array that declares 2^32-1 elements and holds none: refused before unpacking.
-  std::string lying =
-      std::string("\x81\xae") + "amdhsa.kernels" + std::string("\xdd\xff\xff\xff\xff", 5);
+  std::string lying = std::string("\x81\xae") + "amdhsa.kernels" + std::string("\xdd\xff\xff\xff\xff", 5);
   EXPECT_EQ(error_of(lying), "metadata note: MessagePack truncated at byte 0x15 (0x15 bytes)");
   std::string deep(40, '\x91');
   deep += '\x00';
   EXPECT_EQ(error_of(deep), "metadata note: MessagePack nested deeper than 16 levels (0x29 bytes)");
-  EXPECT_EQ(error_of(std::string("\xc1", 1)),
-            "metadata note: MessagePack malformed at byte 0x0 (0x1 bytes)");
+  EXPECT_EQ(error_of(std::string("\xc1", 1)), "metadata note: MessagePack malformed at byte 0x0 (0x1 bytes)");
 }
 
 // Metadata written here with only some keys: those absent stay absent, not 0.
@@ -859,8 +826,7 @@ TEST(AmdMetadata, AbsentFieldsStayAbsent) {
   writer.packer().pack(7);
   writer.packer().pack(std::string(".uses_dynamic_stack"));
   writer.packer().pack(true);
-  CodeObject object =
-      ReadAmdgpuCodeObject(WithMetadata(ReadInput("kernels-gfx1030.co"), writer.bytes()), "x");
+  CodeObject object = ReadAmdgpuCodeObject(WithMetadata(ReadInput("kernels-gfx1030.co"), writer.bytes()), "x");
   ASSERT_FALSE(object.error) << *object.error;
   EXPECT_EQ(object.target_id, "gfx942:xnack+");  // amdhsa.target wins over e_flags
   EXPECT_EQ(object.arch, "gfx942");
@@ -888,8 +854,7 @@ TEST(AmdMetadata, NameIsValidUtf8SymbolIsAsStored) {
   writer.packer().pack(std::string("k\xff"));
   writer.packer().pack(std::string(".symbol"));
   writer.packer().pack(std::string("k\xff.kd"));
-  CodeObject object =
-      ReadAmdgpuCodeObject(WithMetadata(ReadInput("kernels-gfx1030.co"), writer.bytes()), "x");
+  CodeObject object = ReadAmdgpuCodeObject(WithMetadata(ReadInput("kernels-gfx1030.co"), writer.bytes()), "x");
   ASSERT_FALSE(object.error) << *object.error;
   ASSERT_EQ(object.kernels.size(), 1u);
   EXPECT_EQ(object.kernels[0].name, "k\xef\xbf\xbd");

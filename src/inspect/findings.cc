@@ -154,27 +154,35 @@ void FileFindings::Add(const CodeObject& co) {
     if (arch_bit < 64) {
       uint64_t h = std::hash<std::string>{}(k.symbol);
       kernel_archs_[h] |= uint64_t{1} << arch_bit;
-      if (kernel_example_.size() < 4096 && !kernel_example_.count(h)) kernel_example_[h] = k.name.empty() ? k.symbol : k.name;
+      if (kernel_example_.size() < 4096 && !kernel_example_.count(h))
+        kernel_example_[h] = k.name.empty() ? k.symbol : k.name;
     }
     std::string who = fmt::format("{} ({})", k.name.empty() ? k.symbol : k.name, co.arch);
     if (co.vendor == "amd" && k.wavefront_size) amd_wavefront_[co.arch] = *k.wavefront_size;
     if (k.sgpr_spill_count.value_or(0) + k.vgpr_spill_count.value_or(0) > 0) Note(spills_.count, spills_.first, who);
-    if (k.local_bytes.value_or(0) > 0) Note(stack_.count, stack_.first, fmt::format("{}: {} bytes", who, *k.local_bytes));
+    if (k.local_bytes.value_or(0) > 0)
+      Note(stack_.count, stack_.first, fmt::format("{}: {} bytes", who, *k.local_bytes));
     // Limits from kb/tables/gpu-arch-limits.yaml where the architecture is in it; else the
     // values every architecture there shares: 48 KiB of static shared memory per block
     // (more needs dynamic shared memory and an opt-in), 64 KiB of LDS per workgroup (gfx950:
     // 160 KiB), 1024 threads per block or work-items per workgroup. "Near" = within 10 %.
     const ArchLimits* limits = FindArchLimits(co.arch);
-    uint32_t shared_limit = limits && limits->shared_memory_per_block_default_bytes ? *limits->shared_memory_per_block_default_bytes : 48 * 1024;
+    uint32_t shared_limit = limits && limits->shared_memory_per_block_default_bytes
+                                ? *limits->shared_memory_per_block_default_bytes
+                                : 48 * 1024;
     uint32_t lds_limit = limits && limits->lds_per_workgroup_bytes ? *limits->lds_per_workgroup_bytes : 64 * 1024;
     uint32_t thread_limit = 1024;
     if (limits && limits->max_threads_per_block) thread_limit = *limits->max_threads_per_block;
     if (limits && limits->max_workgroup_size) thread_limit = *limits->max_workgroup_size;
-    if (k.shared_bytes.value_or(0) > shared_limit / 10 * 9) Note(shared_near_.count, shared_near_.first, fmt::format("{}: {} of {} bytes", who, *k.shared_bytes, shared_limit));
-    if (k.lds_bytes.value_or(0) > lds_limit / 10 * 9) Note(lds_near_.count, lds_near_.first, fmt::format("{}: {} of {} bytes", who, *k.lds_bytes, lds_limit));
+    if (k.shared_bytes.value_or(0) > shared_limit / 10 * 9)
+      Note(shared_near_.count, shared_near_.first,
+           fmt::format("{}: {} of {} bytes", who, *k.shared_bytes, shared_limit));
+    if (k.lds_bytes.value_or(0) > lds_limit / 10 * 9)
+      Note(lds_near_.count, lds_near_.first, fmt::format("{}: {} of {} bytes", who, *k.lds_bytes, lds_limit));
     if (k.max_threads.value_or(0) > thread_limit || k.max_workgroup_size.value_or(0) > thread_limit) {
       Note(bounds_over_.count, bounds_over_.first,
-           fmt::format("{}: {} (the limit is {})", who, std::max(k.max_threads.value_or(0), k.max_workgroup_size.value_or(0)), thread_limit));
+           fmt::format("{}: {} (the limit is {})", who,
+                       std::max(k.max_threads.value_or(0), k.max_workgroup_size.value_or(0)), thread_limit));
     }
   }
 }
@@ -198,7 +206,8 @@ void FileFindings::AddUnreadableFinding(std::vector<core::Finding>* out) const {
   if (errors_ == 0) return;
   out->push_back(MakeFinding(FindingId("unreadable_objects"), core::Severity::kWarning,
                              fmt::format("{}: {} GPU code object(s) could not be read", path_, errors_),
-                             "first: " + first_error_, "The file may be damaged or use a format version this gputriage does not know."));
+                             "first: " + first_error_,
+                             "The file may be damaged or use a format version this gputriage does not know."));
 }
 
 void FileFindings::AddNvidiaCoverage(const MachineGpu& gpu, std::vector<core::Finding>* out) const {
@@ -233,16 +242,17 @@ void FileFindings::AddNvidiaCoverage(const MachineGpu& gpu, std::vector<core::Fi
         FindingId("ptx_only"), core::Severity::kWarning,
         fmt::format("{}: no SASS for the {} GPU, only PTX (compute_{}): JIT-compiled at load", path_, where, best_ptx),
         fmt::format("Carries {}. The driver compiles the PTX when the module loads: slow first run, a JIT "
-                    "cache to keep warm, and it fails if the driver is older than the PTX.", carried),
+                    "cache to keep warm, and it fails if the driver is older than the PTX.",
+                    carried),
         fmt::format("Rebuild with SASS for {} (e.g. -gencode arch=compute_{},code={}).", gpu.arch, want, gpu.arch),
         {kCudaCompatibility}));
   } else {
     out->push_back(MakeFinding(
-        FindingId("missing_arch"), core::Severity::kError,
-        fmt::format("{}: no code for the {} GPU", path_, where),
+        FindingId("missing_arch"), core::Severity::kError, fmt::format("{}: no code for the {} GPU", path_, where),
         fmt::format("Carries {}: no SASS of the same major version at or below {}, and no PTX at or below it. "
                     "Launching its kernels fails with \"no kernel image is available for execution on the "
-                    "device\" (cudaErrorNoKernelImageForDevice).", carried, gpu.arch),
+                    "device\" (cudaErrorNoKernelImageForDevice).",
+                    carried, gpu.arch),
         fmt::format("Use a build of this library that includes {} (or PTX for an older architecture).", gpu.arch),
         {kCudaCompatibility}));
   }
@@ -255,7 +265,8 @@ void FileFindings::AddKernelsMissingForGpu(int want, const std::string& where, s
   for (size_t i = 0; i < arch_index_.size(); ++i) {
     const std::string& a = arch_index_[i];
     int n = SmNumber(a);
-    bool ok = (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) || (a.rfind("compute_", 0) == 0 && n <= want);
+    bool ok =
+        (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) || (a.rfind("compute_", 0) == 0 && n <= want);
     if (ok) usable |= uint64_t{1} << i;
   }
   size_t lacking = 0;
@@ -269,9 +280,11 @@ void FileFindings::AddKernelsMissingForGpu(int want, const std::string& where, s
   if (lacking == 0) return;
   out->push_back(MakeFinding(
       FindingId("kernels_missing_for_gpu"), core::Severity::kInfo,
-      fmt::format("{}: {} kernel(s) have code for other architectures but none the {} GPU can run", path_, lacking, where),
+      fmt::format("{}: {} kernel(s) have code for other architectures but none the {} GPU can run", path_, lacking,
+                  where),
       fmt::format("Calling one of them on this GPU fails with \"no kernel image is available\"; usually these are "
-                  "paths the library takes only on other GPUs. {}", example.empty() ? "" : "First: " + example + "."),
+                  "paths the library takes only on other GPUs. {}",
+                  example.empty() ? "" : "First: " + example + "."),
       "Nothing to do unless the failing kernel is one of these; then use a build with code for this GPU.",
       {kCudaCompatibility}));
 }
@@ -301,19 +314,23 @@ void FileFindings::AddAmdCoverage(const MachineGpu& gpu, const std::optional<std
     if (wave != amd_wavefront_.end() && Processor(device).rfind("gfx9", 0) == 0 && wave->second == 32) {
       detail += " That code is wave32; GCN/CDNA GPUs (gfx9) run wave64 only.";
     }
-    out->push_back(MakeFinding(FindingId("hsa_override"), core::Severity::kWarning,
-                               fmt::format("{}: {} code would run on the {} GPU under HSA_OVERRIDE_GFX_VERSION", path_, effective, where),
-                               detail, fmt::format("Use a build with code for {} and unset HSA_OVERRIDE_GFX_VERSION.", Processor(device)),
-                               {kAmdTargetIds}));
+    out->push_back(MakeFinding(
+        FindingId("hsa_override"), core::Severity::kWarning,
+        fmt::format("{}: {} code would run on the {} GPU under HSA_OVERRIDE_GFX_VERSION", path_, effective, where),
+        detail, fmt::format("Use a build with code for {} and unset HSA_OVERRIDE_GFX_VERSION.", Processor(device)),
+        {kAmdTargetIds}));
   }
   if (found) return;
   out->push_back(MakeFinding(
       FindingId(processor_only ? "target_feature_mismatch" : "missing_arch"), core::Severity::kError,
-      processor_only ? fmt::format("{}: code for {} exists, but not for this GPU's xnack/sramecc mode ({})", path_, Processor(effective), effective)
+      processor_only ? fmt::format("{}: code for {} exists, but not for this GPU's xnack/sramecc mode ({})", path_,
+                                   Processor(effective), effective)
                      : fmt::format("{}: no code object for the {} GPU", path_, where),
       fmt::format("Carries {}. The HIP runtime finds no compatible code object: hipErrorNoBinaryForGpu "
-                  "(\"No compatible code objects found\").", carried),
-      fmt::format("Use a build of this library for {} (its target id must match the GPU's xnack/sramecc mode).", effective),
+                  "(\"No compatible code objects found\").",
+                  carried),
+      fmt::format("Use a build of this library for {} (its target id must match the GPU's xnack/sramecc mode).",
+                  effective),
       {kAmdTargetIds}));
 }
 
@@ -326,17 +343,24 @@ void FileFindings::AddKernelFindings(std::vector<core::Finding>* out) const {
   };
   kernel_finding(spills_, "register_spills", core::Severity::kWarning, "spill registers to scratch memory",
                  "The compiler ran out of registers and keeps values in scratch (private) memory: slower, and more "
-                 "scratch per wave.", "Reduce register pressure (smaller tiles, fewer live values) or relax launch bounds.");
-  kernel_finding(stack_, "stack_frame", core::Severity::kInfo, "use a stack frame (local memory: spills or local arrays)",
-                 "Local memory lives in device memory (cached): spills and dynamically indexed local arrays end up there.",
-                 "Check `nvcc -Xptxas -v` for spill stores; index local arrays with constants, or lower register pressure.");
-  kernel_finding(shared_near_, "shared_near_limit", core::Severity::kInfo, "use static shared memory near the architecture's per-block limit (48 KiB)",
-                 "Static shared memory above 48 KiB per block is not possible; near it, few blocks fit an SM.", "Move to dynamic shared memory with an explicit opt-in if more is needed.");
-  kernel_finding(lds_near_, "lds_near_limit", core::Severity::kInfo, "use LDS near the architecture's per-workgroup limit",
-                 "Few workgroups fit a compute unit, which limits occupancy.", "Reduce the LDS tile size if occupancy matters.");
-  kernel_finding(bounds_over_, "launch_bounds_over_limit", core::Severity::kError, "declare more threads per block than the architecture allows",
-                 "The launch bound exceeds the architecture's maximum block/workgroup size; launches with that size fail.",
-                 "Lower __launch_bounds__ / amdgpu_flat_work_group_size to at most 1024.");
+                 "scratch per wave.",
+                 "Reduce register pressure (smaller tiles, fewer live values) or relax launch bounds.");
+  kernel_finding(
+      stack_, "stack_frame", core::Severity::kInfo, "use a stack frame (local memory: spills or local arrays)",
+      "Local memory lives in device memory (cached): spills and dynamically indexed local arrays end up there.",
+      "Check `nvcc -Xptxas -v` for spill stores; index local arrays with constants, or lower register pressure.");
+  kernel_finding(shared_near_, "shared_near_limit", core::Severity::kInfo,
+                 "use static shared memory near the architecture's per-block limit (48 KiB)",
+                 "Static shared memory above 48 KiB per block is not possible; near it, few blocks fit an SM.",
+                 "Move to dynamic shared memory with an explicit opt-in if more is needed.");
+  kernel_finding(
+      lds_near_, "lds_near_limit", core::Severity::kInfo, "use LDS near the architecture's per-workgroup limit",
+      "Few workgroups fit a compute unit, which limits occupancy.", "Reduce the LDS tile size if occupancy matters.");
+  kernel_finding(
+      bounds_over_, "launch_bounds_over_limit", core::Severity::kError,
+      "declare more threads per block than the architecture allows",
+      "The launch bound exceeds the architecture's maximum block/workgroup size; launches with that size fail.",
+      "Lower __launch_bounds__ / amdgpu_flat_work_group_size to at most 1024.");
 }
 
 }  // namespace gputriage::inspect

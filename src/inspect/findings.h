@@ -28,7 +28,8 @@ class FileFindings {
 
   /// Coverage against `gpus` (none: no coverage findings) with the HSA_OVERRIDE_GFX_VERSION
   /// value when set, and the per-kernel findings. `layer` 3 (versions and ABI).
-  std::vector<core::Finding> Finish(const std::vector<MachineGpu>& gpus, const std::optional<std::string>& hsa_override) const;
+  std::vector<core::Finding> Finish(const std::vector<MachineGpu>& gpus,
+                                    const std::optional<std::string>& hsa_override) const;
 
   /// The architectures with SASS/code objects ("sm_80", "gfx90a") and with PTX ("compute_90").
   const std::set<std::string>& binary_archs() const { return binary_; }
@@ -59,7 +60,7 @@ class FileFindings {
   };
   std::string path_;
   std::set<std::string> binary_, ptx_;
-  std::set<std::string> amd_targets_;  // full target ids
+  std::set<std::string> amd_targets_;              // full target ids
   std::map<std::string, uint32_t> amd_wavefront_;  // arch -> wavefront size seen
   KernelIssue spills_, stack_, shared_near_, lds_near_, bounds_over_;
   // Which architectures carry each kernel (by a hash of its symbol; arch index bits), for

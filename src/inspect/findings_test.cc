@@ -43,7 +43,8 @@ TEST(InspectFindings, CudaCoverage) {
   f.Add(Object("nvidia", "compute_80", "ptx"));
   EXPECT_TRUE(Ids(f.Finish({{"sm_80", "sm_80", ""}}, std::nullopt)).empty());
   EXPECT_TRUE(Ids(f.Finish({{"sm_86", "sm_86", ""}}, std::nullopt)).empty()) << "sm_80 SASS runs on 8.6";
-  EXPECT_EQ(Ids(f.Finish({{"sm_90", "sm_90", "0000:00:06.0"}}, std::nullopt)), std::vector<std::string>{"inspect.ptx_only"});
+  EXPECT_EQ(Ids(f.Finish({{"sm_90", "sm_90", "0000:00:06.0"}}, std::nullopt)),
+            std::vector<std::string>{"inspect.ptx_only"});
   EXPECT_EQ(Ids(f.Finish({{"sm_75", "sm_75", ""}}, std::nullopt)), std::vector<std::string>{"inspect.missing_arch"});
   FileFindings sass_only("liby.so");
   sass_only.Add(Object("nvidia", "sm_80", "cubin"));
@@ -63,9 +64,11 @@ TEST(InspectFindings, HipCoverageTargetFeaturesAndOverride) {
   EXPECT_TRUE(Ids(f.Finish({{"gfx90a", "gfx90a:sramecc+:xnack-", ""}}, std::nullopt)).empty());
   EXPECT_EQ(Ids(f.Finish({{"gfx90a", "gfx90a:sramecc+:xnack+", ""}}, std::nullopt)),
             std::vector<std::string>{"inspect.target_feature_mismatch"});
-  EXPECT_EQ(Ids(f.Finish({{"gfx1100", "gfx1100", ""}}, std::nullopt)), std::vector<std::string>{"inspect.missing_arch"});
+  EXPECT_EQ(Ids(f.Finish({{"gfx1100", "gfx1100", ""}}, std::nullopt)),
+            std::vector<std::string>{"inspect.missing_arch"});
   // gfx1031 has no code here; HSA_OVERRIDE_GFX_VERSION=10.3.0 makes the runtime load gfx1030's.
-  EXPECT_EQ(Ids(f.Finish({{"gfx1031", "gfx1031", ""}}, std::string("10.3.0"))), std::vector<std::string>{"inspect.hsa_override"});
+  EXPECT_EQ(Ids(f.Finish({{"gfx1031", "gfx1031", ""}}, std::string("10.3.0"))),
+            std::vector<std::string>{"inspect.hsa_override"});
   // Overriding a gfx9 GPU to wave32 RDNA code.
   FileFindings wave("libw.so");
   CodeObject rdna = Object("amd", "gfx1030", "hsaco-v4", "gfx1030");
@@ -125,8 +128,8 @@ TEST(InspectFindings, KernelResourceFindings) {
   broken.error = "cannot decompress: LZ4: corrupt block";
   f.Add(broken);
   std::vector<std::string> ids = Ids(f.Finish({}, std::nullopt));
-  EXPECT_EQ(ids, (std::vector<std::string>{"inspect.unreadable_objects", "inspect.register_spills", "inspect.lds_near_limit",
-                                           "inspect.launch_bounds_over_limit"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"inspect.unreadable_objects", "inspect.register_spills",
+                                           "inspect.lds_near_limit", "inspect.launch_bounds_over_limit"}));
 }
 
 }  // namespace
@@ -164,7 +167,8 @@ TEST(InspectFindings, LibraryCoverageForDoctor) {
   std::vector<core::Finding> turing = LibraryCoverageFindings(snapshot("7.5"));
   ASSERT_EQ(turing.size(), 1u);
   EXPECT_EQ(turing[0].id, "inspect.missing_arch");
-  EXPECT_NE(turing[0].title.find(dir + "/libtorch_cuda.so: no code for the sm_75"), std::string::npos) << turing[0].title;
+  EXPECT_NE(turing[0].title.find(dir + "/libtorch_cuda.so: no code for the sm_75"), std::string::npos)
+      << turing[0].title;
   std::vector<core::Finding> blackwell = LibraryCoverageFindings(snapshot("12.0"));
   ASSERT_EQ(blackwell.size(), 1u);
   EXPECT_EQ(blackwell[0].id, "inspect.ptx_only");

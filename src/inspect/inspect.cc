@@ -149,7 +149,8 @@ std::string Magic(const std::string& head, size_t n) { return head.substr(0, std
 
 }  // namespace
 
-core::Result<FileSummary> InspectFile(const std::string& path, const InspectOptions& options, const CodeObjectSink& sink) {
+core::Result<FileSummary> InspectFile(const std::string& path, const InspectOptions& options,
+                                      const CodeObjectSink& sink) {
   core::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return core::ErrnoError(errno, "{}", path);
   File file(std::move(fd));
@@ -159,7 +160,8 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
   uint64_t size = static_cast<uint64_t>(st.st_size);
   // 8 threads decode libtorch_cuda.so (2,789 cubins) in 1.2 s on the H200 machine's 16 cores;
   // 16 are no faster there and hold more memory.
-  unsigned threads = options.threads ? options.threads : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
+  unsigned threads =
+      options.threads ? options.threads : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
   FileSummary summary;
   summary.path = path;
   size_t count = 0;
@@ -181,7 +183,10 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     return all;
   };
   std::optional<uint16_t> machine = core::ByteReader(head).U16(18);  // e_machine
-  if (Magic(head, 4) == "\x7f" "ELF" && machine) {
+  if (Magic(head, 4) ==
+          "\x7f"
+          "ELF" &&
+      machine) {
     if (machine == 190) {  // EM_CUDA: a cubin
       GT_ASSIGN_OR_RETURN(std::string all, whole());
       summary.kind = "cubin";
@@ -196,7 +201,8 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
       if (auto found = FindSections(file, path, &nv, &hip); !found.ok()) return found.error();
       if (nv.found) {
         if (nv.offset > size || nv.size > size - nv.offset) {
-          summary.problems.push_back(fmt::format(".nv_fatbin section ({:#x} bytes at {:#x}) runs past the file's end", nv.size, nv.offset));
+          summary.problems.push_back(
+              fmt::format(".nv_fatbin section ({:#x} bytes at {:#x}) runs past the file's end", nv.size, nv.offset));
         } else {
           RangeReader read = [&file](uint64_t offset, size_t n, std::string* out) { return file.Read(offset, n, out); };
           std::vector<FatbinEntry> entries =
@@ -210,8 +216,10 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
       }
       if (hip.found) {
         std::string bytes;
-        if (hip.offset > size || hip.size > size - hip.offset || hip.size > kMaxWholeRead || !file.Read(hip.offset, hip.size, &bytes)) {
-          summary.problems.push_back(fmt::format(".hip_fatbin section ({:#x} bytes at {:#x}) cannot be read", hip.size, hip.offset));
+        if (hip.offset > size || hip.size > size - hip.offset || hip.size > kMaxWholeRead ||
+            !file.Read(hip.offset, hip.size, &bytes)) {
+          summary.problems.push_back(
+              fmt::format(".hip_fatbin section ({:#x} bytes at {:#x}) cannot be read", hip.size, hip.offset));
         } else {
           for (CodeObject& co : ReadHipFatbin(bytes, path + ":.hip_fatbin")) one(std::move(co));
         }
@@ -280,9 +288,9 @@ core::Json ToJson(const CodeObject& co) {
     }
     kernels.push_back(std::move(j));
   }
-  core::Json j = {{"vendor", co.vendor},       {"arch", co.arch},     {"target_id", co.target_id},
-                  {"format", co.format},       {"origin", co.origin}, {"compressed", co.compressed},
-                  {"size", co.size},           {"kernels", kernels}};
+  core::Json j = {{"vendor", co.vendor}, {"arch", co.arch},     {"target_id", co.target_id},
+                  {"format", co.format}, {"origin", co.origin}, {"compressed", co.compressed},
+                  {"size", co.size},     {"kernels", kernels}};
   j["error"] = co.error ? core::Json(*co.error) : core::Json(nullptr);
   return j;
 }

@@ -45,7 +45,8 @@ using CodeObjectSink = std::function<void(CodeObject&&, std::string&&)>;
 
 /// Inspects one file. Fails only when the file cannot be read or is none of the kinds above;
 /// damage inside it is reported per code object (CodeObject::error) or in FileSummary::problems.
-core::Result<FileSummary> InspectFile(const std::string& path, const InspectOptions& options, const CodeObjectSink& sink);
+core::Result<FileSummary> InspectFile(const std::string& path, const InspectOptions& options,
+                                      const CodeObjectSink& sink);
 
 /// {vendor, arch, target_id, format, origin, compressed, size, error, kernels: [{name, symbol,
 /// AMD: sgpr_count, vgpr_count, agpr_count, sgpr_spill_count, vgpr_spill_count, lds_bytes,

@@ -40,8 +40,8 @@ void InitLibelf() {
 struct NvInfoRecord {
   uint8_t format = 0;
   uint8_t attribute = 0;
-  uint16_t value = 0;        // the value (formats 1-3) or the length (format 4)
-  std::string_view data;     // format 4: the bytes that follow
+  uint16_t value = 0;     // the value (formats 1-3) or the length (format 4)
+  std::string_view data;  // format 4: the bytes that follow
 };
 
 // `.nv.info` records; stops at the first record that runs past the section.
@@ -149,15 +149,12 @@ std::optional<EntryHeader> ParseEntryHeader(std::string_view bytes) {
 }
 
 /// `value` rounded up to a multiple of 8, or the largest uint64_t when that overflows.
-uint64_t AlignUp8(uint64_t value) {
-  return value > UINT64_MAX - 7 ? UINT64_MAX : (value + 7) / 8 * 8;
-}
+uint64_t AlignUp8(uint64_t value) { return value > UINT64_MAX - 7 ? UINT64_MAX : (value + 7) / 8 * 8; }
 
 // Appends the PTX and ELF entries of the container at `container` whose entries are
 // [entries_begin, container_end); stops at the first entry whose sizes run past it.
-void ListContainerEntries(const RangeReader& read, uint64_t container, uint64_t entries_begin,
-                          uint64_t container_end, const std::function<void(std::string)>& problem,
-                          std::vector<FatbinEntry>* out) {
+void ListContainerEntries(const RangeReader& read, uint64_t container, uint64_t entries_begin, uint64_t container_end,
+                          const std::function<void(std::string)>& problem, std::vector<FatbinEntry>* out) {
   std::string bytes;
   for (uint64_t p = entries_begin; container_end - p >= kEntryHeaderMinBytes;) {
     if (!read(p, kEntryHeaderMinBytes, &bytes)) break;
@@ -241,10 +238,10 @@ std::vector<FatbinEntry> ListFatbinEntries(const RangeReader& read, uint64_t beg
     // The header's own size first: what remains after it is only computed once it fits.
     if (header->header_size < kContainerHeaderBytes || header->header_size > remaining) {
       problem(header->header_size < kContainerHeaderBytes
-                  ? fmt::format("fatbin container at {:#x}: header size {} is smaller than the {}-byte header",
-                                at, header->header_size, kContainerHeaderBytes)
-                  : fmt::format("fatbin container at {:#x}: header of {} bytes runs past the end ({} bytes remain)",
-                                at, header->header_size, remaining));
+                  ? fmt::format("fatbin container at {:#x}: header size {} is smaller than the {}-byte header", at,
+                                header->header_size, kContainerHeaderBytes)
+                  : fmt::format("fatbin container at {:#x}: header of {} bytes runs past the end ({} bytes remain)", at,
+                                header->header_size, remaining));
       next_slot();
       continue;
     }
@@ -297,7 +294,8 @@ CodeObject DecodeFatbinEntry(const RangeReader& read, const FatbinEntry& e, std:
     }
     bytes = &buffers.bytes;
   }
-  CodeObject parsed = e.kind == 1 ? ReadPtx(*bytes, co.origin, e.arch, e.suffix()) : ReadCubin(*bytes, co.origin, e.arch, e.suffix());
+  CodeObject parsed =
+      e.kind == 1 ? ReadPtx(*bytes, co.origin, e.arch, e.suffix()) : ReadCubin(*bytes, co.origin, e.arch, e.suffix());
   parsed.compressed = co.compressed;
   return parsed;
 }
@@ -513,7 +511,8 @@ CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch
   if (arch == 0) {
     // ".target sm_90a" -> 90
     size_t t = text.find(".target sm_");
-    if (t != std::string_view::npos) arch = static_cast<uint32_t>(std::strtoul(std::string(text.substr(t + 11, 4)).c_str(), nullptr, 10));
+    if (t != std::string_view::npos)
+      arch = static_cast<uint32_t>(std::strtoul(std::string(text.substr(t + 11, 4)).c_str(), nullptr, 10));
   }
   co.arch = ArchName("compute", arch, suffix);
   co.target_id = co.arch;
@@ -529,7 +528,8 @@ CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch
     k.name = Demangle(k.symbol);
     // Directives come after the parameter list, before the body's '{'.
     size_t body = text.find('{', name_end);
-    std::string_view head = text.substr(name_end, body == std::string_view::npos ? std::string_view::npos : body - name_end);
+    std::string_view head =
+        text.substr(name_end, body == std::string_view::npos ? std::string_view::npos : body - name_end);
     if (size_t m = head.find(".maxntid"); m != std::string_view::npos) {
       uint64_t product = 1;
       const char* p = head.data() + m + 8;

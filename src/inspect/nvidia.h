@@ -31,8 +31,8 @@ namespace gputriage::inspect {
 
 /// One fatbin entry, located but not yet decoded.
 struct FatbinEntry {
-  uint16_t kind = 0;            ///< 1 PTX, 2 ELF (cubin)
-  uint32_t arch = 0;            ///< 90 for sm_90 / compute_90
+  uint16_t kind = 0;  ///< 1 PTX, 2 ELF (cubin)
+  uint32_t arch = 0;  ///< 90 for sm_90 / compute_90
   uint64_t flags = 0;
   uint64_t payload_offset = 0;  ///< from the start of the data the entries were listed from
   uint64_t payload_size = 0;    ///< bytes stored (compressed size when compressed)

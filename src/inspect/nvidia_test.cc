@@ -203,7 +203,8 @@ std::optional<SectionAt> FindSection(const std::string& elf, std::string_view na
   for (uint16_t i = 0; i < shnum; ++i) {
     uint64_t header = shoff + uint64_t{i} * shentsize;
     const char* section_name = elf.c_str() + strtab + Get<uint32_t>(elf, header);
-    if (section_name == name) return SectionAt{header, Get<uint64_t>(elf, header + 0x18), Get<uint64_t>(elf, header + 0x20)};
+    if (section_name == name)
+      return SectionAt{header, Get<uint64_t>(elf, header + 0x18), Get<uint64_t>(elf, header + 0x20)};
   }
   return std::nullopt;
 }
@@ -264,12 +265,15 @@ TEST(NvidiaFatbin, AContainerHeaderLongerThanItsSectionIsRefused) {
   Put<uint32_t>(entry_lies, 16 + 4, 0xffffffffu);
   for (const auto& [bytes, want] : std::vector<std::pair<std::string, std::string>>{
            {whole.substr(0, 12), "x: fatbin container at 0x0: header truncated (12 of 16 bytes)"},
-           {too_long, fmt::format("x: fatbin container at 0x0: header of 65535 bytes runs past the end ({} bytes remain)",
-                                  whole.size())},
+           {too_long,
+            fmt::format("x: fatbin container at 0x0: header of 65535 bytes runs past the end ({} bytes remain)",
+                        whole.size())},
            {too_many, fmt::format("x: fatbin container at 0x0: header says 18446744073709551615 bytes of entries, "
-                                  "only {} remain", whole.size() - 16)},
+                                  "only {} remain",
+                                  whole.size() - 16)},
            {entry_lies, fmt::format("x: fatbin entry at 0x10: header size 4294967295 and payload {} run past its "
-                                    "container (ends at {:#x})", Get<uint64_t>(whole, 16 + 8), 16 + entries)}}) {
+                                    "container (ends at {:#x})",
+                                    Get<uint64_t>(whole, 16 + 8), 16 + entries)}}) {
     std::vector<CodeObject> objects = ReadNvFatbin(bytes, "x");
     ASSERT_FALSE(objects.empty()) << want;
     EXPECT_EQ(objects.back().error.value_or(""), want);
@@ -279,7 +283,10 @@ TEST(NvidiaFatbin, AContainerHeaderLongerThanItsSectionIsRefused) {
 
 TEST(NvidiaCubin, NotACubinIsAnErrorNotACrash) {
   EXPECT_TRUE(ReadCubin("", "empty").error.has_value());
-  EXPECT_TRUE(ReadCubin("\x7f" "ELF garbage", "garbage").error.has_value());
+  EXPECT_TRUE(ReadCubin("\x7f"
+                        "ELF garbage",
+                        "garbage")
+                  .error.has_value());
   EXPECT_TRUE(ReadNvFatbin("no fatbin here", "text").empty());
 }
 

@@ -23,9 +23,7 @@ constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
 uint64_t DivCeil(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 uint64_t RoundUp(uint64_t a, uint64_t b) { return DivCeil(a, b) * b; }
 
-std::string LimitText(uint64_t value) {
-  return value == kNoLimit ? std::string("no limit") : std::to_string(value);
-}
+std::string LimitText(uint64_t value) { return value == kNoLimit ? std::string("no limit") : std::to_string(value); }
 
 Occupancy Unknown(std::string explanation) {
   Occupancy out;
@@ -42,17 +40,15 @@ Occupancy CannotRun(std::string limiter, std::string explanation) {
 }
 
 // The first limit in `required` that the table lacks, as "the table has no <name> for <arch>".
-std::optional<std::string> MissingLimit(
-    const ArchLimits& limits, std::initializer_list<std::pair<const char*, bool>> required) {
+std::optional<std::string> MissingLimit(const ArchLimits& limits,
+                                        std::initializer_list<std::pair<const char*, bool>> required) {
   for (const auto& [name, present] : required) {
     if (!present) {
-      return fmt::format("{}: occupancy unknown: the table has no {} for {}", limits.arch, name,
-                         limits.arch);
+      return fmt::format("{}: occupancy unknown: the table has no {} for {}", limits.arch, name, limits.arch);
     }
   }
   return std::nullopt;
 }
-
 
 // The pieces of EstimateAmdOccupancy (LLVM AMDGPU's method, waves per SIMD).
 
@@ -67,49 +63,41 @@ std::optional<Occupancy> AmdInputsUnknown(const AmdKernelResources& kernel, cons
   }
   std::optional<uint32_t> wave = kernel.wavefront_size;
   if (!wave && limits.wavefront_sizes.size() == 1) wave = limits.wavefront_sizes.front();
-  if (!wave)
-    return Unknown(fmt::format("{}: occupancy unknown: wavefront size not recorded", arch));
-  if (!kernel.vgprs)
-    return Unknown(fmt::format("{}: occupancy unknown: VGPR count not recorded", arch));
-  if (!kernel.lds_bytes)
-    return Unknown(fmt::format("{}: occupancy unknown: LDS size not recorded", arch));
+  if (!wave) return Unknown(fmt::format("{}: occupancy unknown: wavefront size not recorded", arch));
+  if (!kernel.vgprs) return Unknown(fmt::format("{}: occupancy unknown: VGPR count not recorded", arch));
+  if (!kernel.lds_bytes) return Unknown(fmt::format("{}: occupancy unknown: LDS size not recorded", arch));
   if (!kernel.workgroup_size || *kernel.workgroup_size == 0) {
     return Unknown(fmt::format("{}: occupancy unknown: workgroup size unknown", arch));
   }
-  if (std::find(limits.wavefront_sizes.begin(), limits.wavefront_sizes.end(), *wave) ==
-      limits.wavefront_sizes.end()) {
-    return Unknown(
-        limits.wavefront_sizes.empty()
-            ? fmt::format("{}: occupancy unknown: the table has no wavefront sizes for {}", arch,
-                          arch)
-            : fmt::format("{}: occupancy unknown: wavefront size {} is not one the "
-                          "table lists for {}",
-                          arch, *wave, arch));
+  if (std::find(limits.wavefront_sizes.begin(), limits.wavefront_sizes.end(), *wave) == limits.wavefront_sizes.end()) {
+    return Unknown(limits.wavefront_sizes.empty()
+                       ? fmt::format("{}: occupancy unknown: the table has no wavefront sizes for {}", arch, arch)
+                       : fmt::format("{}: occupancy unknown: wavefront size {} is not one the "
+                                     "table lists for {}",
+                                     arch, *wave, arch));
   }
   const std::string vgpr_total_name = fmt::format("VGPRs per SIMD for wave{}", *wave);
   const std::string vgpr_granule_name = fmt::format("VGPR allocation granule for wave{}", *wave);
-  if (auto missing = MissingLimit(
-          limits,
-          {{"max workgroup size", limits.max_workgroup_size.has_value()},
-           {"LDS per workgroup", limits.lds_per_workgroup_bytes.has_value()},
-           {"SIMDs per CU/WGP", limits.simds_per_unit.has_value()},
-           {"LDS per CU/WGP", limits.lds_per_unit_bytes.has_value()},
-           {"max workgroups per CU/WGP", limits.max_workgroups_per_unit.has_value()},
-           {"max waves per SIMD", limits.max_waves_per_simd.has_value()},
-           {vgpr_total_name.c_str(), limits.vgprs_per_simd.count(*wave) > 0},
-           {vgpr_granule_name.c_str(), limits.vgpr_alloc_granule.count(*wave) > 0},
-           {"rule whether SGPRs limit occupancy", limits.sgprs_limit_occupancy.has_value()}})) {
+  if (auto missing =
+          MissingLimit(limits, {{"max workgroup size", limits.max_workgroup_size.has_value()},
+                                {"LDS per workgroup", limits.lds_per_workgroup_bytes.has_value()},
+                                {"SIMDs per CU/WGP", limits.simds_per_unit.has_value()},
+                                {"LDS per CU/WGP", limits.lds_per_unit_bytes.has_value()},
+                                {"max workgroups per CU/WGP", limits.max_workgroups_per_unit.has_value()},
+                                {"max waves per SIMD", limits.max_waves_per_simd.has_value()},
+                                {vgpr_total_name.c_str(), limits.vgprs_per_simd.count(*wave) > 0},
+                                {vgpr_granule_name.c_str(), limits.vgpr_alloc_granule.count(*wave) > 0},
+                                {"rule whether SGPRs limit occupancy", limits.sgprs_limit_occupancy.has_value()}})) {
     return Unknown(*missing);
   }
   if (*limits.sgprs_limit_occupancy) {
-    if (auto missing = MissingLimit(
-            limits, {{"SGPRs per SIMD", limits.sgprs_per_simd.has_value()},
-                     {"SGPR allocation granule", limits.sgpr_alloc_granule.has_value()},
-                     {"trap-handler SGPRs", !kernel.trap_handler || limits.trap_handler_sgprs}})) {
+    if (auto missing =
+            MissingLimit(limits, {{"SGPRs per SIMD", limits.sgprs_per_simd.has_value()},
+                                  {"SGPR allocation granule", limits.sgpr_alloc_granule.has_value()},
+                                  {"trap-handler SGPRs", !kernel.trap_handler || limits.trap_handler_sgprs}})) {
       return Unknown(*missing);
     }
-    if (!kernel.sgprs)
-      return Unknown(fmt::format("{}: occupancy unknown: SGPR count not recorded", arch));
+    if (!kernel.sgprs) return Unknown(fmt::format("{}: occupancy unknown: SGPR count not recorded", arch));
   }
   *wave_out = *wave;
   return std::nullopt;
@@ -118,8 +106,7 @@ std::optional<Occupancy> AmdInputsUnknown(const AmdKernelResources& kernel, cons
 // A CannotRun when a workgroup of the kernel cannot be resident at all: more work-items, LDS
 // or VGPRs (`vgprs`, VGPRs and AGPRs combined) than the architecture allows; else nullopt.
 // Needs what AmdInputsUnknown checked.
-std::optional<Occupancy> AmdCannotRun(const AmdKernelResources& kernel, const ArchLimits& limits,
-                                      uint64_t vgprs) {
+std::optional<Occupancy> AmdCannotRun(const AmdKernelResources& kernel, const ArchLimits& limits, uint64_t vgprs) {
   const std::string& arch = limits.arch;
   const uint64_t workgroup = *kernel.workgroup_size;
   const uint64_t lds = *kernel.lds_bytes;
@@ -129,12 +116,12 @@ std::optional<Occupancy> AmdCannotRun(const AmdKernelResources& kernel, const Ar
                                             arch, workgroup, *limits.max_workgroup_size));
   }
   if (lds > *limits.lds_per_workgroup_bytes) {
-    return CannotRun("LDS", fmt::format("{}: {} B of LDS exceeds the {} B a workgroup can address",
-                                        arch, lds, *limits.lds_per_workgroup_bytes));
+    return CannotRun("LDS", fmt::format("{}: {} B of LDS exceeds the {} B a workgroup can address", arch, lds,
+                                        *limits.lds_per_workgroup_bytes));
   }
   if (limits.max_vgprs_per_wave && vgprs > *limits.max_vgprs_per_wave) {
-    return CannotRun("VGPRs", fmt::format("{}: {} VGPRs exceed the {} a wave can address", arch,
-                                          vgprs, *limits.max_vgprs_per_wave));
+    return CannotRun(
+        "VGPRs", fmt::format("{}: {} VGPRs exceed the {} a wave can address", arch, vgprs, *limits.max_vgprs_per_wave));
   }
   return std::nullopt;
 }
@@ -151,8 +138,7 @@ AmdVgprLimit WavesByVgprs(uint64_t vgprs, uint32_t wave, const ArchLimits& limit
   AmdVgprLimit out;
   out.total = limits.vgprs_per_simd.at(wave);
   out.alloc = RoundUp(vgprs, granule);
-  out.waves = vgprs < granule ? max_waves
-                              : std::min<uint64_t>(std::max<uint64_t>(out.total / out.alloc, 1), max_waves);
+  out.waves = vgprs < granule ? max_waves : std::min<uint64_t>(std::max<uint64_t>(out.total / out.alloc, 1), max_waves);
   return out;
 }
 
@@ -170,11 +156,9 @@ AmdSgprLimit WavesBySgprs(const AmdKernelResources& kernel, const ArchLimits& li
   if (!*limits.sgprs_limit_occupancy) return out;
   const uint64_t trap = kernel.trap_handler ? *limits.trap_handler_sgprs : 0;
   const uint64_t sgpr_alloc = RoundUp(*kernel.sgprs, *limits.sgpr_alloc_granule) + trap;
-  out.waves =
-      std::min<uint64_t>(*limits.sgprs_per_simd / std::max<uint64_t>(sgpr_alloc, 1), max_waves);
-  out.text = fmt::format(
-      "SGPRs {} ({} -> {}{} of {})", out.waves, *kernel.sgprs, sgpr_alloc - trap,
-      trap ? fmt::format(" + {} trap handler", trap) : std::string(), *limits.sgprs_per_simd);
+  out.waves = std::min<uint64_t>(*limits.sgprs_per_simd / std::max<uint64_t>(sgpr_alloc, 1), max_waves);
+  out.text = fmt::format("SGPRs {} ({} -> {}{} of {})", out.waves, *kernel.sgprs, sgpr_alloc - trap,
+                         trap ? fmt::format(" + {} trap handler", trap) : std::string(), *limits.sgprs_per_simd);
   return out;
 }
 
@@ -234,12 +218,9 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
                    {"register allocation unit", limits.register_allocation_unit.has_value()},
                    {"register file partitions", limits.register_file_partitions.has_value()},
                    {"shared memory per SM", limits.shared_memory_per_sm_bytes.has_value()},
-                   {"default shared memory per block",
-                    limits.shared_memory_per_block_default_bytes.has_value()},
-                   {"reserved shared memory per block",
-                    limits.shared_memory_reserved_per_block_bytes.has_value()},
-                   {"shared memory allocation unit",
-                    limits.shared_memory_allocation_unit_bytes.has_value()}})) {
+                   {"default shared memory per block", limits.shared_memory_per_block_default_bytes.has_value()},
+                   {"reserved shared memory per block", limits.shared_memory_reserved_per_block_bytes.has_value()},
+                   {"shared memory allocation unit", limits.shared_memory_allocation_unit_bytes.has_value()}})) {
     return Unknown(*missing);
   }
   const uint64_t regs = *kernel.registers_per_thread;
@@ -259,18 +240,15 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
   // Registers are allocated per warp, rounded to the allocation unit; the hardware checks a
   // block's allocation as if its warps were spread over every partition (cuda_occupancy.h).
   if (regs > *limits.max_registers_per_thread) {
-    return CannotRun("registers", fmt::format("{}: {} registers per thread exceed the {} allowed",
-                                              arch, regs, *limits.max_registers_per_thread));
+    return CannotRun("registers", fmt::format("{}: {} registers per thread exceed the {} allowed", arch, regs,
+                                              *limits.max_registers_per_thread));
   }
-  const uint64_t regs_per_warp =
-      RoundUp(regs * *limits.warp_size, *limits.register_allocation_unit);
+  const uint64_t regs_per_warp = RoundUp(regs * *limits.warp_size, *limits.register_allocation_unit);
   const uint64_t regs_per_block = regs_per_warp * RoundUp(warps_per_block, partitions);
   if (regs_per_block > *limits.max_registers_per_block) {
-    return CannotRun(
-        "registers",
-        fmt::format("{}: a block of {} threads at {} registers per thread needs {} "
-                    "registers, more than the {} per block",
-                    arch, block, regs, regs_per_block, *limits.max_registers_per_block));
+    return CannotRun("registers", fmt::format("{}: a block of {} threads at {} registers per thread needs {} "
+                                              "registers, more than the {} per block",
+                                              arch, block, regs, regs_per_block, *limits.max_registers_per_block));
   }
   uint64_t by_registers = kNoLimit;
   if (regs_per_warp > 0) {
@@ -279,17 +257,14 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
   }
 
   const uint64_t reserved = *limits.shared_memory_reserved_per_block_bytes;
-  const uint64_t shared_alloc =
-      RoundUp(shared + reserved, *limits.shared_memory_allocation_unit_bytes);
+  const uint64_t shared_alloc = RoundUp(shared + reserved, *limits.shared_memory_allocation_unit_bytes);
   const uint64_t shared_limit = uint64_t{*limits.shared_memory_per_block_default_bytes} + reserved;
   if (shared_alloc > shared_limit) {
-    return CannotRun("shared memory",
-                     fmt::format("{}: {} B static shared memory + {} B reserved ({} B allocated) "
-                                 "exceeds the {} B a block may use without opt-in",
-                                 arch, shared, reserved, shared_alloc, shared_limit));
+    return CannotRun("shared memory", fmt::format("{}: {} B static shared memory + {} B reserved ({} B allocated) "
+                                                  "exceeds the {} B a block may use without opt-in",
+                                                  arch, shared, reserved, shared_alloc, shared_limit));
   }
-  const uint64_t by_shared =
-      shared_alloc > 0 ? *limits.shared_memory_per_sm_bytes / shared_alloc : kNoLimit;
+  const uint64_t by_shared = shared_alloc > 0 ? *limits.shared_memory_per_sm_bytes / shared_alloc : kNoLimit;
   const uint64_t by_blocks = *limits.max_blocks_per_sm;
 
   const uint64_t blocks = std::min({by_registers, by_shared, by_threads, by_blocks});
@@ -312,8 +287,8 @@ Occupancy EstimateNvidiaOccupancy(const NvidiaKernelResources& kernel, const Arc
       "per SM, {:.0f}%; blocks per SM by registers {} ({} per warp), shared memory {} ({} B per "
       "block of {} B), threads {}, block limit {}",
       arch, block, regs, shared, blocks, blocks * warps_per_block, max_warps, *out.fraction * 100,
-      LimitText(by_registers), regs_per_warp, LimitText(by_shared), shared_alloc,
-      *limits.shared_memory_per_sm_bytes, by_threads, by_blocks);
+      LimitText(by_registers), regs_per_warp, LimitText(by_shared), shared_alloc, *limits.shared_memory_per_sm_bytes,
+      by_threads, by_blocks);
   return out;
 }
 
@@ -351,8 +326,8 @@ Occupancy EstimateAmdOccupancy(const AmdKernelResources& kernel, const ArchLimit
       "{}: wave{}, workgroup {} ({} waves), {} VGPRs, {} B LDS: {} of {} waves per SIMD, {:.0f}%; "
       "waves per SIMD by VGPRs {} ({} -> {} of {}), {}, workgroups {} ({} workgroups per {} by "
       "wave slots and barriers, {} by LDS)",
-      arch, wave, workgroup, groups.waves_per_group, vgprs, lds, waves, max_waves, *out.fraction * 100,
-      by_vgprs.waves, vgprs, by_vgprs.alloc, by_vgprs.total, by_sgprs.text, groups.waves, groups.by_slots, unit,
+      arch, wave, workgroup, groups.waves_per_group, vgprs, lds, waves, max_waves, *out.fraction * 100, by_vgprs.waves,
+      vgprs, by_vgprs.alloc, by_vgprs.total, by_sgprs.text, groups.waves, groups.by_slots, unit,
       LimitText(groups.by_lds));
   return out;
 }
@@ -365,8 +340,7 @@ Occupancy EstimateOccupancy(const Kernel& kernel, const ArchLimits& limits) {
     resources.block_size = kernel.max_threads.value_or(kDefaultBlockSize);
     Occupancy out = EstimateNvidiaOccupancy(resources, limits);
     if (!kernel.max_threads) {
-      out.explanation +=
-          fmt::format(" (block size {} assumed: no launch bounds recorded)", kDefaultBlockSize);
+      out.explanation += fmt::format(" (block size {} assumed: no launch bounds recorded)", kDefaultBlockSize);
     }
     return out;
   }
@@ -379,8 +353,8 @@ Occupancy EstimateOccupancy(const Kernel& kernel, const ArchLimits& limits) {
   resources.workgroup_size = kernel.max_workgroup_size.value_or(kDefaultBlockSize);
   Occupancy out = EstimateAmdOccupancy(resources, limits);
   if (!kernel.max_workgroup_size) {
-    out.explanation += fmt::format(
-        " (workgroup size {} assumed: no maximum workgroup size recorded)", kDefaultBlockSize);
+    out.explanation +=
+        fmt::format(" (workgroup size {} assumed: no maximum workgroup size recorded)", kDefaultBlockSize);
   }
   return out;
 }

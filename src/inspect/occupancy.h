@@ -30,8 +30,8 @@
 namespace gputriage::inspect {
 
 using catalog::ArchLimits;
-using catalog::GpuVendor;
 using catalog::CanonicalArchName;
+using catalog::GpuVendor;
 
 /// The built-in catalog's limits for `arch` (any spelling CanonicalArchName accepts), or nullptr
 /// when the architecture is not in kb/tables/gpu-arch-limits.yaml. Lives as long as the program.

@@ -46,7 +46,6 @@ const std::vector<ArchLimits>& AllArchLimits() {
   return catalog.ok() ? (*catalog)->arch_limits : kEmpty;
 }
 
-
 // ----------------------------------------------------------------------------------- NVIDIA
 
 // Worked by hand with the calculator's method (cuda_occupancy.h): 64 registers x 32 threads =
@@ -80,8 +79,7 @@ TEST(NvidiaOccupancy, ResourcesBeyondTheLimitsCannotRun) {
   Occupancy threads = EstimateNvidiaOccupancy({32, 0, 2048}, Limits("sm_90"));
   EXPECT_EQ(threads.fraction, 0.0);
   EXPECT_EQ(threads.limiter, "threads");
-  EXPECT_EQ(threads.explanation,
-            "sm_90: a block of 2048 threads exceeds the 1024 threads per block allowed");
+  EXPECT_EQ(threads.explanation, "sm_90: a block of 2048 threads exceeds the 1024 threads per block allowed");
   Occupancy regs = EstimateNvidiaOccupancy({128, 0, 1024}, Limits("sm_90"));
   EXPECT_EQ(regs.fraction, 0.0);
   EXPECT_EQ(regs.limiter, "registers");
@@ -99,8 +97,7 @@ TEST(NvidiaOccupancy, MissingLimitOrInputGivesNoFraction) {
   Occupancy occ = EstimateNvidiaOccupancy({32, 0, 256}, limits);
   EXPECT_FALSE(occ.fraction.has_value());
   EXPECT_EQ(occ.limiter, "");
-  EXPECT_EQ(occ.explanation,
-            "sm_90: occupancy unknown: the table has no register allocation unit for sm_90");
+  EXPECT_EQ(occ.explanation, "sm_90: occupancy unknown: the table has no register allocation unit for sm_90");
   Occupancy input = EstimateNvidiaOccupancy({std::nullopt, 0, 256}, Limits("sm_90"));
   EXPECT_FALSE(input.fraction.has_value());
   EXPECT_EQ(input.explanation, "sm_90: occupancy unknown: registers per thread not recorded");
@@ -115,11 +112,9 @@ TEST(NvidiaOccupancy, KernelWithoutLaunchBoundsAssumesTheDefaultBlock) {
   EXPECT_DOUBLE_EQ(*occ.fraction, 1.0);
   EXPECT_EQ(occ.limiter, "threads");
   EXPECT_NE(occ.explanation.find("256 threads/block"), std::string::npos) << occ.explanation;
-  EXPECT_TRUE(occ.explanation.ends_with(" (block size 256 assumed: no launch bounds recorded)"))
-      << occ.explanation;
+  EXPECT_TRUE(occ.explanation.ends_with(" (block size 256 assumed: no launch bounds recorded)")) << occ.explanation;
   kernel.max_threads = 1024;
-  EXPECT_EQ(EstimateOccupancy(kernel, Limits("sm_90")).explanation.find("assumed"),
-            std::string::npos);
+  EXPECT_EQ(EstimateOccupancy(kernel, Limits("sm_90")).explanation.find("assumed"), std::string::npos);
 }
 
 #if GT_HAVE_CUDA_OCCUPANCY
@@ -133,12 +128,9 @@ std::pair<int, int> ComputeCapability(const std::string& arch) {
 // its own per-architecture constants for the block limit, register and shared-memory
 // granularities and sub-partitions, so this checks those table values as well as the method.
 TEST(NvidiaOccupancy, AgreesWithCudaOccupancyCalculator) {
-  const std::vector<int> registers = {0,  1,  16, 24, 32,  33,  40,  48, 56,
-                                      64, 72, 80, 96, 128, 168, 200, 255};
-  const std::vector<int> shared = {0,     1,     100,   1024,  3000,  8192, 12289,
-                                   16384, 24000, 32768, 40000, 48128, 49152};
-  const std::vector<int> blocks = {1,   32,  33,  64,  96,  128, 160,  192,
-                                   256, 288, 384, 512, 640, 768, 1000, 1024};
+  const std::vector<int> registers = {0, 1, 16, 24, 32, 33, 40, 48, 56, 64, 72, 80, 96, 128, 168, 200, 255};
+  const std::vector<int> shared = {0, 1, 100, 1024, 3000, 8192, 12289, 16384, 24000, 32768, 40000, 48128, 49152};
+  const std::vector<int> blocks = {1, 32, 33, 64, 96, 128, 160, 192, 256, 288, 384, 512, 640, 768, 1000, 1024};
   size_t compared = 0;
   for (const ArchLimits& limits : AllArchLimits()) {
     if (limits.vendor != GpuVendor::kNvidia) continue;
@@ -164,25 +156,20 @@ TEST(NvidiaOccupancy, AgreesWithCudaOccupancyCalculator) {
           attr.numBlockBarriers = 1;
           cudaOccDeviceState state;
           cudaOccResult want{};
-          ASSERT_EQ(cudaOccMaxActiveBlocksPerMultiprocessor(&want, &prop, &attr, &state, block, 0),
-                    CUDA_OCC_SUCCESS)
+          ASSERT_EQ(cudaOccMaxActiveBlocksPerMultiprocessor(&want, &prop, &attr, &state, block, 0), CUDA_OCC_SUCCESS)
               << limits.arch;
-          const Occupancy got =
-              EstimateNvidiaOccupancy({static_cast<uint32_t>(regs), static_cast<uint32_t>(smem),
-                                       static_cast<uint32_t>(block)},
-                                      limits);
-          const std::string where = limits.arch + " regs " + std::to_string(regs) + " smem " +
-                                    std::to_string(smem) + " block " + std::to_string(block);
+          const Occupancy got = EstimateNvidiaOccupancy(
+              {static_cast<uint32_t>(regs), static_cast<uint32_t>(smem), static_cast<uint32_t>(block)}, limits);
+          const std::string where = limits.arch + " regs " + std::to_string(regs) + " smem " + std::to_string(smem) +
+                                    " block " + std::to_string(block);
           ASSERT_TRUE(got.fraction.has_value()) << where << ": " << got.explanation;
-          ASSERT_EQ(got.active_blocks_or_waves, want.activeBlocksPerMultiprocessor)
-              << where << ": " << got.explanation;
+          ASSERT_EQ(got.active_blocks_or_waves, want.activeBlocksPerMultiprocessor) << where << ": " << got.explanation;
           unsigned bit = got.limiter == "registers"       ? OCC_LIMIT_REGISTERS
                          : got.limiter == "shared memory" ? OCC_LIMIT_SHARED_MEMORY
                          : got.limiter == "blocks"        ? OCC_LIMIT_BLOCKS
                                                           : OCC_LIMIT_WARPS;
           ASSERT_NE(want.limitingFactors & bit, 0u)
-              << where << ": we say " << got.limiter << ", the calculator's factors are "
-              << want.limitingFactors;
+              << where << ": we say " << got.limiter << ", the calculator's factors are " << want.limitingFactors;
           ++compared;
         }
       }
@@ -210,8 +197,7 @@ TEST(AmdOccupancy, VgprLimitsMatchLlvmOccupancyLevelsTest) {
   struct Case {
     const char* arch;
     uint32_t wave;
-    std::vector<int>
-        waves;  // per entry of `vgprs`; the check prefix of the .ll file in the comment
+    std::vector<int> waves;  // per entry of `vgprs`; the check prefix of the .ll file in the comment
   };
   // clang-format off
   const std::vector<Case> cases = {
@@ -246,8 +232,7 @@ TEST(AmdOccupancy, VgprLimitsMatchLlvmOccupancyLevelsTest) {
 TEST(AmdOccupancy, SgprLimitsMatchLlvmOccupancyLevelsTest) {
   // used_80/88/100/101_sgprs on gfx900: GFX9 (plain amdgcn) and GFX9TRAP (amdhsa, the trap
   // handler reserves 16 SGPRs per wave). gfx1030 (GFX1030): SGPRs never limit.
-  const std::vector<std::tuple<uint32_t, int, int>> cases = {
-      {80, 10, 8}, {88, 8, 7}, {100, 7, 6}, {101, 7, 6}};
+  const std::vector<std::tuple<uint32_t, int, int>> cases = {{80, 10, 8}, {88, 8, 7}, {100, 7, 6}, {101, 7, 6}};
   for (const auto& [sgprs, plain, trap] : cases) {
     AmdKernelResources k;
     k.vgprs = 8;
@@ -373,8 +358,7 @@ TEST(AmdOccupancy, MissingLimitOrInputGivesNoFraction) {
   Occupancy wave = EstimateAmdOccupancy({64, 0, 32, 0, 256, std::nullopt, true}, Limits("gfx1100"));
   EXPECT_EQ(wave.explanation, "gfx1100: occupancy unknown: wavefront size not recorded");
   Occupancy wrong = EstimateAmdOccupancy({64, 0, 32, 0, 256, 32, true}, Limits("gfx90a"));
-  EXPECT_EQ(wrong.explanation,
-            "gfx90a: occupancy unknown: wavefront size 32 is not one the table lists for gfx90a");
+  EXPECT_EQ(wrong.explanation, "gfx90a: occupancy unknown: wavefront size 32 is not one the table lists for gfx90a");
 }
 
 TEST(AmdOccupancy, InspectedKernelUsesItsMetadata) {
@@ -390,8 +374,7 @@ TEST(AmdOccupancy, InspectedKernelUsesItsMetadata) {
   EXPECT_DOUBLE_EQ(*occ.fraction, 0.5);
   kernel.max_workgroup_size.reset();
   EXPECT_TRUE(EstimateOccupancy(kernel, Limits("gfx90a"))
-                  .explanation.ends_with(
-                      " (workgroup size 256 assumed: no maximum workgroup size recorded)"));
+                  .explanation.ends_with(" (workgroup size 256 assumed: no maximum workgroup size recorded)"));
 }
 
 }  // namespace

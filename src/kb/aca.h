@@ -19,10 +19,10 @@
 namespace gputriage::kb {
 
 struct AcaBank {
-  std::string device;  ///< "0000:42:00.0", "" when the line names none
-  int index = 0;       ///< the bank's number in its dump
+  std::string device;                         ///< "0000:42:00.0", "" when the line names none
+  int index = 0;                              ///< the bank's number in its dump
   std::map<std::string, uint64_t> registers;  ///< "STATUS", "IPID", "ADDR", "MISC0", ...
-  std::string ip;      ///< "SMU", "UMC", "PCS_XGMI" from the IPID; "" when the table has no name
+  std::string ip;                             ///< "SMU", "UMC", "PCS_XGMI" from the IPID; "" when the table has no name
   bool valid = false, uncorrected = false, deferred = false, poisoned = false;
   std::optional<uint64_t> error_code_ext;
   uint64_t line_number = 0;  ///< of its first register line

@@ -35,8 +35,7 @@ TEST(AcaBanks, TwoPoisonedSmuBanksOfAnMi300x) {
   EXPECT_EQ(first.error_code_ext, 0x3eu);
   // IPID 0x0001000138430400: HARDWAREID 0x01, MCATYPE 0x01 -> SMU.
   EXPECT_EQ(first.ip, "SMU");
-  EXPECT_EQ(first.Describe(),
-            "ACA bank 00 of 0000:42:00.0 from SMU: valid, poisoned data (POISON), ERRORCODEEXT 0x3e");
+  EXPECT_EQ(first.Describe(), "ACA bank 00 of 0000:42:00.0 from SMU: valid, poisoned data (POISON), ERRORCODEEXT 0x3e");
   core::Json json = ToJson(first);
   EXPECT_EQ(json["error_code_ext"], 0x3e);
   EXPECT_EQ(json["registers"]["STATUS"], "0x98000800003e0000");

@@ -58,15 +58,17 @@ void DecideCategory(const ScanFindings& found, Analysis& a) {
     double share = d.total > 0 ? static_cast<double>(d.best) / d.total : 0;
     a.confidence = std::min(0.7, 0.15 + 0.05 * d.best) * (0.5 + 0.5 * share);
     a.verdict = DefaultVerdict(*d.general);
-    a.verdict_reasons.push_back(fmt::format("no known issue matched; the error lines point to {} "
-                                            "(general signals, score {} of {})",
-                                            core::CategoryName(*d.general), d.best, d.total));
+    a.verdict_reasons.push_back(
+        fmt::format("no known issue matched; the error lines point to {} "
+                    "(general signals, score {} of {})",
+                    core::CategoryName(*d.general), d.best, d.total));
   } else if (d.hinted) {
     a.category = core::Category::kOther;
     a.confidence = 0.1;
-    a.verdict_reasons.push_back(fmt::format("no known issue matched and no clear GPU error; only weak hints "
-                                            "of {} (words like those of such failures, score {})",
-                                            core::CategoryName(*d.hinted), d.best_hint));
+    a.verdict_reasons.push_back(
+        fmt::format("no known issue matched and no clear GPU error; only weak hints "
+                    "of {} (words like those of such failures, score {})",
+                    core::CategoryName(*d.hinted), d.best_hint));
   } else {
     a.category = core::Category::kOther;
     a.confidence = 0.05;
@@ -95,17 +97,15 @@ void Analyzer::Begin(std::string label) {
 }
 
 void Analyzer::AddText(std::string_view text, std::string_view name) {
-  auto stats = ReadLinesFromMemory(text, name, [&](std::string_view line, uint64_t n) {
-    scan_->Line(LineSource::kUnknown, line, n, name);
-  });
+  auto stats = ReadLinesFromMemory(
+      text, name, [&](std::string_view line, uint64_t n) { scan_->Line(LineSource::kUnknown, line, n, name); });
   if (stats.ok()) scan_->Count(*stats);
 }
 
 core::Result<void> Analyzer::AddLog(const std::string& path) {
   std::string name = path == "-" ? "stdin" : path;
-  auto stats = ReadLines(path, [&](std::string_view line, uint64_t n) {
-    scan_->Line(LineSource::kUnknown, line, n, name);
-  });
+  auto stats =
+      ReadLines(path, [&](std::string_view line, uint64_t n) { scan_->Line(LineSource::kUnknown, line, n, name); });
   if (!stats.ok()) return stats.error();
   scan_->Count(*stats);
   return {};
@@ -120,9 +120,8 @@ void Analyzer::AddBundle(const core::Bundle& bundle) {
   }
   if (!bundle.kmsg.empty()) {
     uint64_t n = 0;
-    kmsg::ParseKmsgBuffer(bundle.kmsg, [&](kmsg::Record&& r) {
-      scan_->Line(LineSource::kKmsg, r.message, ++n, "kmsg.log");
-    });
+    kmsg::ParseKmsgBuffer(bundle.kmsg,
+                          [&](kmsg::Record&& r) { scan_->Line(LineSource::kKmsg, r.message, ++n, "kmsg.log"); });
   }
   AddProcess(bundle.process.primary, bundle.dir + "/process.json");
   if (bundle.repeat) scan_->SetRepeat(*bundle.repeat);
@@ -156,8 +155,8 @@ Analysis Analyzer::Finish(const Facts* facts) {
   DecideCategory(found, a);
   AddVerdictEvidence(found, kb_->catalog.xid, facts, a);
   a.signature = forensics::NormalizeLine(found.key_line.empty() ? found.fallback_line : found.key_line);
-  a.gpu_signature = facts ? scan_->signature().Finish(facts->gpu_archs, facts->versions)
-                          : scan_->signature().Finish({}, {});
+  a.gpu_signature =
+      facts ? scan_->signature().Finish(facts->gpu_archs, facts->versions) : scan_->signature().Finish({}, {});
   a.group_key = a.gpu_signature.empty() ? a.signature : a.gpu_signature.Key();
   a.next_steps = NextSteps(a.category, !a.matches.empty());
   if (found.asynchronous) {

@@ -27,13 +27,24 @@ Json ToJson(const Analysis& a) {
     Json evidence = Json::array();
     for (const Hit& h : m.hits) {
       const Signal& s = i.signals[h.signal];
-      evidence.push_back({{"input", h.input}, {"line_number", h.line_number}, {"line", h.line},
-                          {"source", SourceName(s.source)}, {"pattern", s.pattern}, {"required", s.required}});
+      evidence.push_back({{"input", h.input},
+                          {"line_number", h.line_number},
+                          {"line", h.line},
+                          {"source", SourceName(s.source)},
+                          {"pattern", s.pattern},
+                          {"required", s.required}});
     }
-    matches.push_back({{"id", i.id}, {"title", i.title}, {"category", core::CategoryName(i.category)}, {"verdict", core::VerdictName(i.verdict)},
-                       {"score", m.score}, {"fix", i.fixes.empty() ? "" : i.fixes.front().action},
-                       {"fixes", fixes}, {"explanation", i.explanation}, {"references", refs},
-                       {"evidence", evidence}, {"conditions", m.condition_notes}});
+    matches.push_back({{"id", i.id},
+                       {"title", i.title},
+                       {"category", core::CategoryName(i.category)},
+                       {"verdict", core::VerdictName(i.verdict)},
+                       {"score", m.score},
+                       {"fix", i.fixes.empty() ? "" : i.fixes.front().action},
+                       {"fixes", fixes},
+                       {"explanation", i.explanation},
+                       {"references", refs},
+                       {"evidence", evidence},
+                       {"conditions", m.condition_notes}});
   }
   return Json{{"source", a.source},
               {"category", core::CategoryName(a.category)},
@@ -51,8 +62,11 @@ Json ToJson(const Analysis& a) {
               {"vm_faults", a.vm_faults},
               {"aca_banks", a.aca_banks},
               {"search_links", a.search_links},
-              {"input", {{"bytes", a.stats.bytes}, {"lines", a.stats.lines}, {"cut_lines", a.stats.cut_lines},
-                         {"compression", a.stats.compression}}}};
+              {"input",
+               {{"bytes", a.stats.bytes},
+                {"lines", a.stats.lines},
+                {"cut_lines", a.stats.cut_lines},
+                {"compression", a.stats.compression}}}};
 }
 
 }  // namespace gputriage::kb

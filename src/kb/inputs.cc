@@ -81,7 +81,10 @@ bool IsElfCoreFile(const std::string& path) {
   bool core = false;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::pread(fd, header, sizeof header, 0) == sizeof header) {
     // "\x7fELF", then e_type (little-endian) at offset 16: ET_CORE = 4.
-    core = std::string_view(header, 4) == "\x7f" "ELF" && header[16] == 4 && header[17] == 0;
+    core = std::string_view(header, 4) ==
+               "\x7f"
+               "ELF" &&
+           header[16] == 4 && header[17] == 0;
   }
   ::close(fd);
   return core;

@@ -19,9 +19,9 @@ namespace gputriage::kb {
 
 struct AnalysisRequest {
   std::vector<std::string> paths;
-  std::string exe;                          ///< --exe: the executable of a core file
-  std::optional<core::Snapshot> snapshot;   ///< --snapshot
-  std::optional<core::Snapshot> baseline;   ///< --baseline
+  std::string exe;                         ///< --exe: the executable of a core file
+  std::optional<core::Snapshot> snapshot;  ///< --snapshot
+  std::optional<core::Snapshot> baseline;  ///< --baseline
   /// Keep the last `log_tail_bytes` of each log file (the report quotes them); 0: none.
   size_t log_tail_bytes = 0;
 };

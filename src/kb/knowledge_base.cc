@@ -99,8 +99,8 @@ core::Result<KnowledgeBase> LoadKnowledgeBase(const std::vector<KbFile>& files) 
     }
   }
   if (!problems.empty()) {
-    std::string message = fmt::format("the knowledge base has {} broken entr{}:", problems.size(),
-                                      problems.size() == 1 ? "y" : "ies");
+    std::string message =
+        fmt::format("the knowledge base has {} broken entr{}:", problems.size(), problems.size() == 1 ? "y" : "ies");
     for (const std::string& p : problems) message += "\n  " + p;
     return core::Error{message};
   }
@@ -162,9 +162,10 @@ void LintExample(const KnowledgeBase& kb, const catalog::ExampleLine& example, c
                  const std::string& file, int line, const std::string& what, std::vector<Problem>& problems) {
   if (example.from.empty()) problems.push_back({file, line, what + ": an example without 'from'"});
   if (RE2::PartialMatch(example.line, pattern) != should_match) {
-    problems.push_back({file, line, fmt::format("{}: {} '{}'", what, should_match ? "does not match its example"
-                                                                                  : "matches its counter-example",
-                                                example.line)});
+    problems.push_back(
+        {file, line,
+         fmt::format("{}: {} '{}'", what, should_match ? "does not match its example" : "matches its counter-example",
+                     example.line)});
   }
   if (core::StartsWith(example.from, "kb/issues/")) {
     const KbFile* source = ExampleSource(kb, example.from);
@@ -244,7 +245,8 @@ std::vector<Problem> Lint(const KnowledgeBase& kb) {
     }
     std::string key = RequiredKey(issue);
     if (auto [it, inserted] = required_keys.emplace(key, issue.id); !inserted) {
-      problems.push_back({issue.file, 0, fmt::format("same required signals as {}: one shadows the other", it->second)});
+      problems.push_back(
+          {issue.file, 0, fmt::format("same required signals as {}: one shadows the other", it->second)});
     }
     auto matches = kb.match_examples.find(issue.id);
     auto nomatches = kb.nomatch_examples.find(issue.id);
@@ -265,8 +267,9 @@ std::vector<Problem> Lint(const KnowledgeBase& kb) {
         }
         bool matched = ExampleMatches(issue, f.text);
         if (matched != should_match) {
-          problems.push_back({f.path, 0, should_match ? fmt::format("{} does not match its example", issue.id)
-                                                       : fmt::format("{} matches its counter-example", issue.id)});
+          problems.push_back({f.path, 0,
+                              should_match ? fmt::format("{} does not match its example", issue.id)
+                                           : fmt::format("{} matches its counter-example", issue.id)});
         }
       }
     }

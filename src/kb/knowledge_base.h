@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
 #include "catalog/catalog.h"
+#include "core/result.h"
 #include "kb/known_issue.h"
 #include "kb/matcher.h"
 

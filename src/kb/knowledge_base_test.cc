@@ -36,8 +36,11 @@ std::vector<KbFile> WithTables(std::vector<KbFile> files) {
 }
 
 std::string Entry(const std::string& id, const std::string& pattern) {
-  return "schema: gputriage.issue/1\nid: " + id + "\ntitle: t\nvendor: any\ncategory: oom\nverdict: unknown\n"
-         "signals:\n  - source: any\n    pattern: '" + pattern + "'\nexplanation: e\nfixes:\n"
+  return "schema: gputriage.issue/1\nid: " + id +
+         "\ntitle: t\nvendor: any\ncategory: oom\nverdict: unknown\n"
+         "signals:\n  - source: any\n    pattern: '" +
+         pattern +
+         "'\nexplanation: e\nfixes:\n"
          "  - {kind: code, action: a, cost: c}\nreferences:\n  - https://example.org/x\n";
 }
 
@@ -105,7 +108,8 @@ TEST(Analysis, RealH200OutputMatchesKnownIssues) {
   ASSERT_TRUE(analyzer.ok()) << analyzer.error().message;
   // stderr of tests/gpu/torch_index_add_assert.py on the H200 (tests/fixtures/run/).
   std::string text =
-      "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1021: indexFuncSmallIndex: block: [0,0,0], thread: [0,0,0] Assertion `dstIndex < dstAddDimSize` failed.\n"
+      "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1021: indexFuncSmallIndex: block: [0,0,0], thread: [0,0,0] "
+      "Assertion `dstIndex < dstAddDimSize` failed.\n"
       "torch.AcceleratorError: CUDA error: device-side assert triggered\n";
   Analysis a = (*analyzer)->AnalyzeText(text, "stderr", nullptr);
   EXPECT_EQ(core::CategoryName(a.category), "device-assert");
@@ -114,7 +118,8 @@ TEST(Analysis, RealH200OutputMatchesKnownIssues) {
   EXPECT_GT(a.confidence, 0.5);
   EXPECT_TRUE(a.search_links.empty());
   core::Json j = ToJson(a);
-  for (const char* key : {"category", "confidence", "verdict", "matches", "next_steps"}) EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"category", "confidence", "verdict", "matches", "next_steps"})
+    EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["matches"][0]["evidence"][0]["line_number"], 2);
 }
 
@@ -126,12 +131,14 @@ TEST(Analysis, AsynchronouslyReportedErrorsPointAwayFromTheTraceback) {
   // The end of tests/fixtures/run/h200-torch-index-add-assert.stderr.txt (PyTorch 2.11, H200).
   Analysis a = (*analyzer)->AnalyzeText(
       "torch.AcceleratorError: CUDA error: device-side assert triggered\n"
-      "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n",
+      "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+      "incorrect.\n",
       "stderr", nullptr);
   ASSERT_FALSE(a.next_steps.empty());
   EXPECT_EQ(a.next_steps[0].rfind("Rerun with CUDA_LAUNCH_BLOCKING=1", 0), 0u);
   EXPECT_NE(a.verdict_reasons.back().find("reported asynchronously"), std::string::npos);
-  Analysis plain = (*analyzer)->AnalyzeText("torch.AcceleratorError: CUDA error: device-side assert triggered\n", "stderr", nullptr);
+  Analysis plain =
+      (*analyzer)->AnalyzeText("torch.AcceleratorError: CUDA error: device-side assert triggered\n", "stderr", nullptr);
   EXPECT_EQ(plain.next_steps[0].rfind("Rerun under `gputriage run --repeat 5", 0), 0u);
 }
 
@@ -140,8 +147,8 @@ TEST(Analysis, UnmatchedInputIsClassifiedGenerallyWithSearchLinks) {
   ASSERT_TRUE(kb.ok());
   auto analyzer = Analyzer::Create(*kb);
   ASSERT_TRUE(analyzer.ok());
-  Analysis a = (*analyzer)->AnalyzeText(
-      "2026-12-02T10:00:00Z worker 3: loss became nan at step 1200 (scale 65536)\n", "log", nullptr);
+  Analysis a = (*analyzer)->AnalyzeText("2026-12-02T10:00:00Z worker 3: loss became nan at step 1200 (scale 65536)\n",
+                                        "log", nullptr);
   EXPECT_TRUE(a.matches.empty());
   EXPECT_EQ(core::CategoryName(a.category), "numerical");
   EXPECT_LT(a.confidence, 0.6);
@@ -173,7 +180,8 @@ TEST(Analysis, ThePrefilterGivesTheSameResultAsMatchingEveryLine) {
         EXPECT_EQ(ToJson(a).dump(), ToJson(b).dump()) << f.path;
         ++examples;
         all += f.text;
-        for (int i = 0; i < 300; ++i) all += "step " + std::to_string(examples * 1000 + i) + " loss 0.25 lr 3e-4 tokens/s 81234\n";
+        for (int i = 0; i < 300; ++i)
+          all += "step " + std::to_string(examples * 1000 + i) + " loss 0.25 lr 3e-4 tokens/s 81234\n";
       }
     }
   }
@@ -226,12 +234,15 @@ TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
   ASSERT_TRUE(analyzer.ok());
   // tests/fixtures/kernel_log/nvrm-xid119-...: GSP RPC timeouts, driver-firmware in the catalog.
   Analysis gsp = (*analyzer)->AnalyzeText(
-      "[Fri Mar  3 04:27:08 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for RPC from GSP! Expected function 103 (GSP_RM_ALLOC) (0x80 0x38).\n"
-      "[Fri Mar  3 04:27:53 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for RPC from GSP! Expected function 103 (GSP_RM_ALLOC) (0x2080 0x4).\n",
+      "[Fri Mar  3 04:27:08 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for "
+      "RPC from GSP! Expected function 103 (GSP_RM_ALLOC) (0x80 0x38).\n"
+      "[Fri Mar  3 04:27:53 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for "
+      "RPC from GSP! Expected function 103 (GSP_RM_ALLOC) (0x2080 0x4).\n",
       "dmesg", nullptr);
   EXPECT_EQ(core::CategoryName(gsp.category), "driver-runtime");
   EXPECT_EQ(core::VerdictName(gsp.verdict), "driver-firmware");
-  EXPECT_TRUE(HasReason(gsp, "Xid 119 (GSP RPC Timeout) on 0000:61:00.0 (2 times): NVIDIA's Xid catalog classes it as driver-firmware"))
+  EXPECT_TRUE(HasReason(
+      gsp, "Xid 119 (GSP RPC Timeout) on 0000:61:00.0 (2 times): NVIDIA's Xid catalog classes it as driver-firmware"))
       << core::Json(gsp.verdict_reasons).dump();
   ASSERT_EQ(gsp.xids.size(), 1u);
   EXPECT_EQ(gsp.xids[0]["count"], 2);
@@ -251,7 +262,8 @@ TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
   Facts facts = FactsFromSnapshot(core::SnapshotFromJsonUnchecked(snapshot));
   EXPECT_EQ(facts.gpu_count, 2u);
   ASSERT_EQ(facts.hardware_alerts.size(), 2u);
-  Analysis ecc = (*analyzer)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n", "stderr", &facts);
+  Analysis ecc = (*analyzer)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n",
+                                          "stderr", &facts);
   EXPECT_EQ(core::CategoryName(ecc.category), "illegal-address");
   EXPECT_EQ(core::VerdictName(ecc.verdict), "hardware");
   EXPECT_TRUE(HasReason(ecc, "snapshot: GPU 0000:61:00.0: 2 uncorrectable ECC errors since the driver loaded"));
@@ -265,7 +277,8 @@ TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
   ASSERT_TRUE(kb.ok());
   auto full = Analyzer::Create(*kb);
   ASSERT_TRUE(full.ok());
-  Analysis known = (*full)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n", "stderr", &facts);
+  Analysis known =
+      (*full)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n", "stderr", &facts);
   ASSERT_FALSE(known.matches.empty());
   EXPECT_NE(core::VerdictName(known.verdict), "hardware");
   EXPECT_TRUE(HasReason(known, "the known issue says")) << core::Json(known.verdict_reasons).dump();
@@ -277,7 +290,8 @@ TEST(Analysis, AnAmdgpuVmFaultBlockIsOneEvent) {
   ASSERT_TRUE(kb.ok());
   auto analyzer = Analyzer::Create(*kb);
   ASSERT_TRUE(analyzer.ok());
-  std::ifstream in(std::string(GT_FIXTURES_DIR) + "/kernel_log/amdgpu-gfxhub0-no-retry-pagefault-cpc-gfx902-apu-rocm4.3.txt");
+  std::ifstream in(std::string(GT_FIXTURES_DIR) +
+                   "/kernel_log/amdgpu-gfxhub0-no-retry-pagefault-cpc-gfx902-apu-rocm4.3.txt");
   std::stringstream text;
   text << in.rdbuf();
   Analysis a = (*analyzer)->AnalyzeText(text.str(), "dmesg", nullptr);
@@ -286,12 +300,14 @@ TEST(Analysis, AnAmdgpuVmFaultBlockIsOneEvent) {
   EXPECT_EQ(a.vm_faults[0]["client"], "CPC");
   EXPECT_EQ(a.vm_faults[0]["access"], "write");
   EXPECT_EQ(a.vm_faults[0]["lines"], 9);
-  EXPECT_TRUE(HasReason(a, "1 amdgpu VM fault (each block of kernel-log lines is one); the first: amdgpu VM fault on gfxhub0"))
+  EXPECT_TRUE(
+      HasReason(a, "1 amdgpu VM fault (each block of kernel-log lines is one); the first: amdgpu VM fault on gfxhub0"))
       << core::Json(a.verdict_reasons).dump();
   EXPECT_TRUE(HasReason(a, "the faulting page 0x0 is at the bottom of the address space"));
   // The general classifier's evidence holds the header once, not the block's field lines.
   size_t status_lines = 0;
-  for (const core::Evidence& e : a.evidence) status_lines += e.text.find("PROTECTION_FAULT_STATUS") != std::string::npos;
+  for (const core::Evidence& e : a.evidence)
+    status_lines += e.text.find("PROTECTION_FAULT_STATUS") != std::string::npos;
   EXPECT_EQ(status_lines, 0u);
 }
 
@@ -330,8 +346,9 @@ TEST(Analysis, WeakHintsAloneAreNotAFailure) {
   auto analyzer = Analyzer::Create(*empty);
   ASSERT_TRUE(analyzer.ok());
   // A real boot log: amdgpu initialising two GPUs, no failure.
-  std::ifstream in(std::string(GT_FIXTURES_DIR) +
-                   "/kernel_log/amdgpu-boot-init-ctime-2gpu-rx7900gre-gfx1100-raphael-igpu-kfd-nodes-ip-blocks-kernel6.18.txt");
+  std::ifstream in(
+      std::string(GT_FIXTURES_DIR) +
+      "/kernel_log/amdgpu-boot-init-ctime-2gpu-rx7900gre-gfx1100-raphael-igpu-kfd-nodes-ip-blocks-kernel6.18.txt");
   std::stringstream text;
   text << in.rdbuf();
   ASSERT_GT(text.str().size(), 1000u);

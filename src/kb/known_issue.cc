@@ -19,8 +19,7 @@ core::Error At(std::string_view file, const YAML::Node& node, std::string messag
 }
 
 // The scalar at node[key]; an error when it is missing and `required`, or not a scalar.
-core::Result<std::string> Text(std::string_view file, const YAML::Node& node, const char* key,
-                               bool required) {
+core::Result<std::string> Text(std::string_view file, const YAML::Node& node, const char* key, bool required) {
   YAML::Node v = node[key];
   if (!v || v.IsNull()) {
     if (required) return At(file, node, fmt::format("missing '{}'", key));
@@ -118,11 +117,16 @@ core::Result<std::vector<Condition>> ParseConditions(std::string_view file, cons
 
 std::string_view SourceName(Source source) {
   switch (source) {
-    case Source::kStderr: return "stderr";
-    case Source::kKmsg: return "kmsg";
-    case Source::kFrames: return "frames";
-    case Source::kSignal: return "signal";
-    case Source::kAny: return "any";
+    case Source::kStderr:
+      return "stderr";
+    case Source::kKmsg:
+      return "kmsg";
+    case Source::kFrames:
+      return "frames";
+    case Source::kSignal:
+      return "signal";
+    case Source::kAny:
+      return "any";
   }
   return "any";
 }

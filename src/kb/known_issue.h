@@ -49,7 +49,7 @@ struct Reference {
 struct KnownIssue {
   std::string id;
   std::string title;
-  std::string vendor;    ///< amd | nvidia | any
+  std::string vendor;  ///< amd | nvidia | any
   core::Category category = core::Category::kOther;
   core::Verdict verdict = core::Verdict::kUnknown;
   std::vector<Signal> signals;

@@ -71,7 +71,7 @@ TEST(KnownIssue, ErrorsNameTheFileAndLine) {
   EXPECT_EQ(ParseKnownIssue("just text", file).error().message,
             "kb/issues/sample-entry.yaml:1: expected a mapping (a known-issue entry)");
   std::string no_required = Without(kGood, "    pattern: 'an illegal memory access was encountered'",
-                                     "    pattern: 'an illegal memory access was encountered'\n    required: false");
+                                    "    pattern: 'an illegal memory access was encountered'\n    required: false");
   EXPECT_EQ(ParseKnownIssue(no_required, file).error().message,
             "kb/issues/sample-entry.yaml:8: at least one signal must be required");
   EXPECT_EQ(ParseKnownIssue(Without(kGood, "    versions: \">=12.0, <13\"\n"), file).error().message,

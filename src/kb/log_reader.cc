@@ -246,8 +246,8 @@ core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink,
   return result;
 }
 
-core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name,
-                                            const LineSink& sink, const ReadOptions& options) {
+core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name, const LineSink& sink,
+                                            const ReadOptions& options) {
   ByteSource src;
   src.memory = bytes;
   return ReadFrom(src, name, sink, options);

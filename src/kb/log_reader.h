@@ -16,10 +16,10 @@
 namespace gputriage::kb {
 
 struct ReadStats {
-  uint64_t bytes = 0;         ///< decompressed bytes read
+  uint64_t bytes = 0;  ///< decompressed bytes read
   uint64_t lines = 0;
-  uint64_t cut_lines = 0;     ///< lines longer than the limit
-  std::string compression;    ///< "none", "gzip", "zstd"
+  uint64_t cut_lines = 0;   ///< lines longer than the limit
+  std::string compression;  ///< "none", "gzip", "zstd"
 };
 
 struct ReadOptions {
@@ -34,12 +34,10 @@ using LineSink = std::function<void(std::string_view line, uint64_t number)>;
 /// be opened or read, or when a compressed stream is corrupt or truncated ("job.log.gz:
 /// truncated gzip stream after 1048576 bytes") — the lines before the damage have been handed
 /// to the sink by then.
-core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink,
-                                  const ReadOptions& options = {});
+core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink, const ReadOptions& options = {});
 
 /// The same over bytes in memory (tests, fuzzing).
-core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name,
-                                            const LineSink& sink, const ReadOptions& options = {});
-
+core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name, const LineSink& sink,
+                                            const ReadOptions& options = {});
 
 }  // namespace gputriage::kb

@@ -17,10 +17,13 @@ struct Collected {
 
 Collected Read(std::string_view bytes, ReadOptions options = {}) {
   Collected c;
-  c.stats = ReadLinesFromMemory(bytes, "test.log", [&](std::string_view line, uint64_t n) {
-    EXPECT_EQ(n, c.lines.size() + 1);
-    c.lines.emplace_back(line);
-  }, options);
+  c.stats = ReadLinesFromMemory(
+      bytes, "test.log",
+      [&](std::string_view line, uint64_t n) {
+        EXPECT_EQ(n, c.lines.size() + 1);
+        c.lines.emplace_back(line);
+      },
+      options);
   return c;
 }
 
@@ -95,18 +98,21 @@ TEST(LogReader, TruncatedCompressedInputIsAnErrorAfterTheGoodLines) {
   std::string gz = Gzip(text);
   auto cut = Read(std::string_view(gz).substr(0, gz.size() / 2));
   ASSERT_FALSE(cut.stats.ok());
-  EXPECT_EQ(cut.stats.error().message.rfind("test.log: truncated gzip stream after ", 0), 0u) << cut.stats.error().message;
+  EXPECT_EQ(cut.stats.error().message.rfind("test.log: truncated gzip stream after ", 0), 0u)
+      << cut.stats.error().message;
   EXPECT_GT(cut.lines.size(), 1000u);
   EXPECT_EQ(cut.lines[1000], "line 1000 of a long log");
   std::string zs = Zstd(text);
   auto zcut = Read(std::string_view(zs).substr(0, zs.size() / 2));
   ASSERT_FALSE(zcut.stats.ok());
-  EXPECT_EQ(zcut.stats.error().message.rfind("test.log: truncated zstd stream after ", 0), 0u) << zcut.stats.error().message;
+  EXPECT_EQ(zcut.stats.error().message.rfind("test.log: truncated zstd stream after ", 0), 0u)
+      << zcut.stats.error().message;
   std::string garbage = gz;
   for (size_t i = 20; i < 200; ++i) garbage[i] = static_cast<char>(i * 7);
   auto bad = Read(garbage);
   ASSERT_FALSE(bad.stats.ok());
-  EXPECT_EQ(bad.stats.error().message.rfind("test.log: corrupt gzip stream after ", 0), 0u) << bad.stats.error().message;
+  EXPECT_EQ(bad.stats.error().message.rfind("test.log: corrupt gzip stream after ", 0), 0u)
+      << bad.stats.error().message;
 }
 
 TEST(LogReader, MissingFileNamesIt) {

@@ -80,8 +80,12 @@ std::optional<bool> VersionInRange(std::string_view version, std::string_view ra
     std::vector<int> bound = ParseVersion(bound_text);
     if (bound.empty()) return std::nullopt;
     int c = Compare(v, bound);
-    bool ok = op == ">=" ? c >= 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : op == "<" ? c < 0
-            : op == "!=" ? c != 0 : c == 0;
+    bool ok = op == ">="   ? c >= 0
+              : op == "<=" ? c <= 0
+              : op == ">"  ? c > 0
+              : op == "<"  ? c < 0
+              : op == "!=" ? c != 0
+                           : c == 0;
     if (!ok) return false;
     any = true;
   }
@@ -145,11 +149,21 @@ core::Result<std::unique_ptr<Matcher>> Matcher::Build(const std::vector<KnownIss
       m->refs_.push_back({i, j});
       std::vector<SourceSet*> targets;
       switch (signal.source) {
-        case Source::kStderr: targets = {&m->stderr_, &m->unknown_}; break;
-        case Source::kKmsg: targets = {&m->kmsg_, &m->unknown_}; break;
-        case Source::kAny: targets = {&m->stderr_, &m->kmsg_, &m->unknown_}; break;
-        case Source::kFrames: targets = {&m->frames_}; break;
-        case Source::kSignal: targets = {&m->signal_}; break;
+        case Source::kStderr:
+          targets = {&m->stderr_, &m->unknown_};
+          break;
+        case Source::kKmsg:
+          targets = {&m->kmsg_, &m->unknown_};
+          break;
+        case Source::kAny:
+          targets = {&m->stderr_, &m->kmsg_, &m->unknown_};
+          break;
+        case Source::kFrames:
+          targets = {&m->frames_};
+          break;
+        case Source::kSignal:
+          targets = {&m->signal_};
+          break;
       }
       if (UsesTextAnchor(signal.pattern)) {
         return core::MakeError("{}:{}: pattern uses \\A or \\z; lines are matched one at a time, use ^ and $",
@@ -178,11 +192,16 @@ void Matcher::Reset() {
 
 const Matcher::SourceSet& Matcher::SetFor(LineSource source) const {
   switch (source) {
-    case LineSource::kStderr: return stderr_;
-    case LineSource::kKmsg: return kmsg_;
-    case LineSource::kUnknown: return unknown_;
-    case LineSource::kFrames: return frames_;
-    case LineSource::kSignal: return signal_;
+    case LineSource::kStderr:
+      return stderr_;
+    case LineSource::kKmsg:
+      return kmsg_;
+    case LineSource::kUnknown:
+      return unknown_;
+    case LineSource::kFrames:
+      return frames_;
+    case LineSource::kSignal:
+      return signal_;
   }
   return unknown_;
 }
@@ -244,15 +263,16 @@ std::vector<IssueMatch> Matcher::Results(const Facts* facts) const {
       if (!facts) note = "no snapshot to check against";
       if (r == ConditionResult::kFalse) ruled_out = true;
       if (r == ConditionResult::kTrue) match.score += 5;
-      match.condition_notes.push_back(
-          fmt::format("{}: {}", r == ConditionResult::kTrue ? "true" : r == ConditionResult::kFalse ? "false" : "unknown", note));
+      match.condition_notes.push_back(fmt::format("{}: {}",
+                                                  r == ConditionResult::kTrue    ? "true"
+                                                  : r == ConditionResult::kFalse ? "false"
+                                                                                 : "unknown",
+                                                  note));
     }
     if (ruled_out) continue;
     out.push_back(std::move(match));
   }
-  std::stable_sort(out.begin(), out.end(), [](const IssueMatch& a, const IssueMatch& b) {
-    return a.score > b.score;
-  });
+  std::stable_sort(out.begin(), out.end(), [](const IssueMatch& a, const IssueMatch& b) { return a.score > b.score; });
   return out;
 }
 

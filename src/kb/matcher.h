@@ -24,18 +24,18 @@ enum class LineSource { kStderr, kKmsg, kUnknown, kFrames, kSignal };
 
 /// One line that made a signal match.
 struct Hit {
-  size_t signal = 0;      ///< index into KnownIssue::signals
-  size_t line_number = 0; ///< 1-based, within its input
-  std::string line;       ///< the line (clipped to 400 bytes)
-  std::string input;      ///< which input ("stderr.tail", "job.log", "frames")
+  size_t signal = 0;       ///< index into KnownIssue::signals
+  size_t line_number = 0;  ///< 1-based, within its input
+  std::string line;        ///< the line (clipped to 400 bytes)
+  std::string input;       ///< which input ("stderr.tail", "job.log", "frames")
 };
 
 /// What is known about the machine, from a snapshot, for conditions. Unknown stays empty.
 struct Facts {
   std::vector<std::pair<std::string, std::string>> versions;  ///< ("rocm", "6.1.3"), ("cuda", "12.4")
-  std::vector<std::string> gpu_archs;                          ///< "gfx1100", "sm_90"
-  std::vector<std::pair<std::string, std::string>> env;        ///< set variables
-  size_t gpu_count = 0;                                         ///< GPUs in the snapshot
+  std::vector<std::string> gpu_archs;                         ///< "gfx1100", "sm_90"
+  std::vector<std::pair<std::string, std::string>> env;       ///< set variables
+  size_t gpu_count = 0;                                       ///< GPUs in the snapshot
   /// Hardware health the snapshot shows, one line each ("GPU 0000:61:00.0: 2 uncorrectable
   /// ECC errors (volatile)"): uncorrectable ECC, remapped-row failures or pending remaps,
   /// retired pages pending, AMD RAS uncorrectable counts.

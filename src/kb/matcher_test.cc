@@ -21,7 +21,8 @@ Signal S(Source source, std::string pattern, bool required = true, int line = 7)
 TEST(Matcher, RequiredSignalsAllMatchAndRankBySpecificity) {
   std::vector<KnownIssue> issues = {
       Issue("general", {S(Source::kAny, "illegal memory access")}),
-      Issue("specific", {S(Source::kAny, "illegal memory access"), S(Source::kStderr, "in function ggml_backend_cuda_buffer_init_tensor")}),
+      Issue("specific", {S(Source::kAny, "illegal memory access"),
+                         S(Source::kStderr, "in function ggml_backend_cuda_buffer_init_tensor")}),
       Issue("kernel-only", {S(Source::kKmsg, R"(Xid \([^)]*\): 31,)")}),
       Issue("with-frame", {S(Source::kFrames, "^cudnn::"), S(Source::kSignal, "^SIGSEGV$")}),
   };
@@ -29,7 +30,8 @@ TEST(Matcher, RequiredSignalsAllMatchAndRankBySpecificity) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ((*m)->pattern_count(), 6u);
   (*m)->Feed(LineSource::kStderr, "CUDA error: an illegal memory access was encountered", 1, "stderr");
-  (*m)->Feed(LineSource::kStderr, "  current device: 0, in function ggml_backend_cuda_buffer_init_tensor at x.cu:1", 2, "stderr");
+  (*m)->Feed(LineSource::kStderr, "  current device: 0, in function ggml_backend_cuda_buffer_init_tensor at x.cu:1", 2,
+             "stderr");
   // A kmsg-only pattern does not match stderr lines...
   (*m)->Feed(LineSource::kStderr, "NVRM: Xid (PCI:0000:00:06): 31, pid=1", 3, "stderr");
   auto r = (*m)->Results(nullptr);

@@ -41,7 +41,8 @@ std::vector<std::string> NextSteps(Category category, bool matched) {
           "(HSA_TOOLS_LIB=librocm-debug-agent.so.2) to get the faulting wave's kernel and PC.");
       break;
     case Category::kHangTimeout:
-      steps.push_back("Rerun under `gputriage run --timeout DURATION -- CMD` to get every thread's stack when it hangs.");
+      steps.push_back(
+          "Rerun under `gputriage run --timeout DURATION -- CMD` to get every thread's stack when it hangs.");
       steps.push_back(
           "Check the kernel log around the hang (`gputriage doctor`): ring timeouts, GPU resets, Xid 8/109.");
       break;
@@ -80,17 +81,22 @@ std::vector<std::string> NextSteps(Category category, bool matched) {
 
 core::Verdict DefaultVerdict(Category category) {
   switch (category) {
-    case Category::kHardware: return core::Verdict::kHardware;
-    case Category::kDriverRuntime: return core::Verdict::kDriverFirmware;
+    case Category::kHardware:
+      return core::Verdict::kHardware;
+    case Category::kDriverRuntime:
+      return core::Verdict::kDriverFirmware;
     case Category::kArchMismatch:
     case Category::kAbiMismatch:
-    case Category::kCompilerJit: return core::Verdict::kLibrary;
+    case Category::kCompilerJit:
+      return core::Verdict::kLibrary;
     case Category::kIllegalAddress:
     case Category::kDeviceAssert:
     case Category::kOom:
     case Category::kPageFault:
-    case Category::kNumerical: return core::Verdict::kApplication;
-    default: return core::Verdict::kUnknown;
+    case Category::kNumerical:
+      return core::Verdict::kApplication;
+    default:
+      return core::Verdict::kUnknown;
   }
 }
 

@@ -30,8 +30,8 @@ size_t Index(core::Category category) { return static_cast<size_t>(category); }
 
 }  // namespace
 
-LineScan::LineScan(Matcher& matcher, const GeneralClassifier& general, const catalog::Catalog& catalog,
-                   bool prefilter, FilterCache& cache)
+LineScan::LineScan(Matcher& matcher, const GeneralClassifier& general, const catalog::Catalog& catalog, bool prefilter,
+                   FilterCache& cache)
     : matcher_(matcher),
       general_(general),
       signature_(catalog.errors),
@@ -151,9 +151,9 @@ void LineScan::ScoreErrorCode(std::string_view line, uint64_t number, std::strin
   found_.scores[Index(code->category)] += 3;
   ++found_.strong[Index(code->category)];
   if (found_.evidence.size() < 12) {
-    found_.evidence.push_back({std::string(input) + ":" + std::to_string(number),
-                               fmt::format("{} ({} {}): {}", Clip(line), code->name, code->value,
-                                           core::CategoryName(code->category))});
+    found_.evidence.push_back(
+        {std::string(input) + ":" + std::to_string(number),
+         fmt::format("{} ({} {}): {}", Clip(line), code->name, code->value, core::CategoryName(code->category))});
   }
   if (key_weight_ < 3) {
     if (found_.key_line.empty()) filter_stale_ = true;

@@ -43,17 +43,17 @@ struct XidSeen {
 
 /// What a scan found, for the verdict.
 struct ScanFindings {
-  std::array<int, core::kCategoryCount> scores{};  ///< by category
-  std::array<int, core::kCategoryCount> strong{};  ///< lines of weight >= 2, by category
+  std::array<int, core::kCategoryCount> scores{};         ///< by category
+  std::array<int, core::kCategoryCount> strong{};         ///< lines of weight >= 2, by category
   std::optional<core::Category> last_exception_category;  ///< of the last Python exception line
-  std::vector<core::Evidence> evidence;  ///< the lines the general classifier keyed on (12 at most)
-  std::string key_line;       ///< the most telling error line
-  std::string fallback_line;  ///< the last line that reads like an error, when no key line
-  bool asynchronous = false;  ///< the runtime says the error was reported asynchronously
+  std::vector<core::Evidence> evidence;                   ///< the lines the general classifier keyed on (12 at most)
+  std::string key_line;                                   ///< the most telling error line
+  std::string fallback_line;                              ///< the last line that reads like an error, when no key line
+  bool asynchronous = false;                              ///< the runtime says the error was reported asynchronously
   std::map<uint32_t, XidSeen> xids;
   std::vector<VmFault> vm_faults;  ///< the first kMaxVmFaults
   uint64_t vm_fault_count = 0;
-  std::vector<AcaBank> aca_banks;  ///< AMD ACA error banks, decoded
+  std::vector<AcaBank> aca_banks;           ///< AMD ACA error banks, decoded
   std::optional<core::RepeatStats> repeat;  ///< from a bundle's repeat.json
   ReadStats stats;
 };

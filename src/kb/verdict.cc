@@ -18,15 +18,18 @@ void VmFaultReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
   if (found.vm_faults.empty()) return;
   const VmFault& first = found.vm_faults.front();
   a.verdict_reasons.push_back(fmt::format("{} amdgpu VM fault{} (each block of kernel-log lines is one); the first: {}",
-                                          found.vm_fault_count, found.vm_fault_count == 1 ? "" : "s", first.Describe()));
+                                          found.vm_fault_count, found.vm_fault_count == 1 ? "" : "s",
+                                          first.Describe()));
   if (first.address && *first.address < 0x10000) {
-    a.verdict_reasons.push_back(fmt::format("the faulting page {:#x} is at the bottom of the address space: a null "
-                                            "(or nearly null) pointer used by the GPU",
-                                            *first.address));
+    a.verdict_reasons.push_back(
+        fmt::format("the faulting page {:#x} is at the bottom of the address space: a null "
+                    "(or nearly null) pointer used by the GPU",
+                    *first.address));
   }
   if (first.vmid && *first.vmid == 0) {
-    a.verdict_reasons.push_back("vmid 0 is the system context (kb/tables/amdgpu-vm-fault.yaml): the access came "
-                                "from the kernel driver or firmware, not from a user's kernel");
+    a.verdict_reasons.push_back(
+        "vmid 0 is the system context (kb/tables/amdgpu-vm-fault.yaml): the access came "
+        "from the kernel driver or firmware, not from a user's kernel");
     leaning.driver = true;
   }
 }
@@ -62,8 +65,12 @@ void XidReasons(const ScanFindings& found, const catalog::XidTable& table, const
     core::Verdict klass = it != table.end() ? it->second.verdict : core::Verdict::kUnknown;
     std::string gpus;
     for (const std::string& g : seen.gpus) gpus += (gpus.empty() ? "" : ", ") + g;
-    a.xids.push_back({{"code", code}, {"name", name}, {"class", core::VerdictName(klass)}, {"count", seen.count},
-                      {"gpus", seen.gpus}, {"first_line", seen.first_line}});
+    a.xids.push_back({{"code", code},
+                      {"name", name},
+                      {"class", core::VerdictName(klass)},
+                      {"count", seen.count},
+                      {"gpus", seen.gpus},
+                      {"first_line", seen.first_line}});
     std::string times = seen.count > 1 ? fmt::format(" ({} times)", seen.count) : "";
     if (klass == core::Verdict::kHardware || klass == core::Verdict::kDriverFirmware ||
         klass == core::Verdict::kApplication) {
@@ -80,14 +87,14 @@ void XidReasons(const ScanFindings& found, const catalog::XidTable& table, const
     leaning.driver = leaning.driver || klass == core::Verdict::kDriverFirmware;
     leaning.application = leaning.application || klass == core::Verdict::kApplication;
     if (seen.gpus.size() > 1) {
-      a.verdict_reasons.push_back(fmt::format(
-          "Xid {} on {} GPUs at once: one failing GPU does not make others fail, so this points at "
-          "what they share (the job, the driver, the node)",
-          code, seen.gpus.size()));
+      a.verdict_reasons.push_back(
+          fmt::format("Xid {} on {} GPUs at once: one failing GPU does not make others fail, so this points at "
+                      "what they share (the job, the driver, the node)",
+                      code, seen.gpus.size()));
     } else if (klass == core::Verdict::kHardware && facts && facts->gpu_count > 1) {
-      a.verdict_reasons.push_back(fmt::format(
-          "only {} of the {} GPUs in the snapshot reports Xid {}: the failure follows that GPU", gpus,
-          facts->gpu_count, code));
+      a.verdict_reasons.push_back(
+          fmt::format("only {} of the {} GPUs in the snapshot reports Xid {}: the failure follows that GPU", gpus,
+                      facts->gpu_count, code));
     }
   }
 }
@@ -108,21 +115,21 @@ void RepeatReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
   if (!found.repeat || found.repeat->runs <= 1) return;
   const core::RepeatStats& r = *found.repeat;
   if (r.failures == r.runs && r.distinct_signatures == 1) {
-    a.verdict_reasons.push_back(fmt::format(
-        "failed {} of {} runs with the same signature: deterministic, which points at the program "
-        "or a library rather than failing hardware",
-        r.failures, r.runs));
+    a.verdict_reasons.push_back(
+        fmt::format("failed {} of {} runs with the same signature: deterministic, which points at the program "
+                    "or a library rather than failing hardware",
+                    r.failures, r.runs));
     leaning.application = true;
   } else if (r.failures == r.runs) {
-    a.verdict_reasons.push_back(fmt::format(
-        "failed {} of {} runs but with {} different signatures: a race or memory corruption in the "
-        "program, or unstable hardware",
-        r.failures, r.runs, r.distinct_signatures));
+    a.verdict_reasons.push_back(
+        fmt::format("failed {} of {} runs but with {} different signatures: a race or memory corruption in the "
+                    "program, or unstable hardware",
+                    r.failures, r.runs, r.distinct_signatures));
   } else {
-    a.verdict_reasons.push_back(fmt::format(
-        "failed {} of {} runs ({} with this signature): intermittent, so a race, uninitialised "
-        "memory or marginal hardware rather than a plain bug",
-        r.failures, r.runs, r.same_signature));
+    a.verdict_reasons.push_back(
+        fmt::format("failed {} of {} runs ({} with this signature): intermittent, so a race, uninitialised "
+                    "memory or marginal hardware rather than a plain bug",
+                    r.failures, r.runs, r.same_signature));
   }
 }
 
@@ -145,10 +152,10 @@ void SettleVerdict(const Leaning& leaning, Analysis& a) {
   } else if (leaning.hardware && a.verdict != core::Verdict::kHardware) {
     std::string why;
     for (const std::string& w : leaning.hardware_why) why += (why.empty() ? "" : "; ") + w;
-    a.verdict_reasons.push_back(fmt::format(
-        "the known issue says {}, but there is hardware evidence too ({}): check the GPU before "
-        "blaming the software",
-        core::VerdictName(a.verdict), why));
+    a.verdict_reasons.push_back(
+        fmt::format("the known issue says {}, but there is hardware evidence too ({}): check the GPU before "
+                    "blaming the software",
+                    core::VerdictName(a.verdict), why));
   }
 }
 

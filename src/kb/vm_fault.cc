@@ -101,7 +101,8 @@ void Apply(VmFault& f, std::string_view line, Field field) {
       if (name == "RW") f.rw = v;
       break;
     }
-    case Field::kNone: break;
+    case Field::kNone:
+      break;
   }
 }
 
@@ -244,14 +245,17 @@ std::string VmFault::Describe() const {
   if (address) access += fmt::format("{}at page {:#x}", access.empty() ? "" : " ", *address);
   if (!access.empty()) parts.push_back(access);
   if (vmid || pasid) {
-    parts.push_back(fmt::format("vmid {} pasid {}", vmid ? std::to_string(*vmid) : "?", pasid ? std::to_string(*pasid) : "?"));
+    parts.push_back(
+        fmt::format("vmid {} pasid {}", vmid ? std::to_string(*vmid) : "?", pasid ? std::to_string(*pasid) : "?"));
   }
   if (!process.empty() || (pid && *pid != 0)) {
-    parts.push_back(fmt::format("process {} pid {}", process.empty() ? "?" : process, pid ? std::to_string(*pid) : "?"));
+    parts.push_back(
+        fmt::format("process {} pid {}", process.empty() ? "?" : process, pid ? std::to_string(*pid) : "?"));
   } else if (pid && *pid == 0) {
     parts.push_back("no process");
   }
-  if (permission_faults && *permission_faults) parts.push_back(fmt::format("permission faults {:#x}", *permission_faults));
+  if (permission_faults && *permission_faults)
+    parts.push_back(fmt::format("permission faults {:#x}", *permission_faults));
   if (walker_error && *walker_error) parts.push_back(fmt::format("walker error {:#x}", *walker_error));
   if (mapping_error && *mapping_error) parts.push_back("mapping error");
   if (more_faults && *more_faults) parts.push_back("more faults followed");

@@ -18,20 +18,20 @@
 namespace gputriage::kb {
 
 struct VmFault {
-  std::string hub;            ///< "gfxhub0", "mmhub0", "gfxhub"; empty when the header was not seen
-  std::string retry;          ///< "retry", "no-retry" or ""
+  std::string hub;    ///< "gfxhub0", "mmhub0", "gfxhub"; empty when the header was not seen
+  std::string retry;  ///< "retry", "no-retry" or ""
   std::optional<uint32_t> src_id, ring, vmid, pasid;
-  std::string process;        ///< owning process name ("" when none was found)
+  std::string process;  ///< owning process name ("" when none was found)
   std::optional<int64_t> pid;
   std::optional<uint64_t> address;  ///< faulting page (GPU virtual address)
   std::optional<uint32_t> status;   ///< raw L2 protection fault status
-  std::string client;         ///< UTCL2 client name ("CPC", "SDMA0") when printed
+  std::string client;               ///< UTCL2 client name ("CPC", "SDMA0") when printed
   std::optional<uint32_t> client_id;
   std::optional<uint32_t> more_faults, walker_error, permission_faults, mapping_error, rw;
   bool fields_from_status = false;  ///< the fields were decoded from `status`, not printed
-  uint64_t line_number = 0;   ///< of the header (or the first line seen)
+  uint64_t line_number = 0;         ///< of the header (or the first line seen)
   std::string input;
-  int lines = 0;              ///< how many log lines made this event
+  int lines = 0;  ///< how many log lines made this event
 
   /// "amdgpu VM fault on gfxhub0 (no-retry): write by CPC (0x5) at page 0x0, vmid 8 pasid 32772,
   /// process clinfo pid 1382, permission faults 0x5, more faults followed".
@@ -59,8 +59,8 @@ class VmFaultAssembler {
 
  private:
   std::optional<VmFault> current_;
-  bool current_has_continuation_ = false;  // a field line followed the header
-  bool current_reversed_ = false;          // its field lines came before the header
+  bool current_has_continuation_ = false;                  // a field line followed the header
+  bool current_reversed_ = false;                          // its field lines came before the header
   std::vector<std::pair<std::string, uint64_t>> orphans_;  // continuation lines before their header
   std::string orphans_input_;
   std::vector<std::pair<std::string, uint64_t>> pending_;  // orphans before the open header

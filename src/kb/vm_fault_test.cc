@@ -58,8 +58,14 @@ TEST(VmFault, Gfx9BlockIsOneEventWithEveryField) {
   // The same block with only the header, address and status (the field lines rate-limited).
   VmFaultAssembler assembler(Layout());
   std::vector<VmFault> out;
-  assembler.Line("[  199.015019] amdgpu 0000:07:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:173 vmid:8 pasid:32772, for process clinfo pid 1382 thread clinfo pid 1382)", 1, "x", &out);
-  assembler.Line("[  199.015026] amdgpu 0000:07:00.0: amdgpu:   in page starting at address 0x0000000000000000 from IH client 0x1b (UTCL2)", 2, "x", &out);
+  assembler.Line(
+      "[  199.015019] amdgpu 0000:07:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:173 vmid:8 "
+      "pasid:32772, for process clinfo pid 1382 thread clinfo pid 1382)",
+      1, "x", &out);
+  assembler.Line(
+      "[  199.015026] amdgpu 0000:07:00.0: amdgpu:   in page starting at address 0x0000000000000000 from IH client "
+      "0x1b (UTCL2)",
+      2, "x", &out);
   assembler.Line("[  199.015035] amdgpu 0000:07:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00840A51", 3, "x", &out);
   EXPECT_TRUE(assembler.open());
   assembler.Line("[  199.100000] some other line", 4, "x", &out);
@@ -99,7 +105,8 @@ TEST(VmFault, Gfx11SdmaFaultsWithoutAProcess) {
   EXPECT_EQ(faults[1].client, "SDMA1");
   EXPECT_EQ(faults[0].pid, 0);
   EXPECT_NE(faults[0].Describe().find("no process"), std::string::npos) << faults[0].Describe();
-  std::vector<VmFault> old = Assemble("amdgpu-mmhub0-no-retry-pagefault-old-format-no-amdgpu-prefix-vega64-journalctl.txt");
+  std::vector<VmFault> old =
+      Assemble("amdgpu-mmhub0-no-retry-pagefault-old-format-no-amdgpu-prefix-vega64-journalctl.txt");
   ASSERT_EQ(old.size(), 1u);
   EXPECT_EQ(old[0].hub, "mmhub0");
   EXPECT_EQ(old[0].process, "plasmashell");

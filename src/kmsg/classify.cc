@@ -46,10 +46,9 @@ constexpr Pattern kPatterns[] = {
     {LogClass::kAer, R"(\bAER: [^\n]*(?i:error))"},
     {LogClass::kAer, R"(\baer_(?:status|layer|agent)\b)"},
     {LogClass::kAer, R"(\bDPC: (?:containment event|[^\n]*(?i:error)))"},
-    {LogClass::kAer,
-     R"(\[ ?\d+\] (?:RxErr|BadTLP|BadDLLP|Rollover|Timeout|NonFatalErr|CorrIntErr|HeaderOF|)"
-     R"(Undefined|DLP|SDES|TLP|FCP|CmpltTO|CmpltAbrt|UnxCmplt|RxOF|MalfTLP|ECRC|UnsupReq|)"
-     R"(ACSViol|UncorrIntErr|BlockedTLP|AtomicOpBlocked|TLPBlockedErr|PoisonTLPBlocked)\b)"},
+    {LogClass::kAer, R"(\[ ?\d+\] (?:RxErr|BadTLP|BadDLLP|Rollover|Timeout|NonFatalErr|CorrIntErr|HeaderOF|)"
+                     R"(Undefined|DLP|SDES|TLP|FCP|CmpltTO|CmpltAbrt|UnxCmplt|RxOF|MalfTLP|ECRC|UnsupReq|)"
+                     R"(ACSViol|UncorrIntErr|BlockedTLP|AtomicOpBlocked|TLPBlockedErr|PoisonTLPBlocked)\b)"},
     {LogClass::kIommu, R"(\bIO_PAGE_FAULT\b)"},
     {LogClass::kIommu, R"(\bAMD-Vi: [^\n]*(?i:event logged|timed out|timeout|fault|error))"},
     {LogClass::kIommu, R"(\bDMAR: [^\n]*(?i:fault))"},
@@ -136,10 +135,9 @@ const Classifier& GetClassifier() {
 
 const RE2& XidRegex() {
   // Groups: domain, bus, device, function?, code, pid?, name?.
-  static const RE2 kXid(
-      R"(\bXid \((?:PCI:)?([0-9A-Fa-f]{1,4}):([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2}))"
-      R"((?:\.([0-7]))?\): (\d{1,9})\b(?:, pid=([^,\n]*), name=(.*?)(?:, |\n|$))?)",
-      PatternOptions());
+  static const RE2 kXid(R"(\bXid \((?:PCI:)?([0-9A-Fa-f]{1,4}):([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2}))"
+                        R"((?:\.([0-7]))?\): (\d{1,9})\b(?:, pid=([^,\n]*), name=(.*?)(?:, |\n|$))?)",
+                        PatternOptions());
   return kXid;
 }
 
@@ -180,8 +178,8 @@ const std::vector<std::string>& ClassifierPatternErrors() { return GetClassifier
 
 std::optional<XidInfo> ParseXid(std::string_view message) {
   re2::StringPiece domain, bus, device, function, code, pid, name;
-  if (!RE2::PartialMatch(re2::StringPiece(message.data(), message.size()), XidRegex(), &domain,
-                         &bus, &device, &function, &code, &pid, &name)) {
+  if (!RE2::PartialMatch(re2::StringPiece(message.data(), message.size()), XidRegex(), &domain, &bus, &device,
+                         &function, &code, &pid, &name)) {
     return std::nullopt;
   }
   XidInfo xid;

@@ -149,8 +149,7 @@ std::string UnescapeKmsg(std::string_view text) {
     }
     out.append(text.substr(i, slash - i));
     bool has_room = slash + 3 < text.size();
-    std::optional<uint8_t> high =
-        has_room && text[slash + 1] == 'x' ? HexDigit(text[slash + 2]) : std::nullopt;
+    std::optional<uint8_t> high = has_room && text[slash + 1] == 'x' ? HexDigit(text[slash + 2]) : std::nullopt;
     std::optional<uint8_t> low = high ? HexDigit(text[slash + 3]) : std::nullopt;
     if (!low) {
       out += '\\';

@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gputriage-probe: %s\n", os.error().message.c_str());
     return 2;
   }
-  std::string text = core::Json(probe->collect(*os)).dump(-1, ' ', false,
-                                                          core::Json::error_handler_t::replace);
+  std::string text = core::Json(probe->collect(*os)).dump(-1, ' ', false, core::Json::error_handler_t::replace);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "core/redact.h"
-#include "kb/inputs.h"
 #include "core/signals.h"
 #include "core/text.h"
+#include "kb/inputs.h"
 
 namespace gputriage::report {
 namespace {
@@ -127,7 +127,8 @@ Json Reproduction(const ReportInput& in) {
                        {"distinct_signatures", r.distinct_signatures},
                        {"verdict", r.verdict}};
   } else if (in.manifest) {
-    repro["repeat"] = {{"not_collected", "run once; `gputriage run --repeat 5 -- CMD` tells a deterministic failure from a flaky one"}};
+    repro["repeat"] = {{"not_collected",
+                        "run once; `gputriage run --repeat 5 -- CMD` tells a deterministic failure from a flaky one"}};
   }
   return repro;
 }
@@ -196,15 +197,15 @@ Json Diagnostics(const ReportInput& in) {
 Json Troubleshooting(const ReportInput& in) {
   Json tried = Json::array();
   if (in.snapshot) {
-    for (const char* name : {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING",
-                             "HSA_OVERRIDE_GFX_VERSION", "PYTORCH_CUDA_ALLOC_CONF", "NCCL_P2P_DISABLE",
-                             "TORCH_USE_CUDA_DSA", "HSA_ENABLE_SDMA"}) {
+    for (const char* name :
+         {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING", "HSA_OVERRIDE_GFX_VERSION",
+          "PYTORCH_CUDA_ALLOC_CONF", "NCCL_P2P_DISABLE", "TORCH_USE_CUDA_DSA", "HSA_ENABLE_SDMA"}) {
       if (auto value = in.snapshot->EnvValue(name)) tried.push_back(fmt::format("{}={} was set", name, Safe(*value)));
     }
   }
   if (in.manifest && in.manifest->signature && in.same_signature_count) {
-    tried.push_back(fmt::format("the same failure signature was recorded {} time(s) by gputriage run",
-                                *in.same_signature_count));
+    tried.push_back(
+        fmt::format("the same failure signature was recorded {} time(s) by gputriage run", *in.same_signature_count));
   }
   return tried;
 }
@@ -217,9 +218,12 @@ Json KnownIssues(const kb::Analysis& a) {
     for (const kb::Reference& ref : m.issue->references) refs.push_back(ref.url);
     Json lines = Json::array();
     for (const kb::Hit& h : m.hits) lines.push_back(fmt::format("{}:{}: {}", h.input, h.line_number, Safe(h.line)));
-    known.push_back({{"id", m.issue->id}, {"title", m.issue->title}, {"category", core::CategoryName(m.issue->category)},
+    known.push_back({{"id", m.issue->id},
+                     {"title", m.issue->title},
+                     {"category", core::CategoryName(m.issue->category)},
                      {"fix", m.issue->fixes.empty() ? "" : m.issue->fixes.front().action},
-                     {"references", refs}, {"evidence", lines}});
+                     {"references", refs},
+                     {"evidence", lines}});
   }
   return known;
 }
@@ -312,7 +316,8 @@ std::string RenderMarkdown(const Json& r) {
   } else {
     md += fmt::format("- OS: {}\n- Kernel: {}\n", Val(e["os"]), Val(e["kernel"]));
     for (const Json& g : e["gpus"]) md += "- GPU: " + Val(g) + "\n";
-    if (!Val(e["nvidia_driver"]).empty()) md += fmt::format("- NVIDIA driver: {} (CUDA {})\n", Val(e["nvidia_driver"]), Val(e["cuda_driver"]));
+    if (!Val(e["nvidia_driver"]).empty())
+      md += fmt::format("- NVIDIA driver: {} (CUDA {})\n", Val(e["nvidia_driver"]), Val(e["cuda_driver"]));
     for (const Json& v : e["rocm"]) md += "- ROCm: " + Val(v) + "\n";
     for (const Json& v : e["cuda_toolkits"]) md += "- CUDA toolkit: " + Val(v) + "\n";
     if (e.contains("torch")) md += "- PyTorch: " + Val(e["torch"]) + "\n";
@@ -335,17 +340,19 @@ std::string RenderMarkdown(const Json& r) {
     md += Code(cmd);
     md += fmt::format("\nExit status {}; started {}.", Val(rep["exit_status"]), Val(rep["started_at"]));
     if (rep.contains("same_signature_bundles") && rep["same_signature_bundles"].is_number() &&
-        rep["same_signature_bundles"].get<int>() > 0) md += fmt::format(" Same signature seen in {} bundle(s).", Val(rep["same_signature_bundles"]));
+        rep["same_signature_bundles"].get<int>() > 0)
+      md += fmt::format(" Same signature seen in {} bundle(s).", Val(rep["same_signature_bundles"]));
     md += "\n\n";
     if (rep.contains("repeat")) {
       const Json& rp = rep["repeat"];
       if (rp.contains("not_collected")) {
         md += "_Repeat statistics: " + Val(rp["not_collected"]) + "_\n\n";
       } else {
-        md += fmt::format("Repeated with `gputriage run --repeat {}`: failed {} of {} runs ({}), {} with this signature, "
-                          "{} distinct signature(s).\n\n",
-                          Val(rp["runs"]), Val(rp["failures"]), Val(rp["runs"]), Val(rp["verdict"]),
-                          Val(rp["same_signature"]), Val(rp["distinct_signatures"]));
+        md += fmt::format(
+            "Repeated with `gputriage run --repeat {}`: failed {} of {} runs ({}), {} with this signature, "
+            "{} distinct signature(s).\n\n",
+            Val(rp["runs"]), Val(rp["failures"]), Val(rp["runs"]), Val(rp["verdict"]), Val(rp["same_signature"]),
+            Val(rp["distinct_signatures"]));
       }
     }
   }
@@ -382,7 +389,8 @@ std::string RenderMarkdown(const Json& r) {
   md += "\n### Known issues\n\n";
   if (r["known_issues"].empty()) md += "_none matched in gputriage's knowledge base_\n";
   for (const Json& k : r["known_issues"]) {
-    md += fmt::format("- **{}** (`{}`, {})\n  - fix: {}\n", Val(k["title"]), Val(k["id"]), Val(k["category"]), Val(k["fix"]));
+    md += fmt::format("- **{}** (`{}`, {})\n  - fix: {}\n", Val(k["title"]), Val(k["id"]), Val(k["category"]),
+                      Val(k["fix"]));
     for (const Json& ref : k["references"]) md += "  - " + Val(ref) + "\n";
   }
   md += "\n### Next steps\n\n" + MdList(r["next_steps"]) + MdList(r["search_links"]);
@@ -396,11 +404,20 @@ std::string Escape(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -415,7 +432,8 @@ std::string RenderHtml(const Json& r) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + Escape(Val(r["title"])) +
          "</title>\n<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
          "pre{white-space:pre-wrap;background:#f6f8fa;padding:1rem;border-radius:6px;font-size:.9rem}</style>\n"
-         "</head><body>\n<h1>" + Escape(Val(r["title"])) + "</h1>\n<pre>" + Escape(md) + "</pre>\n</body></html>\n";
+         "</head><body>\n<h1>" +
+         Escape(Val(r["title"])) + "</h1>\n<pre>" + Escape(md) + "</pre>\n</body></html>\n";
 }
 
 }  // namespace gputriage::report

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/bundle.h"
 #include "core/model.h"
 #include "core/snapshot.h"
-#include "core/bundle.h"
 #include "kb/analysis.h"
 #include "store/snapshot_store.h"
 
@@ -18,11 +18,11 @@ namespace gputriage::report {
 
 /// What a report is made of; absent parts are reported as not collected.
 struct ReportInput {
-  std::string source;                           ///< the bundle directory or log file
+  std::string source;                            ///< the bundle directory or log file
   std::optional<core::BundleManifest> manifest;  ///< bundle manifest.json
-  std::optional<core::RepeatStats> repeat;      ///< bundle repeat.json (run --repeat statistics)
-  std::optional<core::ProcessFile> process;     ///< bundle process.json
-  std::optional<core::Snapshot> snapshot;       ///< snapshot.json or --snapshot
+  std::optional<core::RepeatStats> repeat;       ///< bundle repeat.json (run --repeat statistics)
+  std::optional<core::ProcessFile> process;      ///< bundle process.json
+  std::optional<core::Snapshot> snapshot;        ///< snapshot.json or --snapshot
   std::string stderr_tail;
   std::string kmsg;  ///< kmsg.log (raw records)
   kb::Analysis analysis;
@@ -43,8 +43,7 @@ struct ReportRequest {
 /// Analyses the inputs (kb::AnalyzeInputs with `analyzer`), fills the report from the first
 /// bundle (or the logs' last 1 MiB) and counts earlier bundles with the same signature in `store`
 /// (may be null). Fails naming an input that cannot be read.
-core::Result<core::Json> MakeReport(kb::Analyzer& analyzer, const ReportRequest& request,
-                                    store::SnapshotStore* store);
+core::Result<core::Json> MakeReport(kb::Analyzer& analyzer, const ReportRequest& request, store::SnapshotStore* store);
 
 /// Markdown for a GitHub issue.
 std::string RenderMarkdown(const core::Json& report);

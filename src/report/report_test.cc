@@ -15,16 +15,18 @@ ReportInput Sample() {
   in.manifest->exit_status = 1;
   in.manifest->signature = "gpu-device-assert x";
   in.manifest->timings = core::BundleTimings{.started_at = "2026-12-02T17:10:00Z"};
-  in.process = core::ProcessFileFromJson(
-      Json{{"signal", nullptr},
-           {"classification", {{"kind", "gpu-device-assert"}, {"summary", "Assertion `dstIndex < dstAddDimSize` failed."}}},
-           {"threads", Json::array()},
-           {"kernel_log", {{{"message", "NVRM: Xid (PCI:0000:00:06): 43, pid=474, name=python3"}, {"job_pid", 474}},
-                           {{"message", "unrelated"}, {"job_pid", nullptr}}}}});
-  in.snapshot = core::SnapshotFromJsonUnchecked(Json{{"host", {{"os", {{"pretty_name", "Ubuntu 24.04"}}}, {"kernel", {{"release", "6.8.0"}}}}},
-                     {"gpus", {{{"name", "NVIDIA H200"}, {"pci_address", "0000:00:06.0"}, {"driver", "nvidia"}}}},
-                     {"software", {{"nvidia", {{"driver_version", "580.159.04"}, {"cuda_driver_version", "13.0"}}}}},
-                     {"env", {{"variables", {{"CUDA_LAUNCH_BLOCKING", "1"}}}}}});
+  in.process = core::ProcessFileFromJson(Json{
+      {"signal", nullptr},
+      {"classification", {{"kind", "gpu-device-assert"}, {"summary", "Assertion `dstIndex < dstAddDimSize` failed."}}},
+      {"threads", Json::array()},
+      {"kernel_log",
+       {{{"message", "NVRM: Xid (PCI:0000:00:06): 43, pid=474, name=python3"}, {"job_pid", 474}},
+        {{"message", "unrelated"}, {"job_pid", nullptr}}}}});
+  in.snapshot = core::SnapshotFromJsonUnchecked(
+      Json{{"host", {{"os", {{"pretty_name", "Ubuntu 24.04"}}}, {"kernel", {{"release", "6.8.0"}}}}},
+           {"gpus", {{{"name", "NVIDIA H200"}, {"pci_address", "0000:00:06.0"}, {"driver", "nvidia"}}}},
+           {"software", {{"nvidia", {{"driver_version", "580.159.04"}, {"cuda_driver_version", "13.0"}}}}},
+           {"env", {{"variables", {{"CUDA_LAUNCH_BLOCKING", "1"}}}}}});
   in.stderr_tail = "loading\nexport HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH\n<script>alert(1)</script>\n";
   in.analysis.category = core::Category::kDeviceAssert;
   in.analysis.confidence = 0.8;
@@ -60,14 +62,15 @@ TEST(Report, RepeatStatisticsAndTheGpuSignature) {
   ReportInput in = Sample();
   std::string once = RenderMarkdown(BuildReport(in));
   EXPECT_NE(once.find("_Repeat statistics: run once; `gputriage run --repeat 5 -- CMD`"), std::string::npos) << once;
-  in.repeat = core::RepeatStats{.runs = 5, .passes = 0, .failures = 5, .same_signature = 5, .distinct_signatures = 1,
-                                .verdict = "deterministic"};
+  in.repeat = core::RepeatStats{
+      .runs = 5, .passes = 0, .failures = 5, .same_signature = 5, .distinct_signatures = 1, .verdict = "deterministic"};
   in.analysis.gpu_signature.error = "cudaErrorAssert";
   in.analysis.gpu_signature.kernel = "indexFuncSmallIndex";
   std::string md = RenderMarkdown(BuildReport(in));
   EXPECT_NE(md.find("Repeated with `gputriage run --repeat 5`: failed 5 of 5 runs (deterministic), 5 with this "
                     "signature, 1 distinct signature(s)."),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("GPU signature: `cudaErrorAssert in indexFuncSmallIndex`"), std::string::npos);
 }
 

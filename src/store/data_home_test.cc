@@ -21,9 +21,7 @@ unsigned ModeOf(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-TEST(ChooseDataHome, GputriageHomeWinsOverEverything) {
-  EXPECT_EQ(ChooseDataHome({"/g", "/xdg", "/home/u"}), "/g");
-}
+TEST(ChooseDataHome, GputriageHomeWinsOverEverything) { EXPECT_EQ(ChooseDataHome({"/g", "/xdg", "/home/u"}), "/g"); }
 
 TEST(ChooseDataHome, XdgDataHomeWinsOverHome) {
   EXPECT_EQ(ChooseDataHome({std::nullopt, "/xdg/", "/home/u"}), "/xdg/gputriage");
@@ -35,8 +33,7 @@ TEST(ChooseDataHome, RelativeXdgDataHomeIsIgnored) {
 }
 
 TEST(ChooseDataHome, HomeIsTheFallback) {
-  EXPECT_EQ(ChooseDataHome({std::nullopt, std::nullopt, "/home/u"}),
-            "/home/u/.local/share/gputriage");
+  EXPECT_EQ(ChooseDataHome({std::nullopt, std::nullopt, "/home/u"}), "/home/u/.local/share/gputriage");
   EXPECT_EQ(ChooseDataHome({"", "", ""}), std::nullopt);
 }
 
@@ -95,9 +92,8 @@ TEST(DataHome, ErrorNamesThePathWhenAComponentIsAFile) {
   ScopedEnv env("GPUTRIAGE_HOME", tmp / "file/gputriage");
   auto result = DataHome();
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.error().message, "data directory: cannot create directory " +
-                                        (tmp / "file/gputriage") + ": " + (tmp / "file") +
-                                        " exists and is not a directory");
+  EXPECT_EQ(result.error().message, "data directory: cannot create directory " + (tmp / "file/gputriage") + ": " +
+                                        (tmp / "file") + " exists and is not a directory");
 }
 
 TEST(DataHome, ErrorNamesThePathWhenPermissionIsDenied) {

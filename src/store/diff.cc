@@ -104,13 +104,13 @@ std::string StackLabel(std::string_view name) {
   auto has = [&](std::string_view part) { return lower.find(part) != std::string::npos; };
   auto starts = [&](std::string_view prefix) { return core::StartsWith(lower, prefix); };
   if (has("amdgpu")) return "AMD";
-  if (has("rocm") || has("hip") || has("miopen") || has("rccl") || has("hsa") || has("comgr") ||
-      starts("roc") || starts("librocm") || starts("libamd") || has("amd-smi") || has("amdsmi")) {
+  if (has("rocm") || has("hip") || has("miopen") || has("rccl") || has("hsa") || has("comgr") || starts("roc") ||
+      starts("librocm") || starts("libamd") || has("amd-smi") || has("amdsmi")) {
     return "ROCm";
   }
   if (has("nvidia")) return "NVIDIA";
-  if (has("cuda") || has("nccl") || has("cudnn") || has("cublas") || has("tensorrt") ||
-      has("nsight") || starts("libnv")) {
+  if (has("cuda") || has("nccl") || has("cudnn") || has("cublas") || has("tensorrt") || has("nsight") ||
+      starts("libnv")) {
     return "CUDA";
   }
   return "package";
@@ -151,30 +151,40 @@ struct Counter {
 #define GT_AER(member) [](const core::Gpu& g) { return g.aer ? JsonOf(g.aer->member) : std::nullopt; }
 
 const Counter kGpuCounters[] = {
-    {{"nvidia.ecc.volatile_corrected", GT_NV2(ecc, volatile_corrected)}, kind::kEccErrorsIncreased,
+    {{"nvidia.ecc.volatile_corrected", GT_NV2(ecc, volatile_corrected)},
+     kind::kEccErrorsIncreased,
      "ECC volatile corrected errors"},
-    {{"nvidia.ecc.volatile_uncorrected", GT_NV2(ecc, volatile_uncorrected)}, kind::kEccErrorsIncreased,
+    {{"nvidia.ecc.volatile_uncorrected", GT_NV2(ecc, volatile_uncorrected)},
+     kind::kEccErrorsIncreased,
      "ECC volatile uncorrected errors"},
-    {{"nvidia.ecc.aggregate_corrected", GT_NV2(ecc, aggregate_corrected)}, kind::kEccErrorsIncreased,
+    {{"nvidia.ecc.aggregate_corrected", GT_NV2(ecc, aggregate_corrected)},
+     kind::kEccErrorsIncreased,
      "ECC aggregate corrected errors"},
-    {{"nvidia.ecc.aggregate_uncorrected", GT_NV2(ecc, aggregate_uncorrected)}, kind::kEccErrorsIncreased,
+    {{"nvidia.ecc.aggregate_uncorrected", GT_NV2(ecc, aggregate_uncorrected)},
+     kind::kEccErrorsIncreased,
      "ECC aggregate uncorrected errors"},
     {{"nvidia.retired_pages.single_bit_ecc", GT_NV2(retired_pages, single_bit_ecc)},
-     kind::kRetiredPagesIncreased, "retired pages (single-bit ECC)"},
+     kind::kRetiredPagesIncreased,
+     "retired pages (single-bit ECC)"},
     {{"nvidia.retired_pages.double_bit_ecc", GT_NV2(retired_pages, double_bit_ecc)},
-     kind::kRetiredPagesIncreased, "retired pages (double-bit ECC)"},
-    {{"nvidia.retired_pages.pending", GT_NV2(retired_pages, pending)}, kind::kRetiredPagesIncreased,
+     kind::kRetiredPagesIncreased,
+     "retired pages (double-bit ECC)"},
+    {{"nvidia.retired_pages.pending", GT_NV2(retired_pages, pending)},
+     kind::kRetiredPagesIncreased,
      "page retirement pending"},
     {{"nvidia.remapped_rows.correctable", GT_NV2(remapped_rows, correctable)},
-     kind::kRetiredPagesIncreased, "remapped rows (correctable)"},
+     kind::kRetiredPagesIncreased,
+     "remapped rows (correctable)"},
     {{"nvidia.remapped_rows.uncorrectable", GT_NV2(remapped_rows, uncorrectable)},
-     kind::kRetiredPagesIncreased, "remapped rows (uncorrectable)"},
-    {{"nvidia.remapped_rows.pending", GT_NV2(remapped_rows, pending)}, kind::kRetiredPagesIncreased,
+     kind::kRetiredPagesIncreased,
+     "remapped rows (uncorrectable)"},
+    {{"nvidia.remapped_rows.pending", GT_NV2(remapped_rows, pending)},
+     kind::kRetiredPagesIncreased,
      "row remapping pending"},
-    {{"nvidia.remapped_rows.failure", GT_NV2(remapped_rows, failure)}, kind::kRetiredPagesIncreased,
+    {{"nvidia.remapped_rows.failure", GT_NV2(remapped_rows, failure)},
+     kind::kRetiredPagesIncreased,
      "row remapping failure"},
-    {{"aer.correctable_total", GT_AER(correctable_total)}, kind::kPcieErrorsIncreased,
-     "AER correctable errors"},
+    {{"aer.correctable_total", GT_AER(correctable_total)}, kind::kPcieErrorsIncreased, "AER correctable errors"},
     {{"aer.nonfatal_total", GT_AER(nonfatal_total)}, kind::kPcieErrorsIncreased, "AER non-fatal errors"},
     {{"aer.fatal_total", GT_AER(fatal_total)}, kind::kPcieErrorsIncreased, "AER fatal errors"},
     {{"nvidia.pcie_replay_counter", GT_NV(pcie_replay_counter)}, kind::kPcieErrorsIncreased, "PCIe replays"},
@@ -230,10 +240,9 @@ class Differ {
   }
 
  private:
-  void Add(std::string_view change_kind, std::string path, Json before, Json after,
-           std::string summary) {
-    changes_.push_back({std::string(change_kind), std::move(path), std::move(before),
-                        std::move(after), std::move(summary)});
+  void Add(std::string_view change_kind, std::string path, Json before, Json after, std::string summary) {
+    changes_.push_back(
+        {std::string(change_kind), std::move(path), std::move(before), std::move(after), std::move(summary)});
   }
 
   // ---- gpus ----
@@ -243,8 +252,7 @@ class Differ {
     for (size_t i = 0; i < gpus.size(); ++i) {
       const core::Gpu& gpu = gpus[i];
       const std::optional<std::string>& address = gpu.pci_address;
-      std::string key =
-          address && !address->empty() ? core::ToLower(*address) : fmt::format("#{}", i);
+      std::string key = address && !address->empty() ? core::ToLower(*address) : fmt::format("#{}", i);
       // A repeated address (a broken collector) keeps its first entry; the rest get a suffix.
       std::string unique = key;
       for (int n = 2; out.count(unique) != 0; ++n) unique = fmt::format("{}#{}", key, n);
@@ -280,8 +288,7 @@ class Differ {
       std::string path = "gpus" + Item(address);
       auto match = after.find(address);
       if (match == after.end()) {
-        Add(kind::kGpuRemoved, path, GpuBrief(address, *gpu), Json(),
-            GpuLabel(address, *gpu) + " is gone");
+        Add(kind::kGpuRemoved, path, GpuBrief(address, *gpu), Json(), GpuLabel(address, *gpu) + " is gone");
         continue;
       }
       DiffGpu(address, path, *gpu, *match->second);
@@ -293,8 +300,7 @@ class Differ {
     }
   }
 
-  void DiffGpu(const std::string& address, const std::string& path, const core::Gpu& before,
-               const core::Gpu& after) {
+  void DiffGpu(const std::string& address, const std::string& path, const core::Gpu& before, const core::Gpu& after) {
     DiffGpuIdentity(address, path, before, after);
     DiffGpuDriver(address, path, before, after);
     DiffLink(address, path, before, after);
@@ -344,8 +350,8 @@ class Differ {
                     after.driver.value_or("(none)")));
   }
 
-  static std::string LinkText(std::optional<double> width, std::optional<double> speed,
-                              bool show_width, bool show_speed) {
+  static std::string LinkText(std::optional<double> width, std::optional<double> speed, bool show_width,
+                              bool show_speed) {
     std::string out;
     if (show_width && width) out = fmt::format("x{}", *width);
     if (show_speed && speed) {
@@ -355,8 +361,7 @@ class Differ {
     return out;
   }
 
-  void DiffLink(const std::string& address, const std::string& path, const core::Gpu& before,
-                const core::Gpu& after) {
+  void DiffLink(const std::string& address, const std::string& path, const core::Gpu& before, const core::Gpu& after) {
     if (!before.link || !after.link) return;
     const core::PciLink& old_link = *before.link;
     const core::PciLink& new_link = *after.link;
@@ -373,9 +378,9 @@ class Differ {
     if (!width_fell && !width_rose && !speed_fell && !speed_rose) return;
     bool show_width = width_fell || width_rose;
     bool show_speed = speed_fell || speed_rose;
-    std::string summary = fmt::format("GPU {} link {} -> {}", address,
-                                      LinkText(old_width, old_speed, show_width, show_speed),
-                                      LinkText(new_width, new_speed, show_width, show_speed));
+    std::string summary =
+        fmt::format("GPU {} link {} -> {}", address, LinkText(old_width, old_speed, show_width, show_speed),
+                    LinkText(new_width, new_speed, show_width, show_speed));
     bool downtrained = width_fell || speed_fell;
     if (downtrained && !width_fell) {
       // GPUs drop the link speed on their own when idle (NVIDIA to 2.5 GT/s); width is stable.
@@ -385,11 +390,10 @@ class Differ {
     auto new_max_speed = Num(new_link.max_speed_gts);
     if (downtrained && ((new_max_width && new_width && *new_max_width > *new_width) ||
                         (new_max_speed && new_speed && *new_max_speed > *new_speed))) {
-      summary +=
-          fmt::format(", below its maximum {}", LinkText(new_max_width, new_max_speed, true, true));
+      summary += fmt::format(", below its maximum {}", LinkText(new_max_width, new_max_speed, true, true));
     }
-    Add(downtrained ? kind::kLinkDowntrained : kind::kLinkRestored, path + ".link",
-        core::ToJson(old_link), core::ToJson(new_link), std::move(summary));
+    Add(downtrained ? kind::kLinkDowntrained : kind::kLinkRestored, path + ".link", core::ToJson(old_link),
+        core::ToJson(new_link), std::move(summary));
   }
 
   static std::optional<double> CounterValue(const Json& j) {
@@ -426,8 +430,8 @@ class Differ {
         const std::optional<uint64_t>& new_count = ue ? counts.ue : counts.ce;
         if (!old_count || !new_count || !(*new_count > *old_count)) continue;
         Add(kind::kEccErrorsIncreased, path + "." + field + "." + which, *old_count, *new_count,
-            fmt::format("GPU {} RAS {} {} errors {} -> {}", address, block,
-                        ue ? "uncorrectable" : "correctable", *old_count, *new_count));
+            fmt::format("GPU {} RAS {} {} errors {} -> {}", address, block, ue ? "uncorrectable" : "correctable",
+                        *old_count, *new_count));
       }
     }
   }
@@ -445,9 +449,9 @@ class Differ {
       const std::optional<std::string> core::NvidiaGpu::*member;
       const char* label;
     };
-    for (const Field& field : {Field{"driver_version", &core::NvidiaGpu::driver_version, "NVIDIA driver"},
-                               Field{"cuda_driver_version", &core::NvidiaGpu::cuda_driver_version,
-                                     "CUDA driver API"}}) {
+    for (const Field& field :
+         {Field{"driver_version", &core::NvidiaGpu::driver_version, "NVIDIA driver"},
+          Field{"cuda_driver_version", &core::NvidiaGpu::cuda_driver_version, "CUDA driver API"}}) {
       const std::optional<std::string>& old_value = old_nv->*field.member;
       const std::optional<std::string>& new_value = new_nv->*field.member;
       if (!old_value || !new_value || *old_value == *new_value) continue;
@@ -462,8 +466,7 @@ class Differ {
 
   static const core::Host* HostOf(const core::Snapshot& s) { return s.host ? &*s.host : nullptr; }
 
-  void DiffHostValue(std::string_view path, std::string_view label,
-                     std::optional<Json> (*get)(const core::Host&)) {
+  void DiffHostValue(std::string_view path, std::string_view label, std::optional<Json> (*get)(const core::Host&)) {
     const core::Host* old_host = HostOf(before_);
     const core::Host* new_host = HostOf(after_);
     if (!old_host || !new_host) return;
@@ -542,8 +545,7 @@ class Differ {
             fmt::format("kernel command line -{}", FlagText(name, value)));
       } else if (match->second != value) {
         Add(kind::kHostChanged, path, FlagJson(value), FlagJson(match->second),
-            fmt::format("kernel command line {} -> {}", FlagText(name, value),
-                        FlagText(name, match->second)));
+            fmt::format("kernel command line {} -> {}", FlagText(name, value), FlagText(name, match->second)));
       }
     }
     for (const auto& [name, value] : new_flags) {
@@ -555,9 +557,7 @@ class Differ {
 
   // ---- software ----
 
-  static const core::Software* SoftwareOf(const core::Snapshot& s) {
-    return s.software ? &*s.software : nullptr;
-  }
+  static const core::Software* SoftwareOf(const core::Snapshot& s) { return s.software ? &*s.software : nullptr; }
   static const core::NvidiaSoftware* SoftwareNvidia(const core::Snapshot& s) {
     return s.software && s.software->nvidia ? &*s.software->nvidia : nullptr;
   }
@@ -569,10 +569,11 @@ class Differ {
     DiffKernelModules(*old_sw, *new_sw);
     DiffNvidiaDriver();
     if (old_sw->packages && new_sw->packages) {
-      DiffComponents(IndexBy(*old_sw->packages, [](const core::Package& p) { return p.name; }, Identity),
-                     IndexBy(*new_sw->packages, [](const core::Package& p) { return p.name; }, Identity),
-                     "software.packages",
-                     [](const std::string& name) { return StackLabel(name) + " " + name; });
+      DiffComponents(IndexBy(
+                         *old_sw->packages, [](const core::Package& p) { return p.name; }, Identity),
+                     IndexBy(
+                         *new_sw->packages, [](const core::Package& p) { return p.name; }, Identity),
+                     "software.packages", [](const std::string& name) { return StackLabel(name) + " " + name; });
     }
     if (old_sw->libraries && new_sw->libraries) {
       auto name = [](const core::GpuLibrary& l) { return l.name; };
@@ -588,12 +589,12 @@ class Differ {
     DiffPython(*old_sw, *new_sw);
   }
 
-  void DiffInstallations(const core::Installations* before, const core::Installations* after,
-                         const std::string& path, const std::string& label) {
+  void DiffInstallations(const core::Installations* before, const core::Installations* after, const std::string& path,
+                         const std::string& label) {
     if (!before || !after || !before->installations || !after->installations) return;
     auto key = [](const core::Installation& i) { return i.path; };
-    DiffComponents(IndexBy(*before->installations, key, Identity), IndexBy(*after->installations, key, Identity),
-                   path, [label](const std::string& p) { return label + p; });
+    DiffComponents(IndexBy(*before->installations, key, Identity), IndexBy(*after->installations, key, Identity), path,
+                   [label](const std::string& p) { return label + p; });
   }
 
   void DiffKernelModules(const core::Software& before, const core::Software& after) {
@@ -642,18 +643,15 @@ class Differ {
         *old_nvidia->cuda_driver_version != *new_nvidia->cuda_driver_version) {
       Add(kind::kDriverChanged, "software.nvidia.cuda_driver_version", *old_nvidia->cuda_driver_version,
           *new_nvidia->cuda_driver_version,
-          fmt::format("CUDA driver API {} -> {}", *old_nvidia->cuda_driver_version,
-                      *new_nvidia->cuda_driver_version));
+          fmt::format("CUDA driver API {} -> {}", *old_nvidia->cuda_driver_version, *new_nvidia->cuda_driver_version));
     }
   }
 
   /// Added, removed and re-versioned entries of a keyed list.
   template <typename Label>
-  void DiffComponents(const Entries& old_entries, const Entries& new_entries, const std::string& base_path,
-                      Label label, const std::set<std::string>& skip = {}) {
-    auto display = [&](const std::vector<Component>& entries) {
-      return label(entries.front().display_key);
-    };
+  void DiffComponents(const Entries& old_entries, const Entries& new_entries, const std::string& base_path, Label label,
+                      const std::set<std::string>& skip = {}) {
+    auto display = [&](const std::vector<Component>& entries) { return label(entries.front().display_key); };
     for (const auto& [key, old_list] : old_entries) {
       if (skip.count(key) != 0) continue;
       std::string path = base_path + Item(key);
@@ -691,9 +689,9 @@ class Differ {
     if (old_torch || new_torch) skip.insert("torch");
     if (old_python.packages && new_python.packages) {
       auto name = [](const core::Package& p) { return p.name; };
-      DiffComponents(IndexBy(*old_python.packages, name, PythonName),
-                     IndexBy(*new_python.packages, name, PythonName), "software.python.packages",
-                     [](const std::string& n) { return "Python package " + n; }, skip);
+      DiffComponents(
+          IndexBy(*old_python.packages, name, PythonName), IndexBy(*new_python.packages, name, PythonName),
+          "software.python.packages", [](const std::string& n) { return "Python package " + n; }, skip);
     }
     if (!old_torch && !new_torch) return;
     if (!old_torch || !new_torch) {
@@ -719,8 +717,8 @@ class Differ {
       const std::optional<std::string>& old_value = (*old_torch).*field.member;
       const std::optional<std::string>& new_value = (*new_torch).*field.member;
       if (!old_value || !new_value || *old_value == *new_value) continue;
-      Add(kind::kComponentVersionChanged, std::string("software.python.torch.") + field.name, *old_value,
-          *new_value, fmt::format("{} {} -> {}", field.label, *old_value, *new_value));
+      Add(kind::kComponentVersionChanged, std::string("software.python.torch.") + field.name, *old_value, *new_value,
+          fmt::format("{} {} -> {}", field.label, *old_value, *new_value));
     }
   }
 
@@ -761,8 +759,7 @@ class Differ {
       std::string where;
       for (const std::string& gpu : gpus) where += (where.empty() ? "; GPU " : ", ") + gpu;
       Add(kind::kKernelLogNewClass, fmt::format("kernel_log.xid[{}]", code), Json(), count,
-          fmt::format("kernel log: new Xid {} ({} record{}{})", code, count, count == 1 ? "" : "s",
-                      where));
+          fmt::format("kernel log: new Xid {} ({} record{}{})", code, count, count == 1 ? "" : "s", where));
     }
   }
 
@@ -776,17 +773,14 @@ class Differ {
       std::string path = "env.variables" + Key(name);
       auto match = new_vars.find(name);
       if (match == new_vars.end()) {
-        Add(kind::kEnvRemoved, path, value, Json(),
-            fmt::format("env {} removed (was {})", name, value));
+        Add(kind::kEnvRemoved, path, value, Json(), fmt::format("env {} removed (was {})", name, value));
       } else if (match->second != value) {
-        Add(kind::kEnvChanged, path, value, match->second,
-            fmt::format("env {} {} -> {}", name, value, match->second));
+        Add(kind::kEnvChanged, path, value, match->second, fmt::format("env {} {} -> {}", name, value, match->second));
       }
     }
     for (const auto& [name, value] : new_vars) {
       if (old_vars.count(name) != 0) continue;
-      Add(kind::kEnvAdded, "env.variables" + Key(name), Json(), value,
-          fmt::format("env {}={} added", name, value));
+      Add(kind::kEnvAdded, "env.variables" + Key(name), Json(), value, fmt::format("env {}={} added", name, value));
     }
   }
 

@@ -11,8 +11,7 @@ using core::Json;
 
 // The diff reads the typed model; the tests write snapshots in their JSON form.
 std::vector<Change> DiffSnapshots(const Json& before, const Json& after) {
-  return store::DiffSnapshots(core::SnapshotFromJsonUnchecked(before),
-                              core::SnapshotFromJsonUnchecked(after));
+  return store::DiffSnapshots(core::SnapshotFromJsonUnchecked(before), core::SnapshotFromJsonUnchecked(after));
 }
 
 // An H100 node as `gputriage snapshot --json` describes it (docs/snapshot-schema.md).
@@ -292,8 +291,7 @@ TEST(DiffSnapshots, NonObjectsAndOddShapesYieldNoChangesAndDoNotThrow) {
 }
 
 TEST(DiffSnapshots, GpuRemovedAndAddedMatchByPciAddress) {
-  auto changes =
-      DiffAfter(NvidiaSnapshot(), [](Json& s) { s["gpus"][1]["pci_address"] = "0000:9a:00.0"; });
+  auto changes = DiffAfter(NvidiaSnapshot(), [](Json& s) { s["gpus"][1]["pci_address"] = "0000:9a:00.0"; });
   ASSERT_EQ(changes.size(), 2u) << Show(changes);
   EXPECT_EQ(changes[0].kind, "gpu_removed");
   EXPECT_EQ(changes[0].path, "gpus[0000:2a:00.0]");
@@ -312,8 +310,7 @@ TEST(DiffSnapshots, GpuRemovedAndAddedMatchByPciAddress) {
 }
 
 TEST(DiffSnapshots, ReorderedGpusAreNotChanges) {
-  auto changes =
-      DiffAfter(NvidiaSnapshot(), [](Json& s) { std::swap(s["gpus"][0], s["gpus"][1]); });
+  auto changes = DiffAfter(NvidiaSnapshot(), [](Json& s) { std::swap(s["gpus"][0], s["gpus"][1]); });
   EXPECT_TRUE(changes.empty()) << Show(changes);
 }
 
@@ -325,10 +322,10 @@ TEST(DiffSnapshots, SwappedBoardIsGpuChanged) {
   ASSERT_EQ(changes.size(), 1u) << Show(changes);
   EXPECT_EQ(changes[0].kind, "gpu_changed");
   EXPECT_EQ(changes[0].path, "gpus[0000:18:00.0]");
-  EXPECT_EQ(changes[0].before, (Json{{"nvidia.uuid", "GPU-5a1b2c3d-0000-1111-2222-333344445555"},
-                                     {"nvidia.serial", "1654922000123"}}));
-  EXPECT_EQ(changes[0].after, (Json{{"nvidia.uuid", "GPU-00000000-1111-2222-3333-444455556666"},
-                                    {"nvidia.serial", "1654922000999"}}));
+  EXPECT_EQ(changes[0].before,
+            (Json{{"nvidia.uuid", "GPU-5a1b2c3d-0000-1111-2222-333344445555"}, {"nvidia.serial", "1654922000123"}}));
+  EXPECT_EQ(changes[0].after,
+            (Json{{"nvidia.uuid", "GPU-00000000-1111-2222-3333-444455556666"}, {"nvidia.serial", "1654922000999"}}));
   EXPECT_EQ(changes[0].summary,
             "GPU 0000:18:00.0: nvidia.uuid GPU-5a1b2c3d-0000-1111-2222-333344445555 -> "
             "GPU-00000000-1111-2222-3333-444455556666, nvidia.serial 1654922000123 -> "
@@ -358,8 +355,7 @@ TEST(DiffSnapshots, LinkWidthDropIsDowntrained) {
 }
 
 TEST(DiffSnapshots, LinkSpeedDropIsDowntrainedWithTheIdleCaveat) {
-  auto changes =
-      DiffAfter(NvidiaSnapshot(), [](Json& s) { NvidiaGpu(s)["link"]["current_speed_gts"] = 2.5; });
+  auto changes = DiffAfter(NvidiaSnapshot(), [](Json& s) { NvidiaGpu(s)["link"]["current_speed_gts"] = 2.5; });
   ASSERT_EQ(changes.size(), 1u) << Show(changes);
   EXPECT_EQ(changes[0].kind, "link_downtrained");
   EXPECT_EQ(changes[0].summary,
@@ -426,8 +422,7 @@ TEST(DiffSnapshots, KernelModuleRebuiltOrGone) {
   ASSERT_EQ(rebuilt.size(), 1u) << Show(rebuilt);
   EXPECT_EQ(rebuilt[0].kind, "driver_changed");
   EXPECT_EQ(rebuilt[0].path, "software.kernel_modules.amdgpu.srcversion");
-  auto gone =
-      DiffAfter(AmdSnapshot(), [](Json& s) { s["software"]["kernel_modules"] = Json::object(); });
+  auto gone = DiffAfter(AmdSnapshot(), [](Json& s) { s["software"]["kernel_modules"] = Json::object(); });
   ASSERT_EQ(gone.size(), 1u) << Show(gone);
   EXPECT_EQ(gone[0].path, "software.kernel_modules.amdgpu");
   EXPECT_EQ(gone[0].summary, "kernel module amdgpu 6.8.5 is gone");
@@ -444,16 +439,14 @@ TEST(DiffSnapshots, RocmUpgrade) {
   });
   std::vector<std::pair<std::string, std::string>> got;
   for (const Change& change : changes) got.emplace_back(change.kind, change.summary);
-  EXPECT_EQ(got,
-            (std::vector<std::pair<std::string, std::string>>{
-                {"component_removed", "ROCm installation /opt/rocm-6.3.3 6.3.3 removed"},
-                {"component_added", "ROCm installation /opt/rocm-6.4.1 6.4.1 added"},
-                {"component_version_changed", "library libamdhip64.so.6 6.3.42134 -> 6.4.43482"},
-                {"component_removed", "ROCm hip-runtime-amd 6.3.42134.60303-74~22.04 removed"},
-                {"component_added", "ROCm hipblaslt 0.12.0.60401-83~22.04 added"},
-                {"component_version_changed",
-                 "ROCm rocm-core 6.3.3.60303-74~22.04 -> 6.4.1.60401-83~22.04"},
-            }))
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, std::string>>{
+                     {"component_removed", "ROCm installation /opt/rocm-6.3.3 6.3.3 removed"},
+                     {"component_added", "ROCm installation /opt/rocm-6.4.1 6.4.1 added"},
+                     {"component_version_changed", "library libamdhip64.so.6 6.3.42134 -> 6.4.43482"},
+                     {"component_removed", "ROCm hip-runtime-amd 6.3.42134.60303-74~22.04 removed"},
+                     {"component_added", "ROCm hipblaslt 0.12.0.60401-83~22.04 added"},
+                     {"component_version_changed", "ROCm rocm-core 6.3.3.60303-74~22.04 -> 6.4.1.60401-83~22.04"},
+                 }))
       << Show(changes);
   EXPECT_EQ(changes[5].path, "software.packages[rocm-core]");
   EXPECT_EQ(changes[5].before, "6.3.3.60303-74~22.04");
@@ -463,9 +456,8 @@ TEST(DiffSnapshots, RocmUpgrade) {
 
 TEST(DiffSnapshots, RocmInstallationsFromTheAmdProbe) {
   // collect/snapshot.cc merges the AMD probe's data into software.amd.
-  auto changes = DiffAfter(AmdSnapshot(), [](Json& s) {
-    s["software"]["amd"]["rocm"]["installations"][0]["version"] = "6.3.4";
-  });
+  auto changes =
+      DiffAfter(AmdSnapshot(), [](Json& s) { s["software"]["amd"]["rocm"]["installations"][0]["version"] = "6.3.4"; });
   ASSERT_EQ(changes.size(), 1u) << Show(changes);
   EXPECT_EQ(changes[0].kind, "component_version_changed");
   EXPECT_EQ(changes[0].path, "software.amd.rocm.installations[/opt/rocm-6.3.3]");
@@ -499,8 +491,7 @@ TEST(DiffSnapshots, PythonPackagesAndTorch) {
 }
 
 TEST(DiffSnapshots, TorchHipVersionAndRemoval) {
-  auto hip = DiffAfter(AmdSnapshot(),
-                       [](Json& s) { s["software"]["python"]["torch"]["hip"] = "6.3.42131"; });
+  auto hip = DiffAfter(AmdSnapshot(), [](Json& s) { s["software"]["python"]["torch"]["hip"] = "6.3.42131"; });
   ASSERT_EQ(hip.size(), 1u) << Show(hip);
   EXPECT_EQ(hip[0].path, "software.python.torch.hip");
   EXPECT_EQ(hip[0].summary, "PyTorch HIP 6.2.41133 -> 6.3.42131");
@@ -673,8 +664,7 @@ TEST(ChangeSeverityClass, KnownKindsHaveClassesUnknownSortLast) {
 }
 
 TEST(DiffToJson, HasTheDocumentedShape) {
-  auto changes =
-      DiffAfter(AmdSnapshot(), [](Json& s) { s["env"]["variables"]["HIP_VISIBLE_DEVICES"] = "1"; });
+  auto changes = DiffAfter(AmdSnapshot(), [](Json& s) { s["env"]["variables"]["HIP_VISIBLE_DEVICES"] = "1"; });
   EXPECT_EQ(DiffToJson(changes), Json::parse(R"({"changes": [{
       "kind": "env_changed", "path": "env.variables.HIP_VISIBLE_DEVICES",
       "before": "0", "after": "1", "summary": "env HIP_VISIBLE_DEVICES 0 -> 1"}]})"));

@@ -75,8 +75,7 @@ Result<core::Snapshot> StoredSnapshot(SnapshotStore* store, std::string_view arg
   if (arg == "previous") {
     GT_ASSIGN_OR_RETURN(std::vector<SnapshotRow> rows, store->List(2));
     if (rows.size() < 2) {
-      return MakeError("'previous' needs two stored snapshots; {} has {}", store->path(),
-                       rows.size());
+      return MakeError("'previous' needs two stored snapshots; {} has {}", store->path(), rows.size());
     }
     return store->Load(rows[1].id);
   }
@@ -93,8 +92,8 @@ Result<core::Snapshot> ParseSnapshotJson(std::string_view text, std::string_view
     snapshot = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     auto [line, column] = LineColumn(text, e.byte);
-    return MakeError("{}: invalid JSON at line {}, column {} (byte {}): {}", source, line, column,
-                     e.byte, ParseReason(e.what()));
+    return MakeError("{}: invalid JSON at line {}, column {} (byte {}): {}", source, line, column, e.byte,
+                     ParseReason(e.what()));
   } catch (const Json::exception& e) {
     return MakeError("{}: invalid JSON: {}", source, ParseReason(e.what()));
   }
@@ -105,14 +104,13 @@ Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view ar
   if (arg.empty()) return MakeError("an empty snapshot operand (want an id, 'latest' or a file)");
   if (AllDigits(arg) || arg == "latest" || arg == "previous") return StoredSnapshot(store, arg);
   if (arg == "-") {
-    GT_ASSIGN_OR_RETURN(std::string text,
-                        SnapshotText(core::ReadFd(STDIN_FILENO, "standard input", kMaxSnapshotFileBytes),
-                                     "standard input"));
+    GT_ASSIGN_OR_RETURN(
+        std::string text,
+        SnapshotText(core::ReadFd(STDIN_FILENO, "standard input", kMaxSnapshotFileBytes), "standard input"));
     return ParseSnapshotJson(text, "standard input");
   }
   std::string path(arg);
-  GT_ASSIGN_OR_RETURN(std::string text,
-                      SnapshotText(core::ReadFile(path, kMaxSnapshotFileBytes), path));
+  GT_ASSIGN_OR_RETURN(std::string text, SnapshotText(core::ReadFile(path, kMaxSnapshotFileBytes), path));
   return ParseSnapshotJson(text, path);
 }
 

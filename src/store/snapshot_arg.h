@@ -3,8 +3,8 @@
 
 #include <string_view>
 
-#include "core/snapshot.h"
 #include "core/result.h"
+#include "core/snapshot.h"
 #include "store/snapshot_store.h"
 
 namespace gputriage::store {

@@ -73,15 +73,13 @@ TEST_F(LoadSnapshotArgTest, PreviousNeedsTwoSnapshots) {
   ASSERT_TRUE(store_->Save(core::SnapshotFromJsonUnchecked(Snapshot("only", "2026-12-01T08:00:00Z"))).ok());
   auto snapshot = LoadSnapshotArg(&*store_, "previous");
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_EQ(snapshot.error().message,
-            "'previous' needs two stored snapshots; " + store_->path() + " has 1");
+  EXPECT_EQ(snapshot.error().message, "'previous' needs two stored snapshots; " + store_->path() + " has 1");
 }
 
 TEST_F(LoadSnapshotArgTest, StoredSnapshotsNeedAStore) {
   auto snapshot = LoadSnapshotArg(nullptr, "latest");
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_EQ(snapshot.error().message,
-            "'latest' names a stored snapshot, but no snapshot database is open");
+  EXPECT_EQ(snapshot.error().message, "'latest' names a stored snapshot, but no snapshot database is open");
 }
 
 TEST_F(LoadSnapshotArgTest, StoredSnapshotWithANewerSchemaIsRefused) {
@@ -91,12 +89,10 @@ TEST_F(LoadSnapshotArgTest, StoredSnapshotWithANewerSchemaIsRefused) {
   ASSERT_TRUE(id.ok());
   auto snapshot = LoadSnapshotArg(&*store_, "latest");
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_EQ(
-      snapshot.error().message,
-      fmt::format("{} (snapshot {}): snapshot schema_version {} is newer than this gputriage "
-                  "(knows {}); upgrade gputriage",
-                  store_->path(), *id, core::kSnapshotSchemaVersion + 1,
-                  core::kSnapshotSchemaVersion));
+  EXPECT_EQ(snapshot.error().message,
+            fmt::format("{} (snapshot {}): snapshot schema_version {} is newer than this gputriage "
+                        "(knows {}); upgrade gputriage",
+                        store_->path(), *id, core::kSnapshotSchemaVersion + 1, core::kSnapshotSchemaVersion));
 }
 
 TEST_F(LoadSnapshotArgTest, ReadsAJsonFile) {
@@ -122,24 +118,21 @@ TEST_F(LoadSnapshotArgTest, AFileOverTheLimitIsNotASnapshot) {
 }
 
 TEST_F(LoadSnapshotArgTest, BadJsonNamesFileAndPosition) {
-  std::string path =
-      WriteFile(tmp_, "broken.json", "{\n  \"schema_version\": 1,\n  \"gpus\": [,]\n}\n");
+  std::string path = WriteFile(tmp_, "broken.json", "{\n  \"schema_version\": 1,\n  \"gpus\": [,]\n}\n");
   auto snapshot = LoadSnapshotArg(&*store_, path);
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_EQ(snapshot.error().message,
-            path +
-                ": invalid JSON at line 3, column 12 (byte 37): syntax error while parsing "
-                "value - unexpected ','; expected '[', '{', or a literal");
+  EXPECT_EQ(snapshot.error().message, path +
+                                          ": invalid JSON at line 3, column 12 (byte 37): syntax error while parsing "
+                                          "value - unexpected ','; expected '[', '{', or a literal");
 }
 
 TEST_F(LoadSnapshotArgTest, TruncatedJsonNamesTheEnd) {
   std::string path = WriteFile(tmp_, "truncated.json", "{\"schema_version\": 1, \"gpus\": [");
   auto snapshot = LoadSnapshotArg(&*store_, path);
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_EQ(snapshot.error().message,
-            path +
-                ": invalid JSON at line 1, column 32 (byte 32): syntax error while parsing "
-                "value - unexpected end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(snapshot.error().message, path +
+                                          ": invalid JSON at line 1, column 32 (byte 32): syntax error while parsing "
+                                          "value - unexpected end of input; expected '[', '{', or a literal");
 }
 
 TEST_F(LoadSnapshotArgTest, JsonWithoutSchemaVersionIsRefused) {
@@ -153,18 +146,16 @@ TEST_F(LoadSnapshotArgTest, JsonThatIsNotAnObjectIsRefused) {
   std::string path = WriteFile(tmp_, "list.json", "[1, 2]");
   auto snapshot = LoadSnapshotArg(&*store_, path);
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_EQ(snapshot.error().message,
-            path + ": not a gputriage snapshot (a JSON array, not an object)");
+  EXPECT_EQ(snapshot.error().message, path + ": not a gputriage snapshot (a JSON array, not an object)");
 }
 
 TEST_F(LoadSnapshotArgTest, NewerSchemaVersionInAFileIsRefused) {
   std::string path = WriteFile(tmp_, "future.json", R"({"schema_version": 2, "gpus": []})");
   auto snapshot = LoadSnapshotArg(&*store_, path);
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_EQ(snapshot.error().message,
-            path +
-                ": snapshot schema_version 2 is newer than this gputriage (knows 1); upgrade "
-                "gputriage");
+  EXPECT_EQ(snapshot.error().message, path +
+                                          ": snapshot schema_version 2 is newer than this gputriage (knows 1); upgrade "
+                                          "gputriage");
 }
 
 TEST(CheckSnapshotVersion, RejectsOddVersions) {
@@ -173,10 +164,9 @@ TEST(CheckSnapshotVersion, RejectsOddVersions) {
             "s: not a gputriage snapshot (schema_version is a string, not an integer)");
   EXPECT_EQ(core::CheckSnapshotVersion(Json{{"schema_version", 0}}, "s").error().message,
             "s: snapshot schema_version 0 is not one gputriage writes");
-  EXPECT_EQ(
-      core::CheckSnapshotVersion(Json{{"schema_version", 18446744073709551615u}}, "s").error().message,
-      "s: snapshot schema_version 18446744073709551615 is newer than this gputriage "
-      "(knows 1); upgrade gputriage");
+  EXPECT_EQ(core::CheckSnapshotVersion(Json{{"schema_version", 18446744073709551615u}}, "s").error().message,
+            "s: snapshot schema_version 18446744073709551615 is newer than this gputriage "
+            "(knows 1); upgrade gputriage");
 }
 
 TEST(ParseSnapshotJson, ParsesFromMemory) {

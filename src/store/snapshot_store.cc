@@ -58,8 +58,7 @@ constexpr Migration kMigrations[] = {
 constexpr int kBusyTimeoutMs = 5000;
 
 Result<int64_t> ReadUserVersion(const sqlite::Connection& connection) {
-  GT_ASSIGN_OR_RETURN(auto statement,
-                      sqlite::Statement::Prepare(connection, "PRAGMA user_version"));
+  GT_ASSIGN_OR_RETURN(auto statement, sqlite::Statement::Prepare(connection, "PRAGMA user_version"));
   GT_ASSIGN_OR_RETURN(bool row, statement.Step("cannot read the schema version"));
   if (!row) return MakeError("{}: PRAGMA user_version returned no row", connection.path());
   return statement.ColumnInt64(0);
@@ -73,8 +72,7 @@ Result<void> CheckNotNewer(const sqlite::Connection& connection, int64_t version
         connection.path(), version, SnapshotStore::KnownSchemaVersion());
   }
   if (version < 0) {
-    return MakeError("{}: schema version {} is not one gputriage wrote", connection.path(),
-                     version);
+    return MakeError("{}: schema version {} is not one gputriage wrote", connection.path(), version);
   }
   return {};
 }
@@ -120,8 +118,8 @@ Result<void> Migrate(sqlite::Connection* connection) {
   if (!checked.ok()) return checked;
   for (const Migration& migration : kMigrations) {
     if (migration.version <= version) continue;
-    Result<void> applied = connection->Exec(
-        migration.sql, fmt::format("cannot migrate to schema version {}", migration.version));
+    Result<void> applied =
+        connection->Exec(migration.sql, fmt::format("cannot migrate to schema version {}", migration.version));
     if (!applied.ok()) return applied;
     applied = connection->Exec(fmt::format("PRAGMA user_version = {}", migration.version),
                                "cannot record the schema version");
@@ -208,8 +206,7 @@ std::optional<std::string> NormalizeIsoUtc(std::string_view text) {
     offset_minutes = sign * (*offset_hours * 60 + *offset_mins);
   }
   if (pos != text.size()) return std::nullopt;
-  if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 ||
-      *second > 60) {
+  if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || *second > 60) {
     return std::nullopt;
   }
   std::tm tm{};
@@ -231,8 +228,7 @@ std::string SummarizeSnapshot(const core::Snapshot& snapshot) {
     std::vector<std::pair<std::string, int>> names;
     for (const core::Gpu& gpu : *snapshot.gpus) {
       std::string name = ShortGpuName(gpu);
-      auto it = std::find_if(names.begin(), names.end(),
-                             [&](const auto& entry) { return entry.first == name; });
+      auto it = std::find_if(names.begin(), names.end(), [&](const auto& entry) { return entry.first == name; });
       if (it == names.end()) {
         names.emplace_back(std::move(name), 1);
       } else {
@@ -252,8 +248,7 @@ std::string SummarizeSnapshot(const core::Snapshot& snapshot) {
     parts.push_back("kernel " + *snapshot.host->kernel->release);
   }
   if (!snapshot.findings.empty()) {
-    parts.push_back(fmt::format("{} finding{}", snapshot.findings.size(),
-                                snapshot.findings.size() == 1 ? "" : "s"));
+    parts.push_back(fmt::format("{} finding{}", snapshot.findings.size(), snapshot.findings.size() == 1 ? "" : "s"));
   }
   std::string summary;
   for (const std::string& part : parts) {
@@ -293,8 +288,7 @@ Result<SnapshotStore> SnapshotStore::Open(const std::string& db_path) {
   if (!mode.ok()) return mode.error();
   // A file system without shared memory (some network mounts) stays in its old journal mode;
   // the store still works, only concurrent readers wait for writers.
-  Result<void> foreign_keys =
-      connection.Exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
+  Result<void> foreign_keys = connection.Exec("PRAGMA foreign_keys = ON", "cannot enable foreign keys");
   if (!foreign_keys.ok()) return foreign_keys.error();
   Result<void> migrated = Migrate(&connection);
   if (!migrated.ok()) return migrated.error();
@@ -313,11 +307,10 @@ Result<int64_t> SnapshotStore::Save(const core::Snapshot& snapshot) {
   std::string text = core::ToJson(stored).dump(-1, ' ', false, Json::error_handler_t::replace);
 
   GT_ASSIGN_OR_RETURN(auto transaction, sqlite::Transaction::Begin(&connection_));
-  GT_ASSIGN_OR_RETURN(
-      auto insert,
-      sqlite::Statement::Prepare(connection_,
-                                 "INSERT INTO snapshots (created_at, hostname, root, tool_version, "
-                                 "gpu_count, summary, json) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  GT_ASSIGN_OR_RETURN(auto insert,
+                      sqlite::Statement::Prepare(connection_,
+                                                 "INSERT INTO snapshots (created_at, hostname, root, tool_version, "
+                                                 "gpu_count, summary, json) VALUES (?, ?, ?, ?, ?, ?, ?)"));
   std::string now = NowUtc();
   insert.BindText(1, created_at ? *created_at : now);
   insert.BindText(2, hostname);
@@ -339,10 +332,10 @@ Result<int64_t> SnapshotStore::Save(const core::Snapshot& snapshot) {
 }
 
 Result<std::vector<SnapshotRow>> SnapshotStore::List(size_t limit) {
-  GT_ASSIGN_OR_RETURN(auto query, sqlite::Statement::Prepare(
-                                      connection_,
-                                      "SELECT id, created_at, hostname, gpu_count, summary "
-                                      "FROM snapshots ORDER BY created_at DESC, id DESC LIMIT ?"));
+  GT_ASSIGN_OR_RETURN(auto query,
+                      sqlite::Statement::Prepare(connection_,
+                                                 "SELECT id, created_at, hostname, gpu_count, summary "
+                                                 "FROM snapshots ORDER BY created_at DESC, id DESC LIMIT ?"));
   // LIMIT -1 is SQLite's "no limit".
   query.BindInt64(1, limit == 0 ? -1 : static_cast<int64_t>(limit));
   std::vector<SnapshotRow> rows;
@@ -361,8 +354,7 @@ Result<std::vector<SnapshotRow>> SnapshotStore::List(size_t limit) {
 }
 
 Result<core::Snapshot> SnapshotStore::Load(int64_t id) {
-  GT_ASSIGN_OR_RETURN(auto query, sqlite::Statement::Prepare(
-                                      connection_, "SELECT json FROM snapshots WHERE id = ?"));
+  GT_ASSIGN_OR_RETURN(auto query, sqlite::Statement::Prepare(connection_, "SELECT json FROM snapshots WHERE id = ?"));
   query.BindInt64(1, id);
   GT_ASSIGN_OR_RETURN(bool row, query.Step("cannot load a snapshot"));
   if (!row) return MakeError("no snapshot with id {} in {}", id, path());
@@ -385,10 +377,9 @@ Result<core::Snapshot> SnapshotStore::Latest() {
 
 Result<int64_t> SnapshotStore::SaveBundle(const BundleRow& row) {
   GT_ASSIGN_OR_RETURN(auto statement,
-                      sqlite::Statement::Prepare(
-                          connection_,
-                          "INSERT INTO bundles (created_at, path, command, exit_status, signal, "
-                          "kind, category, signature, summary) VALUES (?,?,?,?,?,?,?,?,?)"));
+                      sqlite::Statement::Prepare(connection_,
+                                                 "INSERT INTO bundles (created_at, path, command, exit_status, signal, "
+                                                 "kind, category, signature, summary) VALUES (?,?,?,?,?,?,?,?,?)"));
   statement.BindText(1, row.created_at);
   statement.BindText(2, row.path);
   statement.BindText(3, row.command);
@@ -409,11 +400,10 @@ Result<int64_t> SnapshotStore::SaveBundle(const BundleRow& row) {
 
 Result<std::vector<BundleRow>> SnapshotStore::ListBundles(size_t limit) {
   GT_ASSIGN_OR_RETURN(auto statement,
-                      sqlite::Statement::Prepare(
-                          connection_,
-                          "SELECT id, created_at, path, command, exit_status, signal, kind, "
-                          "category, signature, summary FROM bundles "
-                          "ORDER BY created_at DESC, id DESC LIMIT ?"));
+                      sqlite::Statement::Prepare(connection_,
+                                                 "SELECT id, created_at, path, command, exit_status, signal, kind, "
+                                                 "category, signature, summary FROM bundles "
+                                                 "ORDER BY created_at DESC, id DESC LIMIT ?"));
   statement.BindInt64(1, limit == 0 ? -1 : static_cast<int64_t>(limit));
   std::vector<BundleRow> rows;
   while (true) {
@@ -437,8 +427,7 @@ Result<std::vector<BundleRow>> SnapshotStore::ListBundles(size_t limit) {
 
 Result<int64_t> SnapshotStore::CountBundlesWithSignature(std::string_view signature) {
   GT_ASSIGN_OR_RETURN(auto statement,
-                      sqlite::Statement::Prepare(connection_,
-                                                 "SELECT COUNT(*) FROM bundles WHERE signature = ?"));
+                      sqlite::Statement::Prepare(connection_, "SELECT COUNT(*) FROM bundles WHERE signature = ?"));
   statement.BindText(1, signature);
   GT_ASSIGN_OR_RETURN(bool has_row, statement.Step("cannot count crash bundles"));
   return has_row ? statement.ColumnInt64(0) : 0;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model.h"
 #include "core/bundle.h"
+#include "core/model.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "store/sqlite.h"

@@ -54,8 +54,8 @@ std::string RawQuery(const std::string& path, const std::string& sql) {
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
   std::string out;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-      sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW &&
+      sqlite3_column_text(stmt, 0) != nullptr) {
     out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
   } else {
     ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
@@ -96,9 +96,8 @@ TEST(SnapshotStore, RoundTrip) {
   auto rows = store->List(10);
   ASSERT_TRUE(rows.ok()) << rows.error().message;
   ASSERT_EQ(rows->size(), 2u);
-  EXPECT_EQ((*rows)[0],
-            (SnapshotRow{*newer_id, "2026-12-02T13:30:00Z", "node-b", 2,
-                         "2x AMD Instinct MI300X; kernel 6.8.0-45-generic; 1 finding"}));
+  EXPECT_EQ((*rows)[0], (SnapshotRow{*newer_id, "2026-12-02T13:30:00Z", "node-b", 2,
+                                     "2x AMD Instinct MI300X; kernel 6.8.0-45-generic; 1 finding"}));
   EXPECT_EQ((*rows)[1], (SnapshotRow{*older_id, "2026-12-01T08:00:00Z", "node-a", 1,
                                      "1x AMD Instinct MI300X; kernel 6.8.0-45-generic"}));
 
@@ -116,9 +115,7 @@ TEST(SnapshotStore, RoundTrip) {
   ASSERT_TRUE(latest.ok()) << latest.error().message;
   EXPECT_EQ(Stored(*latest), core::ToJson(newer));
 
-  EXPECT_EQ(
-      RawQuery(path, fmt::format("SELECT tool_version FROM snapshots WHERE id = {}", *older_id)),
-      "0.1.0");
+  EXPECT_EQ(RawQuery(path, fmt::format("SELECT tool_version FROM snapshots WHERE id = {}", *older_id)), "0.1.0");
 }
 
 TEST(SnapshotStore, SurvivesReopening) {
@@ -282,8 +279,7 @@ TEST(SnapshotStore, OpenInAMissingDirectoryNamesThePath) {
   std::string path = tmp / "missing/snapshots.db";
   auto store = SnapshotStore::Open(path);
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.error().message,
-            path + ": cannot open: unable to open database file (SQLite code 14)");
+  EXPECT_EQ(store.error().message, path + ": cannot open: unable to open database file (SQLite code 14)");
 }
 
 constexpr int kWritersSaves = 40;
@@ -349,8 +345,7 @@ TEST(SnapshotStore, ConcurrentWritersFromTwoProcessesAllSucceed) {
       }
       std::string error;
       int failures = WriteMany(path, fmt::format("process-{}", c), &error);
-      if (failures != 0)
-        std::fprintf(stderr, "child %d: %d failures: %s\n", c, failures, error.c_str());
+      if (failures != 0) std::fprintf(stderr, "child %d: %d failures: %s\n", c, failures, error.c_str());
       ::_exit(failures == 0 ? 0 : 1);
     }
   }

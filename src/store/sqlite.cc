@@ -11,8 +11,7 @@ core::Error DbError(sqlite3* db, const std::string& path, std::string_view what)
     case SQLITE_NOTADB:
       return core::MakeError("{}: not an SQLite database ({})", path, message);
     case SQLITE_CORRUPT:
-      return core::MakeError("{}: the database is corrupt ({}); move it aside to start afresh",
-                             path, message);
+      return core::MakeError("{}: the database is corrupt ({}); move it aside to start afresh", path, message);
     default:
       return core::MakeError("{}: {}: {} (SQLite code {})", path, what, message, code);
   }
@@ -37,8 +36,7 @@ core::Result<void> Connection::Exec(const std::string& sql, std::string_view wha
 
 core::Result<Statement> Statement::Prepare(const Connection& connection, std::string_view sql) {
   sqlite3_stmt* raw = nullptr;
-  int rc =
-      sqlite3_prepare_v2(connection.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
+  int rc = sqlite3_prepare_v2(connection.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
   Statement statement(raw, connection);
   if (rc != SQLITE_OK) {
     return DbError(connection.get(), connection.path(), fmt::format("cannot prepare '{}'", sql));
@@ -51,8 +49,7 @@ void Statement::BindText(int index, std::optional<std::string_view> value) {
     BindNull(index);
     return;
   }
-  sqlite3_bind_text64(stmt_.get(), index, value->data(), value->size(), SQLITE_TRANSIENT,
-                      SQLITE_UTF8);
+  sqlite3_bind_text64(stmt_.get(), index, value->data(), value->size(), SQLITE_TRANSIENT, SQLITE_UTF8);
 }
 
 core::Result<bool> Statement::Step(std::string_view what) {

@@ -61,9 +61,7 @@ class Statement {
   /// Advances: true when a row is available, false when done. Errors name the path and `what`.
   core::Result<bool> Step(std::string_view what);
 
-  bool ColumnIsNull(int column) const {
-    return sqlite3_column_type(stmt_.get(), column) == SQLITE_NULL;
-  }
+  bool ColumnIsNull(int column) const { return sqlite3_column_type(stmt_.get(), column) == SQLITE_NULL; }
   int64_t ColumnInt64(int column) const { return sqlite3_column_int64(stmt_.get(), column); }
   /// The column as text; nullopt for NULL.
   std::optional<std::string> ColumnText(int column) const;

@@ -71,11 +71,13 @@ TEST(KbCommand, LintNamesABrokenEntryAndAnalyzeRefusesIt) {
   Out lint = Gt({"kb", "lint", "--dir", tmp / "kb"});
   EXPECT_EQ(lint.status, 1);
   EXPECT_NE(lint.out.find("kb/issues/bad-pattern.yaml:9: pattern does not compile: missing ): out of (memory"),
-            std::string::npos) << lint.out;
+            std::string::npos)
+      << lint.out;
   Out analyze = Gt({"analyze", "--kb-dir", tmp / "kb", "-"}, "CUDA error: out of memory\n");
   EXPECT_EQ(analyze.status, 3);
   EXPECT_NE(analyze.err.find("refusing to analyze: kb/issues/bad-pattern.yaml:9: pattern does not compile"),
-            std::string::npos) << analyze.err;
+            std::string::npos)
+      << analyze.err;
 }
 
 TEST(AnalyzeCommand, JsonContractOnARealLog) {
@@ -90,7 +92,8 @@ TEST(AnalyzeCommand, JsonContractOnARealLog) {
   ASSERT_TRUE(j["matches"].is_array() && !j["matches"].empty());
   const Json& m = j["matches"][0];
   EXPECT_EQ(m.value("id", ""), "hsa-memory-access-fault-gpu-node");
-  for (const char* key : {"id", "title", "category", "fix", "references", "evidence"}) EXPECT_TRUE(m.contains(key)) << key;
+  for (const char* key : {"id", "title", "category", "fix", "references", "evidence"})
+    EXPECT_TRUE(m.contains(key)) << key;
   EXPECT_NE(m["evidence"][0].value("line", "").find("Memory access fault by GPU node-"), std::string::npos);
   EXPECT_TRUE(j["next_steps"].is_array() && !j["next_steps"].empty());
 }
@@ -103,7 +106,11 @@ TEST(AnalyzeCommand, StdinGzipAndHumanOutput) {
   EXPECT_NE(o.out.find("evidence stdin:2: RuntimeError: CUDA error"), std::string::npos) << o.out;
   testing::TempDir tmp;
   std::string gz = tmp / "job.log.gz";
-  ASSERT_EQ(system(("printf 'x\\nhipErrorNoBinaryForGpu: Unable to find code object for all current devices!\\n' | gzip > " + gz).c_str()), 0);
+  ASSERT_EQ(
+      system(
+          ("printf 'x\\nhipErrorNoBinaryForGpu: Unable to find code object for all current devices!\\n' | gzip > " + gz)
+              .c_str()),
+      0);
   Out g = Gt({"analyze", "--json", gz});
   Json j = Json::parse(g.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << g.out << g.err;
@@ -151,7 +158,8 @@ TEST(AnalyzeCommand, BaselineChangesAreVerdictReasons) {
   ASSERT_FALSE(j.is_discarded()) << o.err;
   bool found = false;
   for (const Json& r : j["verdict_reasons"]) {
-    found = found || r.get<std::string>() == "changed since the last good snapshot: env HSA_OVERRIDE_GFX_VERSION=10.3.0 added";
+    found = found ||
+            r.get<std::string>() == "changed since the last good snapshot: env HSA_OVERRIDE_GFX_VERSION=10.3.0 added";
   }
   EXPECT_TRUE(found) << j["verdict_reasons"].dump();
   Out alone = Gt({"analyze", "--baseline", base_path, "-"}, "x\n");

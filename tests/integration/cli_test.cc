@@ -25,8 +25,7 @@ struct CliRun {
   double seconds = 0;
 };
 
-CliRun Gputriage(std::vector<std::string> args, std::vector<std::string> env = {},
-              int timeout_ms = 60000) {
+CliRun Gputriage(std::vector<std::string> args, std::vector<std::string> env = {}, int timeout_ms = 60000) {
   args.insert(args.begin(), GT_GPUTRIAGE_BIN);
   core::RunOptions options;
   options.timeout = std::chrono::milliseconds(timeout_ms);
@@ -97,8 +96,7 @@ TEST(CliTest, SnapshotOfTheCapturedH200Tree) {
   CliRun run = Gputriage({"snapshot", "--json", "--root", H200Root()});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   Json s = ParseJson(run);
-  for (const char* key : {"schema_version", "host", "gpus", "software", "kernel_log", "env",
-                          "not_collected"}) {
+  for (const char* key : {"schema_version", "host", "gpus", "software", "kernel_log", "env", "not_collected"}) {
     EXPECT_TRUE(s.contains(key)) << key;
   }
   EXPECT_EQ(s["schema_version"], 1);
@@ -144,8 +142,7 @@ TEST(CliTest, HungProbeBecomesAFindingAndTheSnapshotCompletes) {
   const Json* hung = FindFinding(j["findings"], "collect.nvidia_probe_hung");
   ASSERT_NE(hung, nullptr) << j["findings"].dump(2);
   EXPECT_EQ((*hung)["severity"], "error");
-  EXPECT_EQ((*hung)["title"],
-            "NVML and /proc/driver/nvidia did not answer within 0.5 s: the driver may be wedged");
+  EXPECT_EQ((*hung)["title"], "NVML and /proc/driver/nvidia did not answer within 0.5 s: the driver may be wedged");
   // The rest was still collected.
   EXPECT_EQ(j["snapshot"]["host"]["hostname"], "vm");
   EXPECT_EQ(j["snapshot"]["gpus"].size(), 1u);
@@ -250,8 +247,7 @@ TEST(CliTest, DamagedSnapshotFilesGiveClearAnswers) {
 TEST(CliTest, LiveSnapshotRedactsSecretsInTheEnvironment) {
   // A GitHub token shape (documented prefix ghp_, 36 characters after it) and an AWS example key.
   const std::string token = "ghp_" + std::string("Zq9yX2wV4uT6sR8pN0mL1kJ3hG5fD7cB9aZx");
-  std::vector<std::string> env = {"TORCH_HUB_TOKEN=" + token,
-                                  "CUDA_CACHE_PATH=/tmp/x?key=AKIAIOSFODNN7EXAMPLE",
+  std::vector<std::string> env = {"TORCH_HUB_TOKEN=" + token, "CUDA_CACHE_PATH=/tmp/x?key=AKIAIOSFODNN7EXAMPLE",
                                   "CUDA_VISIBLE_DEVICES=0,1", "GPUTRIAGE_ROOT="};
   CliRun run = Gputriage({"snapshot", "--json"}, env);
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -279,8 +275,7 @@ TEST(CliTest, LiveKernelLogRecordIsSeen) {
   std::ofstream kmsg("/dev/kmsg");
   if (!kmsg) GTEST_SKIP() << "/dev/kmsg is not writable here";
   std::string name = "gt_cli_" + std::to_string(::getpid());
-  kmsg << "<4>NVRM: Xid (PCI:0000:00:06): 43, pid=" << ::getpid() << ", name=" << name
-       << ", channel 0x0000000a\n";
+  kmsg << "<4>NVRM: Xid (PCI:0000:00:06): 43, pid=" << ::getpid() << ", name=" << name << ", channel 0x0000000a\n";
   kmsg.close();
   CliRun run = Gputriage({"doctor", "--json"}, {"GPUTRIAGE_ROOT="});
   Json j = ParseJson(run);

@@ -169,7 +169,8 @@ TEST(InspectCommand, JsonContractOnAHipccObject) {
     EXPECT_EQ(co["format"], "hsaco-v4");
     targets.insert(co["target_id"].get<std::string>());
     ASSERT_FALSE(co["kernels"].empty());
-    for (const char* key : {"name", "sgpr_count", "vgpr_count", "lds_bytes", "scratch_bytes", "max_workgroup_size", "wavefront_size"}) {
+    for (const char* key :
+         {"name", "sgpr_count", "vgpr_count", "lds_bytes", "scratch_bytes", "max_workgroup_size", "wavefront_size"}) {
       EXPECT_TRUE(co["kernels"][0].contains(key)) << key;
     }
   }
@@ -177,7 +178,8 @@ TEST(InspectCommand, JsonContractOnAHipccObject) {
   // An AMD GPU of another generation has no code here.
   testing::TempDir tmp;
   std::string snap = tmp / "gfx1100.json";
-  std::ofstream(snap) << Json{{"schema_version", 1}, {"gpus", {{{"pci_address", "0000:03:00.0"}, {"gfx_arch", "gfx1100"}}}}}.dump();
+  std::ofstream(snap)
+      << Json{{"schema_version", 1}, {"gpus", {{{"pci_address", "0000:03:00.0"}, {"gfx_arch", "gfx1100"}}}}}.dump();
   Out missing = Gt({"inspect", "--json", "--snapshot", snap, kHip + "/kernels.o"});
   EXPECT_EQ(missing.status, 1);
   Json m = Json::parse(missing.out, nullptr, false);

@@ -50,9 +50,7 @@ Json TrailingJson(const std::string& out) {
   return Json::parse(out.substr(at), nullptr, false);
 }
 
-void WriteText(const std::string& path, std::string_view content) {
-  std::ofstream(path, std::ios::binary) << content;
-}
+void WriteText(const std::string& path, std::string_view content) { std::ofstream(path, std::ios::binary) << content; }
 
 std::string NewestBundle(const std::string& dir) {
   std::vector<std::string> names;
@@ -131,15 +129,14 @@ class RunTest : public ::testing::Test {
     return false;
   }
 
-  void ExpectCrash(const JobRun& r, const char* signal, const char* si_code, const char* function,
-                   const char* kind, int status) {
+  void ExpectCrash(const JobRun& r, const char* signal, const char* si_code, const char* function, const char* kind,
+                   int status) {
     ASSERT_FALSE(r.bundle.empty()) << "no bundle; stderr:\n" << r.err;
     EXPECT_EQ(r.status, status) << r.err;
     EXPECT_EQ(r.process.value("signal", ""), signal);
     EXPECT_EQ(r.process.value("si_code", ""), si_code);
     EXPECT_EQ(TopFunction(r.process), function) << r.process["threads"][0]["frames"].dump(1);
-    EXPECT_EQ(r.process["classification"].value("kind", ""), kind)
-        << r.process["classification"].dump(1);
+    EXPECT_EQ(r.process["classification"].value("kind", ""), kind) << r.process["classification"].dump(1);
     EXPECT_TRUE(r.process["disassembly"].is_object());
     EXPECT_EQ(r.process.value("exit_status", -1), status);
   }
@@ -186,8 +183,8 @@ TEST_F(RunTest, NullDereference) {
   EXPECT_NE(r.err.find("died of SIGSEGV (SEGV_MAPERR"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("bundle: " + r.bundle), std::string::npos) << r.err;
   // Manifest accounts for every file of the layout.
-  for (const char* file : {"process.json", "stdout.tail", "stderr.tail", "kmsg.log", "snapshot.json",
-                           "findings.json", "telemetry.csv", "gpu_calls.json", "report.md", "core"}) {
+  for (const char* file : {"process.json", "stdout.tail", "stderr.tail", "kmsg.log", "snapshot.json", "findings.json",
+                           "telemetry.csv", "gpu_calls.json", "report.md", "core"}) {
     EXPECT_TRUE(r.manifest["files"].contains(file)) << file;
     if (!r.manifest["files"][file].value("present", false)) {
       EXPECT_FALSE(r.manifest["files"][file].value("reason", "").empty()) << file;
@@ -417,8 +414,9 @@ TEST_F(RunTest, KernelLogRecordsDuringTheRunAreSavedAndTiedToTheJob) {
   // Real records from captured logs, with the job's pid put in: an H200 Xid 43 and an amdgpu
   // VM fault (tests/fixtures/kernel_log).
   std::string xid = "NVRM: Xid (PCI:0000:00:06): 43, pid=$$, name=python3, channel 0x0000000a";
-  std::string vmfault = "amdgpu 0000:07:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 "
-                        "ring:173 vmid:8 pasid:32772, for process clinfo pid $$ thread clinfo pid $$)";
+  std::string vmfault =
+      "amdgpu 0000:07:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 "
+      "ring:173 vmid:8 pasid:32772, for process clinfo pid $$ thread clinfo pid $$)";
   std::string script = "printf '%s\\n' \"" + xid + "\" > /dev/kmsg; printf '%s\\n' \"" + vmfault +
                        "\" > /dev/kmsg; exec " + kCrasher + " null";
   JobRun r = Run({"sh", "-c", script});
@@ -476,15 +474,17 @@ TEST_F(RunTest, GpuRuntimeErrorInStderrIsAFailure) {
   EXPECT_TRUE(r.process["signal"].is_null());
   EXPECT_EQ(r.process["classification"].value("kind", ""), "gpu-illegal-address");
   EXPECT_EQ(r.process["classification"].value("category", ""), "illegal-address");
-  EXPECT_NE(r.process["classification"].value("summary", "").find("CUDA error: an illegal memory access was encountered"),
-            std::string::npos);
+  EXPECT_NE(
+      r.process["classification"].value("summary", "").find("CUDA error: an illegal memory access was encountered"),
+      std::string::npos);
 }
 
 TEST_F(RunTest, RealCudaProgramWithoutAGpuGetsTheRuntimesAnswer) {
 #ifndef GT_CUDA_OOB
   GTEST_SKIP() << "nvcc was not found at configure time, so tests/gpu/cuda_oob was not built";
 #else
-  if (access("/dev/nvidia0", F_OK) == 0) GTEST_SKIP() << "this machine has an NVIDIA GPU: covered by scripts/device/verify-run.sh";
+  if (access("/dev/nvidia0", F_OK) == 0)
+    GTEST_SKIP() << "this machine has an NVIDIA GPU: covered by scripts/device/verify-run.sh";
   JobRun r = Run({GT_CUDA_OOB});
   ASSERT_FALSE(r.bundle.empty()) << r.err;
   EXPECT_EQ(r.status, 1);
@@ -513,8 +513,9 @@ TEST_F(RunTest, RepeatReportsDeterministicFlakyAndNotReproduced) {
   EXPECT_EQ(j["verdict"].value("failures", 0), 3);
   ASSERT_EQ(j["verdict"]["distinct_signatures"].size(), 1u) << j.dump(1);
   EXPECT_EQ(j["verdict"]["distinct_signatures"][0].value("count", 0), 3);
-  EXPECT_NE(j["verdict"]["distinct_signatures"][0].value("signature", "").find("SIGSEGV/null-dereference null_deref main"),
-            std::string::npos);
+  EXPECT_NE(
+      j["verdict"]["distinct_signatures"][0].value("signature", "").find("SIGSEGV/null-dereference null_deref main"),
+      std::string::npos);
   // One bundle per distinct signature.
   int bundles = 0;
   for (const Json& run : j["runs"]) bundles += run["bundle"].is_string() ? 1 : 0;
@@ -522,9 +523,10 @@ TEST_F(RunTest, RepeatReportsDeterministicFlakyAndNotReproduced) {
 
   // Fails every other run: flaky, 50% or 67% depending on the start.
   std::string flag = tmp_ / "flip";
-  JobRun flaky = Run({"sh", "-c", "if [ -e " + flag + " ]; then rm " + flag + "; exec " + kCrasher +
-                                      " fpe; else touch " + flag + "; exit 0; fi"},
-                     {"--repeat", "4", "--json", "--quiet"});
+  JobRun flaky = Run(
+      {"sh", "-c",
+       "if [ -e " + flag + " ]; then rm " + flag + "; exec " + kCrasher + " fpe; else touch " + flag + "; exit 0; fi"},
+      {"--repeat", "4", "--json", "--quiet"});
   Json f = TrailingJson(flaky.out);
   ASSERT_FALSE(f.is_discarded()) << flaky.out;
   EXPECT_EQ(f["verdict"].value("verdict", ""), "flaky");
@@ -567,8 +569,8 @@ TEST_F(RunTest, AnalyzeAKernelCore) {
   fs::create_directories(dir);
   core::RunOptions ro;
   ro.timeout = std::chrono::milliseconds(60000);
-  auto crashed = core::RunWithTimeout(
-      {"sh", "-c", "ulimit -c unlimited; cd " + dir + " && exec " + kCrasher + " stack"}, ro);
+  auto crashed =
+      core::RunWithTimeout({"sh", "-c", "ulimit -c unlimited; cd " + dir + " && exec " + kCrasher + " stack"}, ro);
   ASSERT_TRUE(crashed.ok());
   std::string core;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -608,7 +610,8 @@ TEST_F(RunTest, GpuFailuresGroupByTheGpuSignatureAndTheBundleKnowsTheSeries) {
   ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
   EXPECT_EQ(j["verdict"].value("verdict", ""), "deterministic");
   ASSERT_EQ(j["verdict"]["distinct_signatures"].size(), 1u) << j["verdict"].dump();
-  EXPECT_EQ(j["verdict"]["distinct_signatures"][0].value("signature", ""), "gpu: cudaErrorAssert in indexFuncSmallIndex");
+  EXPECT_EQ(j["verdict"]["distinct_signatures"][0].value("signature", ""),
+            "gpu: cudaErrorAssert in indexFuncSmallIndex");
   std::string bundle;
   for (const Json& run : j["runs"]) {
     if (run["bundle"].is_string()) bundle = run["bundle"].get<std::string>();
@@ -632,7 +635,8 @@ TEST_F(RunTest, GpuFailuresGroupByTheGpuSignatureAndTheBundleKnowsTheSeries) {
   EXPECT_EQ(a["gpu_signature"].value("kernel", ""), "indexFuncSmallIndex");
   bool deterministic = false;
   for (const Json& reason : a["verdict_reasons"]) {
-    deterministic = deterministic || reason.get<std::string>().rfind("failed 3 of 3 runs with the same signature", 0) == 0;
+    deterministic =
+        deterministic || reason.get<std::string>().rfind("failed 3 of 3 runs with the same signature", 0) == 0;
   }
   EXPECT_TRUE(deterministic) << a["verdict_reasons"].dump();
 }

@@ -60,9 +60,7 @@ std::string TempTree::Real(std::string_view path) const {
   return (fs::path(root()) / fs::path(path).relative_path()).string();
 }
 
-void TempTree::Write(std::string_view path, std::string_view bytes) const {
-  WriteFile(root(), path, bytes);
-}
+void TempTree::Write(std::string_view path, std::string_view bytes) const { WriteFile(root(), path, bytes); }
 
 void TempTree::MakeDir(std::string_view path) const { fs::create_directories(Real(path)); }
 
@@ -105,8 +103,7 @@ void WriteFile(const std::string& root, std::string_view path, std::string_view 
   out.write(content.data(), static_cast<std::streamsize>(content.size()));
 }
 
-int MaterializeTailV(std::string_view capture, const std::string& root,
-                     TailBlankLines blank_lines) {
+int MaterializeTailV(std::string_view capture, const std::string& root, TailBlankLines blank_lines) {
   std::istringstream in{std::string(capture)};
   std::string line, current_path, content;
   int written = 0;
@@ -178,8 +175,8 @@ int MaterializeCat(std::string_view capture, const std::string& root) {
 
 void CopyTree(const std::string& from, const std::string& to) {
   fs::create_directories(to);
-  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks |
-                         fs::copy_options::overwrite_existing);
+  fs::copy(from, to,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
 }
 
 }  // namespace gputriage::testing

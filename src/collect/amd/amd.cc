@@ -68,9 +68,7 @@ std::vector<KfdGpuNode> SummarizeGpuNodes(AttributeReader& reader, const KfdTopo
 }
 
 // "0000:02:00.3" -> "0000:02:00.0".
-std::string FunctionZero(const std::string& address) {
-  return address.substr(0, address.size() - 1) + "0";
-}
+std::string FunctionZero(const std::string& address) { return address.substr(0, address.size() - 1) + "0"; }
 
 // Pairs amdgpu devices with KFD GPU nodes by PCI address. On MI300-class GPUs in a compute
 // partition mode KFD puts the partition index in the function bits of location_id
@@ -91,8 +89,7 @@ std::vector<GpuEntry> MatchGpus(const core::OsView& os, std::vector<AmdgpuDevice
       continue;
     }
     auto it = by_address.find(*address);
-    if (it == by_address.end() && address->back() != '0')
-      it = by_address.find(FunctionZero(*address));
+    if (it == by_address.end() && address->back() != '0') it = by_address.find(FunctionZero(*address));
     if (it != by_address.end()) {
       gpus[it->second].nodes.push_back(&node);
       continue;
@@ -184,8 +181,7 @@ core::Json GpuToJson(AttributeReader& reader, const GpuEntry& gpu, bool kfd_pres
     MergeAttributes(ReadAmdgpuAttributes(reader, gpu.device->sysfs_dir, item), out);
   } else if (gpu.pci_address) {
     reader.NoteOnce(item,
-                    fmt::format("no amdgpu attributes: /sys/bus/pci/devices/{} does not exist",
-                                *gpu.pci_address));
+                    fmt::format("no amdgpu attributes: /sys/bus/pci/devices/{} does not exist", *gpu.pci_address));
   }
   return out;
 }
@@ -198,8 +194,8 @@ void AddRocmSmi(AttributeReader& reader, core::Json& data) {
   }
   data["smi"] = RocmSmiReportToJson(*report);
   if (!report->initialized()) {
-    reader.NoteOnce("amd.smi", fmt::format("ROCm SMI: rsmi_init failed: status {} ({})",
-                                           report->init_status, report->init_status_text));
+    reader.NoteOnce("amd.smi", fmt::format("ROCm SMI: rsmi_init failed: status {} ({})", report->init_status,
+                                           report->init_status_text));
   }
   for (const std::string& problem : report->problems) {
     reader.NoteOnce("amd.smi", "ROCm SMI: " + problem);
@@ -221,10 +217,9 @@ core::Section Collect(const core::OsView& os) {
 
   std::vector<AmdgpuDevice> devices = FindAmdgpuDevices(reader);
   if (!devices.empty() && !os.Exists("/sys/class/kfd")) {
-    reader.NoteOnce("amd.kfd",
-                    fmt::format("/sys/class/kfd does not exist although amdgpu drives {} GPU{}: "
-                                "without amdkfd, ROCm and HIP see no GPU",
-                                devices.size(), devices.size() == 1 ? "" : "s"));
+    reader.NoteOnce("amd.kfd", fmt::format("/sys/class/kfd does not exist although amdgpu drives {} GPU{}: "
+                                           "without amdkfd, ROCm and HIP see no GPU",
+                                           devices.size(), devices.size() == 1 ? "" : "s"));
   }
   // ROCm SMI only where there is something AMD to ask about: loading and initialising it costs
   // tens of milliseconds, and it must never run against a captured tree.

@@ -22,8 +22,8 @@ using gputriage::testing::TempTree;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using ::testing::Pair;
 using testing::MaterialiseSensors;
+using ::testing::Pair;
 using testing::ReadFixture;
 using testing::SplitDashedBlocks;
 using Json = core::Json;
@@ -110,8 +110,7 @@ TEST(AmdCollect, FourMi300aApusFromTheKfdCapture) {
 
   std::map<std::string, std::string> notes = Notes(section);
   EXPECT_EQ(notes.size(), 4u + 8u * 2u);  // no sysfs per GPU; no gpu_id/name per node
-  EXPECT_EQ(notes["amd.gpus[0001:02:00.0]"],
-            "no amdgpu attributes: /sys/bus/pci/devices/0001:02:00.0 does not exist");
+  EXPECT_EQ(notes["amd.gpus[0001:02:00.0]"], "no amdgpu attributes: /sys/bus/pci/devices/0001:02:00.0 does not exist");
   EXPECT_EQ(notes["amd.kfd.nodes[6].gpu_id"],
             "cannot read /sys/class/kfd/kfd/topology/nodes/6/gpu_id: No such file or directory");
   EXPECT_EQ(notes["amd.kfd.nodes[6].name"],
@@ -120,9 +119,8 @@ TEST(AmdCollect, FourMi300aApusFromTheKfdCapture) {
 
 TEST(AmdCollect, PolarisClocksFromGrepAndVramFromCat) {
   TempTree tree;
-  MaterializeGrepDot(
-      ReadFixture("grep-dot-drm-card1-device-pp_dpm_sclk-mclk-pcie-power-profile-excerpt.txt"),
-      tree.root());
+  MaterializeGrepDot(ReadFixture("grep-dot-drm-card1-device-pp_dpm_sclk-mclk-pcie-power-profile-excerpt.txt"),
+                     tree.root());
   MaterializeCat(ReadFixture("mem_info_vram_used-and-total-cat-nixos.txt"), tree.root());
   tree.Link("/sys/class/drm/card0/device/driver", kDriverLink);
   tree.Link("/sys/class/drm/card1/device/driver", kDriverLink);
@@ -141,8 +139,7 @@ TEST(AmdCollect, PolarisClocksFromGrepAndVramFromCat) {
   const Json& polaris = gpus[1];
   EXPECT_EQ(polaris["drm_card"], "card1");
   EXPECT_EQ(polaris["clocks"]["sclk_mhz"], 1233);
-  EXPECT_EQ(polaris["clocks"]["sclk_levels_mhz"],
-            Json({300, 588, 976, 1065, 1130, 1192, 1233, 1268}));
+  EXPECT_EQ(polaris["clocks"]["sclk_levels_mhz"], Json({300, 588, 976, 1065, 1130, 1192, 1233, 1268}));
   // The excerpt starts at mclk level 2, unmarked: the current memory clock is unknown.
   EXPECT_FALSE(polaris["clocks"].contains("mclk_mhz"));
   EXPECT_EQ(polaris["clocks"]["mclk_levels_mhz"], Json({1750}));
@@ -157,8 +154,7 @@ TEST(AmdCollect, PolarisClocksFromGrepAndVramFromCat) {
             "directory");
   EXPECT_EQ(notes["amd.gpus[card0].clocks.sclk_mhz"],
             "cannot read /sys/class/drm/card0/device/pp_dpm_sclk: No such file or directory");
-  EXPECT_EQ(notes["amd.gpus[card0].hwmon"],
-            "cannot list /sys/class/drm/card0/device/hwmon: No such file or directory");
+  EXPECT_EQ(notes["amd.gpus[card0].hwmon"], "cannot list /sys/class/drm/card0/device/hwmon: No such file or directory");
   EXPECT_EQ(notes["amd.kfd"],
             "/sys/class/kfd does not exist although amdgpu drives 2 GPUs: without amdkfd, ROCm "
             "and HIP see no GPU");
@@ -175,10 +171,9 @@ TEST(AmdCollect, HwmonSensorsOfThreeBoards) {
     const char* fixture;
     const char* address;
   };
-  for (Board board :
-       {Board{"hwmon-lm-sensors-amdgpu-rx7900xt-edge-junction-mem-ppt.txt", "0000:03:00.0"},
-        Board{"hwmon-lm-sensors-amdgpu-2019-temp1-power1-legacy-labels.txt", "0000:04:00.0"},
-        Board{"hwmon-lm-sensors-amdgpu-apu-6850u-vddnb-ppt-no-crit.txt", "0000:33:00.0"}}) {
+  for (Board board : {Board{"hwmon-lm-sensors-amdgpu-rx7900xt-edge-junction-mem-ppt.txt", "0000:03:00.0"},
+                      Board{"hwmon-lm-sensors-amdgpu-2019-temp1-power1-legacy-labels.txt", "0000:04:00.0"},
+                      Board{"hwmon-lm-sensors-amdgpu-apu-6850u-vddnb-ppt-no-crit.txt", "0000:33:00.0"}}) {
     std::string dir = std::string("/sys/bus/pci/devices/") + board.address;
     tree.Link(dir + "/driver", kDriverLink);
     MaterialiseSensors(tree, dir + "/hwmon/hwmon0", ReadFixture(board.fixture));
@@ -205,8 +200,8 @@ TEST(AmdCollect, HwmonSensorsOfThreeBoards) {
 
   std::map<std::string, std::string> notes = Notes(section);
   for (const auto& [item, reason] : notes) {
-    EXPECT_FALSE(item.find("temperatures_c") != std::string::npos ||
-                 item.find("power") != std::string::npos || item.find("fan") != std::string::npos)
+    EXPECT_FALSE(item.find("temperatures_c") != std::string::npos || item.find("power") != std::string::npos ||
+                 item.find("fan") != std::string::npos)
         << item << ": " << reason;
   }
 }
@@ -229,8 +224,8 @@ TEST(AmdCollect, DrmCardLinkLeadsToThePciDeviceAndItsPcieLevel) {
 
 TEST(AmdCollect, TruncatedNodeFromTheRvsTrace) {
   TempTree tree;
-  std::string properties = testing::RvsGpupProperties(
-      ReadFixture("rvs-gpup-kfd-properties-trace-log-rocm5.3-excerpt.txt"), "38156");
+  std::string properties =
+      testing::RvsGpupProperties(ReadFixture("rvs-gpup-kfd-properties-trace-log-rocm5.3-excerpt.txt"), "38156");
   tree.Write(std::string(kNodes) + "/0/properties", properties);
   tree.Write(std::string(kNodes) + "/0/gpu_id", "38156\n");
   core::Section section = CollectTree(tree);
@@ -248,8 +243,7 @@ TEST(AmdCollect, DamagedFilesBecomeOneNoteEachAndNoValue) {
   static constexpr char kGarbage[] =
       "\x7f"
       "ELF\x02\x01\x01\0\0\0\xff\xfe\n\x01\x02 7\n";
-  tree.Write(std::string(kNodes) + "/0/properties",
-             std::string_view(kGarbage, sizeof(kGarbage) - 1));
+  tree.Write(std::string(kNodes) + "/0/properties", std::string_view(kGarbage, sizeof(kGarbage) - 1));
   tree.MakeDir(std::string(kNodes) + "/1/properties");
   WriteMi300aNode(tree, 2, 4);
   tree.Write(std::string(kNodes) + "/2/gpu_id", "41234\n");
@@ -293,12 +287,11 @@ TEST(AmdCollect, DamagedFilesBecomeOneNoteEachAndNoValue) {
   EXPECT_EQ(gpu["gfx_arch"], "gfx942");
   EXPECT_EQ(gpu["gtt_used_bytes"], 1024);
   EXPECT_EQ(gpu["vbios_version"], "113-D67301-063");
-  EXPECT_EQ(gpu["clocks"],
-            Json({{"max_sclk_mhz", 2100}, {"mclk_mhz", 900}, {"mclk_levels_mhz", {900}}}));
+  EXPECT_EQ(gpu["clocks"], Json({{"max_sclk_mhz", 2100}, {"mclk_mhz", 900}, {"mclk_levels_mhz", {900}}}));
   EXPECT_EQ(gpu["temperatures_c"], Json({{"mem", 45.0}}));
   EXPECT_EQ(gpu["ras"], Json({{"gfx", {{"ue", 0}, {"ce", 2}}}}));
-  for (const char* key : {"vram_total_bytes", "vram_used_bytes", "gtt_total_bytes", "busy_percent",
-                          "power_mw", "fan_rpm", "product_name", "marketing_name"}) {
+  for (const char* key : {"vram_total_bytes", "vram_used_bytes", "gtt_total_bytes", "busy_percent", "power_mw",
+                          "fan_rpm", "product_name", "marketing_name"}) {
     EXPECT_FALSE(gpu.contains(key)) << key;
   }
 
@@ -310,19 +303,14 @@ TEST(AmdCollect, DamagedFilesBecomeOneNoteEachAndNoValue) {
        n +
            "/0/properties: line 1: not a property name: \"\xEF\xBF\xBD"
            "ELF" +
-           Fffd(8) + "\"; line 2: not a property name: \"" + Fffd(2) +
-           " 7\"; no \"name value\" line in 18 bytes"},
-      {"amd.kfd.nodes[1]",
-       "cannot read " + n + "/1/properties: read failed after 0 bytes: Is a directory"},
+           Fffd(8) + "\"; line 2: not a property name: \"" + Fffd(2) + " 7\"; no \"name value\" line in 18 bytes"},
+      {"amd.kfd.nodes[1]", "cannot read " + n + "/1/properties: read failed after 0 bytes: Is a directory"},
       {"amd.gpus[0000:02:00.0].vram_total_bytes",
        dev + "/mem_info_vram_total: implausible value 18446744073709551615 (expected <= "
              "1125899906842624)"},
-      {"amd.gpus[0000:02:00.0].vram_used_bytes",
-       dev + "/mem_info_vram_used: not an unsigned decimal: \"abc\""},
-      {"amd.gpus[0000:02:00.0].gtt_total_bytes",
-       dev + "/mem_info_gtt_total: not an unsigned decimal: \"\""},
-      {"amd.gpus[0000:02:00.0].busy_percent",
-       dev + "/gpu_busy_percent: implausible value 250 (expected <= 100)"},
+      {"amd.gpus[0000:02:00.0].vram_used_bytes", dev + "/mem_info_vram_used: not an unsigned decimal: \"abc\""},
+      {"amd.gpus[0000:02:00.0].gtt_total_bytes", dev + "/mem_info_gtt_total: not an unsigned decimal: \"\""},
+      {"amd.gpus[0000:02:00.0].busy_percent", dev + "/gpu_busy_percent: implausible value 250 (expected <= 100)"},
       {"amd.gpus[0000:02:00.0].clocks.sclk_mhz",
        dev + "/pp_dpm_sclk: line 1: expected \"N: <value> [*]\": \"\xEF\xBF\xBD\xEF\xBF\xBD"
              "\xEF\xBF\xBD\"; no DPM level in 4 bytes"},
@@ -330,8 +318,7 @@ TEST(AmdCollect, DamagedFilesBecomeOneNoteEachAndNoValue) {
        dev + "/hwmon/hwmon5/temp1_input: implausible value -999999999 (expected -100000..250000)"},
       {"amd.gpus[0000:02:00.0].temperatures_c.junction",
        dev + "/hwmon/hwmon5/temp2_input: not a decimal integer: \"\xEF\xBF\xBD\xEF\xBF\xBD\""},
-      {"amd.gpus[0000:02:00.0].power_mw",
-       dev + "/hwmon/hwmon5/power1_average: not an unsigned decimal: \"12e3\""},
+      {"amd.gpus[0000:02:00.0].power_mw", dev + "/hwmon/hwmon5/power1_average: not an unsigned decimal: \"12e3\""},
       {"amd.gpus[0000:02:00.0].fan_rpm",
        dev + "/hwmon/hwmon5/fan1_input: implausible value 99999999999 (expected <= 100000)"},
       {"amd.gpus[0000:02:00.0].ras.umc",
@@ -442,12 +429,12 @@ TEST(AmdCollect, RocmInstallationsUnderOpt) {
     {"path": "/opt/rocm-6.3.3", "version": "6.3.3-74", "version_source": ".info/version"},
     {"path": "/opt/rocm-junk"}])"));
   std::map<std::string, std::string> notes = Notes(section);
-  EXPECT_EQ(notes,
-            (std::map<std::string, std::string>{
-                {"amd.rocm.installations[/opt/rocm-gone]",
-                 "/opt/rocm-gone: link to /opt/nowhere, which is not a directory"},
-                {"amd.rocm.installations[/opt/rocm-junk]",
-                 "/opt/rocm-junk/.info/version: not a version: \"\xEF\xBF\xBD\xEF\xBF\xBD\""}}));
+  EXPECT_EQ(
+      notes,
+      (std::map<std::string, std::string>{
+          {"amd.rocm.installations[/opt/rocm-gone]", "/opt/rocm-gone: link to /opt/nowhere, which is not a directory"},
+          {"amd.rocm.installations[/opt/rocm-junk]",
+           "/opt/rocm-junk/.info/version: not a version: \"\xEF\xBF\xBD\xEF\xBF\xBD\""}}));
 }
 
 TEST(AmdCollect, NoAmdGpuOnThisMachine) {
@@ -478,8 +465,7 @@ TEST(AttributeReader, NotesEachPathOnce) {
   reader.NoteOnce("amd.smi", "why");
   reader.NoteOnce("amd.smi", "other");
   ASSERT_EQ(section.not_collected.size(), 3u);
-  EXPECT_EQ(section.not_collected[0],
-            (core::NotCollected{"first", "/sys/x: not an unsigned decimal: \"abc\""}));
+  EXPECT_EQ(section.not_collected[0], (core::NotCollected{"first", "/sys/x: not an unsigned decimal: \"abc\""}));
   EXPECT_EQ(section.not_collected[2], (core::NotCollected{"amd.smi", "other"}));
 }
 

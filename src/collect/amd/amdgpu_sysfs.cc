@@ -29,8 +29,7 @@ std::string_view Basename(std::string_view path) {
 
 bool IsHexRun(std::string_view s, size_t min, size_t max) {
   if (s.size() < min || s.size() > max) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 bool IsCardName(std::string_view name) {
@@ -107,8 +106,8 @@ std::optional<uint64_t> TempIndex(std::string_view name) {
 }
 
 // Reads a pp_dpm_* file: the current level, all level clocks, one note for what is wrong.
-std::optional<DpmTable> ReadDpm(AttributeReader& reader, const std::string& path,
-                                const std::string& item, Presence presence) {
+std::optional<DpmTable> ReadDpm(AttributeReader& reader, const std::string& path, const std::string& item,
+                                Presence presence) {
   std::optional<std::string> text = reader.ReadText(path, item, presence, 16u << 10);
   if (!text) return std::nullopt;
   DpmTable table = ParseDpmLevels(*text);
@@ -120,11 +119,10 @@ std::optional<DpmTable> ReadDpm(AttributeReader& reader, const std::string& path
   return table;
 }
 
-void AddClock(AttributeReader& reader, const std::string& dir, const std::string& item,
-              const char* file, const char* name, core::Json& clocks) {
+void AddClock(AttributeReader& reader, const std::string& dir, const std::string& item, const char* file,
+              const char* name, core::Json& clocks) {
   std::string key = std::string(name) + "_mhz";
-  std::optional<DpmTable> table =
-      ReadDpm(reader, dir + "/" + file, item + ".clocks." + key, Presence::kExpected);
+  std::optional<DpmTable> table = ReadDpm(reader, dir + "/" + file, item + ".clocks." + key, Presence::kExpected);
   if (!table) return;
   if (const DpmLevel* current = table->Current(); current != nullptr && current->mhz) {
     clocks[key] = *current->mhz;
@@ -136,11 +134,9 @@ void AddClock(AttributeReader& reader, const std::string& dir, const std::string
   if (!levels.empty()) clocks[std::string(name) + "_levels_mhz"] = std::move(levels);
 }
 
-void AddPcieDpm(AttributeReader& reader, const std::string& dir, const std::string& item,
-                core::Json& out) {
+void AddPcieDpm(AttributeReader& reader, const std::string& dir, const std::string& item, core::Json& out) {
   // APUs have no pp_dpm_pcie.
-  std::optional<DpmTable> table =
-      ReadDpm(reader, dir + "/pp_dpm_pcie", item + ".pcie_dpm", Presence::kOptional);
+  std::optional<DpmTable> table = ReadDpm(reader, dir + "/pp_dpm_pcie", item + ".pcie_dpm", Presence::kOptional);
   if (!table) return;
   const DpmLevel* current = table->Current();
   if (current == nullptr) return;
@@ -160,13 +156,13 @@ void AddPower(AttributeReader& reader, const std::string& hwmon, const std::stri
   if (sensor == nullptr) {
     reader.Note(item + ".power_mw", hwmon + "/power1_average",
                 fmt::format("{}: neither power1_average nor power1_input exists", hwmon));
-  } else if (std::optional<uint64_t> uw = reader.ReadU64(hwmon + "/" + sensor, item + ".power_mw",
-                                                         Presence::kExpected, kMaxMicroWatts)) {
+  } else if (std::optional<uint64_t> uw =
+                 reader.ReadU64(hwmon + "/" + sensor, item + ".power_mw", Presence::kExpected, kMaxMicroWatts)) {
     out["power_mw"] = *uw / 1000;
   }
   if (files.contains("power1_cap")) {
-    if (std::optional<uint64_t> uw = reader.ReadU64(hwmon + "/power1_cap", item + ".power_cap_mw",
-                                                    Presence::kExpected, kMaxMicroWatts)) {
+    if (std::optional<uint64_t> uw =
+            reader.ReadU64(hwmon + "/power1_cap", item + ".power_cap_mw", Presence::kExpected, kMaxMicroWatts)) {
       out["power_cap_mw"] = *uw / 1000;
     }
   }
@@ -184,52 +180,45 @@ void AddTemperatures(AttributeReader& reader, const std::string& hwmon, const st
     std::string label_file = fmt::format("temp{}_label", index);
     std::optional<std::string> label;
     if (files.contains(label_file)) {
-      label = reader.ReadString(hwmon + "/" + label_file, item + ".temperatures_c",
-                                Presence::kExpected);
+      label = reader.ReadString(hwmon + "/" + label_file, item + ".temperatures_c", Presence::kExpected);
     }
     // Unlabelled sensors (older kernels label none) keep their hwmon name.
     std::string key = label ? LabelKey(*label) : fmt::format("temp{}", index);
     if (temps.contains(key)) continue;
-    std::optional<int64_t> milli = reader.ReadI64(
-        fmt::format("{}/temp{}_input", hwmon, index), item + ".temperatures_c." + key,
-        Presence::kExpected, kMinMilliCelsius, kMaxMilliCelsius);
+    std::optional<int64_t> milli =
+        reader.ReadI64(fmt::format("{}/temp{}_input", hwmon, index), item + ".temperatures_c." + key,
+                       Presence::kExpected, kMinMilliCelsius, kMaxMilliCelsius);
     if (milli) temps[key] = static_cast<double>(*milli) / 1000.0;
   }
   if (!temps.empty()) out["temperatures_c"] = std::move(temps);
 }
 
-void AddHwmon(AttributeReader& reader, const std::string& dir, const std::string& item,
-              core::Json& out) {
+void AddHwmon(AttributeReader& reader, const std::string& dir, const std::string& item, core::Json& out) {
   std::string hwmon_root = dir + "/hwmon";
-  std::optional<std::vector<std::string>> entries =
-      reader.ListDir(hwmon_root, item + ".hwmon", Presence::kExpected);
+  std::optional<std::vector<std::string>> entries = reader.ListDir(hwmon_root, item + ".hwmon", Presence::kExpected);
   if (!entries) return;
-  auto it = std::find_if(entries->begin(), entries->end(),
-                         [](const std::string& name) { return name.starts_with("hwmon"); });
+  auto it =
+      std::find_if(entries->begin(), entries->end(), [](const std::string& name) { return name.starts_with("hwmon"); });
   if (it == entries->end()) {
     reader.Note(item + ".hwmon", hwmon_root, hwmon_root + ": no hwmonN directory");
     return;
   }
   std::string hwmon = hwmon_root + "/" + *it;
-  std::optional<std::vector<std::string>> names =
-      reader.ListDir(hwmon, item + ".hwmon", Presence::kExpected);
+  std::optional<std::vector<std::string>> names = reader.ListDir(hwmon, item + ".hwmon", Presence::kExpected);
   if (!names) return;
   std::set<std::string> files(names->begin(), names->end());
   AddTemperatures(reader, hwmon, item, files, out);
   AddPower(reader, hwmon, item, files, out);
   if (files.contains("fan1_input")) {
-    core::SetIf(
-        out, "fan_rpm",
-        reader.ReadU64(hwmon + "/fan1_input", item + ".fan_rpm", Presence::kExpected, kMaxFanRpm));
+    core::SetIf(out, "fan_rpm",
+                reader.ReadU64(hwmon + "/fan1_input", item + ".fan_rpm", Presence::kExpected, kMaxFanRpm));
   }
 }
 
-void AddRas(AttributeReader& reader, const std::string& dir, const std::string& item,
-            core::Json& out) {
+void AddRas(AttributeReader& reader, const std::string& dir, const std::string& item, core::Json& out) {
   // Only boards with RAS support (Instinct, some workstation parts) have ras/.
   std::string ras_dir = dir + "/ras";
-  std::optional<std::vector<std::string>> names =
-      reader.ListDir(ras_dir, item + ".ras", Presence::kOptional);
+  std::optional<std::vector<std::string>> names = reader.ListDir(ras_dir, item + ".ras", Presence::kOptional);
   if (!names) return;
   core::Json ras = core::Json::object();
   static constexpr std::string_view kSuffix = "_err_count";
@@ -251,8 +240,7 @@ void AddRas(AttributeReader& reader, const std::string& dir, const std::string& 
   if (!ras.empty()) out["ras"] = std::move(ras);
 }
 
-void AddMemory(AttributeReader& reader, const std::string& dir, const std::string& item,
-               core::Json& out) {
+void AddMemory(AttributeReader& reader, const std::string& dir, const std::string& item, core::Json& out) {
   static constexpr std::pair<const char*, const char*> kFiles[] = {
       {"mem_info_vram_total", "vram_total_bytes"},
       {"mem_info_vram_used", "vram_used_bytes"},
@@ -260,19 +248,15 @@ void AddMemory(AttributeReader& reader, const std::string& dir, const std::strin
       {"mem_info_gtt_used", "gtt_used_bytes"},
   };
   for (const auto& [file, key] : kFiles) {
-    core::SetIf(
-        out, key,
-        reader.ReadU64(dir + "/" + file, item + "." + key, Presence::kExpected, kMaxMemoryBytes));
+    core::SetIf(out, key, reader.ReadU64(dir + "/" + file, item + "." + key, Presence::kExpected, kMaxMemoryBytes));
   }
 }
 
-void AddIdentity(AttributeReader& reader, const std::string& dir, const std::string& item,
-                 core::Json& out) {
+void AddIdentity(AttributeReader& reader, const std::string& dir, const std::string& item, core::Json& out) {
   // Board strings come from the FRU EEPROM or VBIOS: server boards have them, many consumer
   // boards and older kernels do not.
   for (const char* file : {"unique_id", "vbios_version", "product_name", "serial_number"}) {
-    core::SetIf(out, file,
-                reader.ReadString(dir + "/" + file, item + "." + file, Presence::kOptional));
+    core::SetIf(out, file, reader.ReadString(dir + "/" + file, item + "." + file, Presence::kOptional));
   }
 }
 
@@ -282,8 +266,8 @@ bool IsPciAddress(std::string_view text) {
   size_t colon = text.find(':');
   if (colon == std::string_view::npos || !IsHexRun(text.substr(0, colon), 4, 8)) return false;
   std::string_view rest = text.substr(colon + 1);
-  return rest.size() == 7 && IsHexRun(rest.substr(0, 2), 2, 2) && rest[2] == ':' &&
-         IsHexRun(rest.substr(3, 2), 2, 2) && rest[5] == '.' && rest[6] >= '0' && rest[6] <= '7';
+  return rest.size() == 7 && IsHexRun(rest.substr(0, 2), 2, 2) && rest[2] == ':' && IsHexRun(rest.substr(3, 2), 2, 2) &&
+         rest[5] == '.' && rest[6] >= '0' && rest[6] <= '7';
 }
 
 std::vector<AmdgpuDevice> FindAmdgpuDevices(AttributeReader& reader) {
@@ -313,21 +297,18 @@ std::vector<AmdgpuDevice> FindAmdgpuDevices(AttributeReader& reader) {
     if (address) by_address[*address] = devices.size();
     devices.push_back({address, dir, card});
   }
-  std::stable_sort(devices.begin(), devices.end(),
-                   [](const AmdgpuDevice& a, const AmdgpuDevice& b) {
-                     if (a.pci_address.has_value() != b.pci_address.has_value())
-                       return a.pci_address.has_value();
-                     if (a.pci_address) return *a.pci_address < *b.pci_address;
-                     return a.drm_card < b.drm_card;
-                   });
+  std::stable_sort(devices.begin(), devices.end(), [](const AmdgpuDevice& a, const AmdgpuDevice& b) {
+    if (a.pci_address.has_value() != b.pci_address.has_value()) return a.pci_address.has_value();
+    if (a.pci_address) return *a.pci_address < *b.pci_address;
+    return a.drm_card < b.drm_card;
+  });
   return devices;
 }
 
-core::Json ReadAmdgpuAttributes(AttributeReader& reader, const std::string& dir,
-                                const std::string& item) {
+core::Json ReadAmdgpuAttributes(AttributeReader& reader, const std::string& dir, const std::string& item) {
   core::Json out = core::Json::object();
-  std::optional<std::string> runtime = reader.ReadString(
-      dir + "/power/runtime_status", item + ".runtime_status", Presence::kOptional);
+  std::optional<std::string> runtime =
+      reader.ReadString(dir + "/power/runtime_status", item + ".runtime_status", Presence::kOptional);
   core::SetIf(out, "runtime_status", runtime);
   AddMemory(reader, dir, item, out);
   AddIdentity(reader, dir, item, out);
@@ -341,9 +322,8 @@ core::Json ReadAmdgpuAttributes(AttributeReader& reader, const std::string& dir,
                             path));
     return out;
   }
-  core::SetIf(
-      out, "busy_percent",
-      reader.ReadU64(dir + "/gpu_busy_percent", item + ".busy_percent", Presence::kExpected, 100));
+  core::SetIf(out, "busy_percent",
+              reader.ReadU64(dir + "/gpu_busy_percent", item + ".busy_percent", Presence::kExpected, 100));
   core::Json clocks = core::Json::object();
   AddClock(reader, dir, item, "pp_dpm_sclk", "sclk", clocks);
   AddClock(reader, dir, item, "pp_dpm_mclk", "mclk", clocks);

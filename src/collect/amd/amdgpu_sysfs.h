@@ -37,7 +37,6 @@ std::vector<AmdgpuDevice> FindAmdgpuDevices(AttributeReader& reader);
 /// (vram_total_bytes, clocks, temperatures_c, power_mw, ras, ...). `item` prefixes the notes
 /// ("amd.gpus[0000:03:00.0]"). A runtime-suspended GPU is not woken: its sensors, clocks and
 /// busy percent are skipped with a note. Never fails.
-core::Json ReadAmdgpuAttributes(AttributeReader& reader, const std::string& dir,
-                                const std::string& item);
+core::Json ReadAmdgpuAttributes(AttributeReader& reader, const std::string& dir, const std::string& item);
 
 }  // namespace gputriage::amd

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "core/text.h"
 #include "collect/amd/problem_list.h"
+#include "core/text.h"
 
 namespace gputriage::amd {
 
@@ -112,10 +112,7 @@ RasErrorCount ParseRasErrorCount(std::string_view text) {
       key = core::Trim(trimmed.substr(0, colon));
       value = core::ParseU64(trimmed.substr(colon + 1), 10);
     }
-    std::optional<uint64_t>* slot = key == "ue"   ? &out.ue
-                                    : key == "ce" ? &out.ce
-                                    : key == "de" ? &out.de
-                                                  : nullptr;
+    std::optional<uint64_t>* slot = key == "ue" ? &out.ue : key == "ce" ? &out.ce : key == "de" ? &out.de : nullptr;
     if (slot == nullptr || !value || slot->has_value()) {
       problems.Add(line_number, "expected \"ue: N\", \"ce: N\" or \"de: N\"", trimmed);
       continue;

@@ -33,8 +33,7 @@ std::string WithoutPrompts(std::string_view capture) {
 TEST(DpmLevels, SclkFromAGrepCaptureOfAPolarisCard) {
   std::string sclk;
   static constexpr std::string_view kPrefix = "/sys/class/drm/card1/device/pp_dpm_sclk:";
-  std::string capture =
-      ReadFixture("grep-dot-drm-card1-device-pp_dpm_sclk-mclk-pcie-power-profile-excerpt.txt");
+  std::string capture = ReadFixture("grep-dot-drm-card1-device-pp_dpm_sclk-mclk-pcie-power-profile-excerpt.txt");
   for (std::string_view line : core::SplitLines(capture)) {
     if (line.starts_with(kPrefix)) sclk += std::string(line.substr(kPrefix.size())) + "\n";
   }
@@ -69,8 +68,7 @@ TEST(DpmLevels, PcieLevelsWithLinkClockAndTrailingSpace) {
 }
 
 TEST(DpmLevels, PcieGen5CardRunningAtX8) {
-  DpmTable table =
-      ParseDpmLevels(WithoutPrompts(ReadFixture("pp_dpm_pcie-x8-two-levels-pcie5-card.txt")));
+  DpmTable table = ParseDpmLevels(WithoutPrompts(ReadFixture("pp_dpm_pcie-x8-two-levels-pcie5-card.txt")));
   EXPECT_THAT(table.problems, IsEmpty());
   ASSERT_NE(table.Current(), nullptr);
   EXPECT_EQ(table.Current()->level, "1");
@@ -82,9 +80,8 @@ TEST(DpmLevels, PcieGen5CardRunningAtX8) {
 TEST(DpmLevels, ThePromptLineOfACaptureIsAProblemNotALevel) {
   DpmTable table = ParseDpmLevels(ReadFixture("pp_dpm_pcie-x8-two-levels-pcie5-card.txt"));
   EXPECT_EQ(table.levels.size(), 2u);
-  EXPECT_THAT(table.problems,
-              ElementsAre("line 1: expected \"N: <value> [*]\": \"> cat /sys/class/drm/card1/"
-                          "device/pp_dpm...\""));
+  EXPECT_THAT(table.problems, ElementsAre("line 1: expected \"N: <value> [*]\": \"> cat /sys/class/drm/card1/"
+                                          "device/pp_dpm...\""));
 }
 
 TEST(DpmLevels, PcieLevelsWithoutLinkClock) {
@@ -113,10 +110,10 @@ TEST(DpmLevels, GarbageAndAbsurdLinesAreProblems) {
       "\x01\x02\xff\n");
   EXPECT_THAT(Mhz(table), ElementsAre(300));
   EXPECT_EQ(table.Current(), nullptr);
-  EXPECT_THAT(table.problems, ElementsAre("line 2: unexpected level value: \"1: abcMhz *\"",
-                                          "line 3: expected \"N: <value> [*]\": \"2 500Mhz\"",
-                                          "line 4: unexpected level value: \"3: 999999999Mhz\"",
-                                          "3 more malformed lines"));
+  EXPECT_THAT(table.problems,
+              ElementsAre("line 2: unexpected level value: \"1: abcMhz *\"",
+                          "line 3: expected \"N: <value> [*]\": \"2 500Mhz\"",
+                          "line 4: unexpected level value: \"3: 999999999Mhz\"", "3 more malformed lines"));
 }
 
 TEST(DpmLevels, EmptyFileSaysSo) {
@@ -140,12 +137,10 @@ TEST(RasErrorCount, GarbageIsAProblem) {
   RasErrorCount count = ParseRasErrorCount("ue: -1\nxx: 3\nce: 1\nce: 2\n");
   EXPECT_EQ(count.ue, std::nullopt);
   EXPECT_EQ(count.ce, 1u);
-  EXPECT_THAT(count.problems,
-              ElementsAre("line 1: expected \"ue: N\", \"ce: N\" or \"de: N\": \"ue: -1\"",
-                          "line 2: expected \"ue: N\", \"ce: N\" or \"de: N\": \"xx: 3\"",
-                          "line 4: expected \"ue: N\", \"ce: N\" or \"de: N\": \"ce: 2\""));
-  EXPECT_EQ(ParseRasErrorCount("\xff\xfe").problems.back(),
-            "no \"ue:\" or \"ce:\" count in 2 bytes");
+  EXPECT_THAT(count.problems, ElementsAre("line 1: expected \"ue: N\", \"ce: N\" or \"de: N\": \"ue: -1\"",
+                                          "line 2: expected \"ue: N\", \"ce: N\" or \"de: N\": \"xx: 3\"",
+                                          "line 4: expected \"ue: N\", \"ce: N\" or \"de: N\": \"ce: 2\""));
+  EXPECT_EQ(ParseRasErrorCount("\xff\xfe").problems.back(), "no \"ue:\" or \"ce:\" count in 2 bytes");
 }
 
 }  // namespace

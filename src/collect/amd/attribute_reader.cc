@@ -36,8 +36,8 @@ bool AttributeReader::Skip(std::string_view path, Presence presence) const {
   return presence == Presence::kOptional && !os_.Exists(path);
 }
 
-std::optional<std::string> AttributeReader::ReadText(std::string_view path, std::string_view item,
-                                                     Presence presence, size_t max_bytes) {
+std::optional<std::string> AttributeReader::ReadText(std::string_view path, std::string_view item, Presence presence,
+                                                     size_t max_bytes) {
   core::Result<std::string> content = os_.TryReadFile(path, max_bytes);
   if (content.ok()) return std::move(content).value();
   if (!Skip(path, presence)) {
@@ -55,14 +55,13 @@ std::optional<std::string> AttributeReader::ReadString(std::string_view path, st
   return core::SanitizeUtf8(trimmed);
 }
 
-std::optional<uint64_t> AttributeReader::ReadU64(std::string_view path, std::string_view item,
-                                                 Presence presence, uint64_t max) {
+std::optional<uint64_t> AttributeReader::ReadU64(std::string_view path, std::string_view item, Presence presence,
+                                                 uint64_t max) {
   std::optional<std::string> text = ReadText(path, item, presence, 4096);
   if (!text) return std::nullopt;
   std::optional<uint64_t> value = core::ParseU64(*text, 10);
   if (!value) {
-    Note(item, path,
-         fmt::format("{}: not an unsigned decimal: {}", path, QuoteForNote(core::Trim(*text))));
+    Note(item, path, fmt::format("{}: not an unsigned decimal: {}", path, QuoteForNote(core::Trim(*text))));
     return std::nullopt;
   }
   if (*value > max) {
@@ -72,26 +71,23 @@ std::optional<uint64_t> AttributeReader::ReadU64(std::string_view path, std::str
   return value;
 }
 
-std::optional<int64_t> AttributeReader::ReadI64(std::string_view path, std::string_view item,
-                                                Presence presence, int64_t min, int64_t max) {
+std::optional<int64_t> AttributeReader::ReadI64(std::string_view path, std::string_view item, Presence presence,
+                                                int64_t min, int64_t max) {
   std::optional<std::string> text = ReadText(path, item, presence, 4096);
   if (!text) return std::nullopt;
   std::optional<int64_t> value = core::ParseI64(*text);
   if (!value) {
-    Note(item, path,
-         fmt::format("{}: not a decimal integer: {}", path, QuoteForNote(core::Trim(*text))));
+    Note(item, path, fmt::format("{}: not a decimal integer: {}", path, QuoteForNote(core::Trim(*text))));
     return std::nullopt;
   }
   if (*value < min || *value > max) {
-    Note(item, path,
-         fmt::format("{}: implausible value {} (expected {}..{})", path, *value, min, max));
+    Note(item, path, fmt::format("{}: implausible value {} (expected {}..{})", path, *value, min, max));
     return std::nullopt;
   }
   return value;
 }
 
-std::optional<std::vector<std::string>> AttributeReader::ListDir(std::string_view path,
-                                                                 std::string_view item,
+std::optional<std::vector<std::string>> AttributeReader::ListDir(std::string_view path, std::string_view item,
                                                                  Presence presence) {
   core::Result<std::vector<std::string>> names = os_.TryListDir(path);
   if (names.ok()) return std::move(names).value();

@@ -38,26 +38,23 @@ class AttributeReader {
   void NoteOnce(std::string item, std::string reason);
 
   /// The file's bytes (at most `max_bytes`), or nullopt after noting "cannot read PATH: why".
-  std::optional<std::string> ReadText(std::string_view path, std::string_view item,
-                                      Presence presence, size_t max_bytes = 64u << 10);
+  std::optional<std::string> ReadText(std::string_view path, std::string_view item, Presence presence,
+                                      size_t max_bytes = 64u << 10);
 
   /// A one-line identity string (vbios_version, product_name): trimmed and made valid UTF-8.
   /// Empty content is nullopt without a note (the driver prints "" when the board has none).
-  std::optional<std::string> ReadString(std::string_view path, std::string_view item,
-                                        Presence presence);
+  std::optional<std::string> ReadString(std::string_view path, std::string_view item, Presence presence);
 
   /// A whole-file unsigned decimal no larger than `max`; garbage or a larger value is noted
   /// ("PATH: not an unsigned decimal: \"abc\"", "PATH: implausible value 1234 (expected <= 100)").
-  std::optional<uint64_t> ReadU64(std::string_view path, std::string_view item, Presence presence,
-                                  uint64_t max);
+  std::optional<uint64_t> ReadU64(std::string_view path, std::string_view item, Presence presence, uint64_t max);
 
   /// A whole-file signed decimal in [min, max] (hwmon temperatures can be negative).
-  std::optional<int64_t> ReadI64(std::string_view path, std::string_view item, Presence presence,
-                                 int64_t min, int64_t max);
+  std::optional<int64_t> ReadI64(std::string_view path, std::string_view item, Presence presence, int64_t min,
+                                 int64_t max);
 
   /// Directory entries, sorted, or nullopt after noting "cannot list PATH: why".
-  std::optional<std::vector<std::string>> ListDir(std::string_view path, std::string_view item,
-                                                  Presence presence);
+  std::optional<std::vector<std::string>> ListDir(std::string_view path, std::string_view item, Presence presence);
 
   /// The errno text of `error`, a failure of TryReadFile / TryListDir / TryReadLink on `path`
   /// ("No such file or directory"): the message without its resolved-path prefix.

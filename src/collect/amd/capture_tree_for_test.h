@@ -16,9 +16,7 @@ namespace gputriage::amd::testing {
 
 /// tests/fixtures/amd/<name> without its "# source:" line; fails the test when the file or
 /// that line is missing.
-inline std::string ReadFixture(const std::string& name) {
-  return gputriage::testing::ReadCapture("amd/" + name);
-}
+inline std::string ReadFixture(const std::string& name) { return gputriage::testing::ReadCapture("amd/" + name); }
 
 /// The blocks of a KFD capture that printed every nodes/N/properties between lines of dashes,
 /// in node order: block i is nodes/i/properties.
@@ -58,8 +56,8 @@ inline std::string RvsGpupProperties(std::string_view capture, std::string_view 
 /// temp1_input only (no label); "PPT: 19.00 W (cap = 250.00 W)" or "power1: ..." ->
 /// power1_average (+ power1_label "PPT") and power1_cap in microwatts; "fan1: 3997 RPM" ->
 /// fan1_input. Voltage lines are skipped. This derivation is a test construction, not a capture.
-inline void MaterialiseSensors(const gputriage::testing::TempTree& tree,
-                               const std::string& hwmon_dir, std::string_view capture) {
+inline void MaterialiseSensors(const gputriage::testing::TempTree& tree, const std::string& hwmon_dir,
+                               std::string_view capture) {
   int next_temp = 1;
   for (std::string_view line : core::SplitLines(capture)) {
     size_t colon = line.find(':');

@@ -19,8 +19,7 @@ std::optional<uint64_t> DirIndex(const std::string& name) {
   return core::ParseU64(name, 10);
 }
 
-std::vector<std::pair<uint64_t, std::string>> NumericEntries(
-    const std::vector<std::string>& names) {
+std::vector<std::pair<uint64_t, std::string>> NumericEntries(const std::vector<std::string>& names) {
   std::vector<std::pair<uint64_t, std::string>> out;
   for (const std::string& name : names) {
     if (std::optional<uint64_t> index = DirIndex(name)) out.emplace_back(*index, name);
@@ -31,8 +30,8 @@ std::vector<std::pair<uint64_t, std::string>> NumericEntries(
 
 // Reads and parses one properties file; nullopt (noted) when unreadable or without any line.
 // With `keep_problems`, the problems of a usable file are left for the caller to note.
-std::optional<KfdProperties> ReadProperties(AttributeReader& reader, const std::string& path,
-                                            const std::string& item, bool keep_problems) {
+std::optional<KfdProperties> ReadProperties(AttributeReader& reader, const std::string& path, const std::string& item,
+                                            bool keep_problems) {
   core::Result<std::string> text = reader.os().TryReadFile(path, kMaxPropertiesBytes);
   if (!text.ok()) {
     std::string why = reader.Reason(path, text.error());
@@ -53,16 +52,14 @@ std::optional<KfdProperties> ReadProperties(AttributeReader& reader, const std::
   return props;
 }
 
-void ReadIoLinks(AttributeReader& reader, uint64_t node, const std::string& node_dir,
-                 const std::string& node_item, KfdTopology& out) {
+void ReadIoLinks(AttributeReader& reader, uint64_t node, const std::string& node_dir, const std::string& node_item,
+                 KfdTopology& out) {
   std::string dir = node_dir + "/io_links";
-  std::optional<std::vector<std::string>> names =
-      reader.ListDir(dir, node_item + ".io_links", Presence::kOptional);
+  std::optional<std::vector<std::string>> names = reader.ListDir(dir, node_item + ".io_links", Presence::kOptional);
   if (!names) return;
   for (const auto& [index, name] : NumericEntries(*names)) {
     std::string item = fmt::format("{}.io_links[{}]", node_item, index);
-    std::optional<KfdProperties> props =
-        ReadProperties(reader, dir + "/" + name + "/properties", item, false);
+    std::optional<KfdProperties> props = ReadProperties(reader, dir + "/" + name + "/properties", item, false);
     if (!props) continue;
     out.io_links.push_back({node, index, SummarizeKfdIoLink(*props)});
   }
@@ -78,8 +75,7 @@ KfdTopology ReadKfdTopology(AttributeReader& reader) {
   KfdTopology topology;
   const std::string nodes_dir(kKfdNodesDir);
   if (!reader.os().Exists("/sys/class/kfd")) return topology;
-  std::optional<std::vector<std::string>> names =
-      reader.ListDir(nodes_dir, "amd.kfd", Presence::kExpected);
+  std::optional<std::vector<std::string>> names = reader.ListDir(nodes_dir, "amd.kfd", Presence::kExpected);
   if (!names) return topology;
   topology.present = true;
   for (const auto& [node, name] : NumericEntries(*names)) {
@@ -92,8 +88,7 @@ KfdTopology ReadKfdTopology(AttributeReader& reader) {
     record.node = node;
     record.properties = std::move(*props);
     record.properties_path = path;
-    record.gpu_id =
-        reader.ReadU64(dir + "/gpu_id", item + ".gpu_id", Presence::kExpected, 0xffffffffu);
+    record.gpu_id = reader.ReadU64(dir + "/gpu_id", item + ".gpu_id", Presence::kExpected, 0xffffffffu);
     record.name = reader.ReadString(dir + "/name", item + ".name", Presence::kExpected);
     topology.nodes.push_back(std::move(record));
     ReadIoLinks(reader, node, dir, item, topology);

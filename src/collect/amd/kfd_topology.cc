@@ -5,8 +5,8 @@
 #include <array>
 #include <charconv>
 
-#include "core/text.h"
 #include "collect/amd/problem_list.h"
+#include "core/text.h"
 
 namespace gputriage::amd {
 
@@ -51,13 +51,12 @@ bool Has(const std::vector<std::pair<std::string, uint64_t>>& values, std::strin
 }
 
 // `value` when it lies in [min, max]; otherwise nullopt and a problem naming the property.
-std::optional<uint64_t> InRange(const KfdProperties& props, std::string_view name, uint64_t min,
-                                uint64_t max, std::vector<std::string>& problems) {
+std::optional<uint64_t> InRange(const KfdProperties& props, std::string_view name, uint64_t min, uint64_t max,
+                                std::vector<std::string>& problems) {
   std::optional<uint64_t> value = props.Get(name);
   if (!value) return std::nullopt;
   if (*value < min || *value > max) {
-    problems.push_back(
-        fmt::format("{} {} is implausible (expected {}..{})", name, *value, min, max));
+    problems.push_back(fmt::format("{} {} is implausible (expected {}..{})", name, *value, min, max));
     return std::nullopt;
   }
   return value;
@@ -98,8 +97,8 @@ KfdProperties ParseKfdProperties(std::string_view text) {
   }
   problems.Finish();
   if (duplicates > 0) {
-    props.problems.push_back(fmt::format("{} repeated property name{} (first value kept)",
-                                         duplicates, duplicates == 1 ? "" : "s"));
+    props.problems.push_back(
+        fmt::format("{} repeated property name{} (first value kept)", duplicates, duplicates == 1 ? "" : "s"));
   }
   if (props.values.empty()) {
     props.problems.push_back(fmt::format("no \"name value\" line in {} bytes", text.size()));
@@ -127,9 +126,8 @@ std::optional<std::string> KfdPciAddress(uint64_t domain, uint64_t location_id) 
 std::string_view IoLinkTypeName(uint64_t type) {
   // CRAT_IOLINK_TYPE_* from drivers/gpu/drm/amd/amdkfd/kfd_crat.h, indexed by value.
   static constexpr std::array<std::string_view, 17> kNames = {
-      "undefined",     "hypertransport", "pcie",       "amba",     "mipi", "qpi",  "reserved",
-      "reserved",      "rapidio",        "infiniband", "reserved", "xgmi", "xgop", "gz",
-      "ethernet_rdma", "rdma_other",     "other"};
+      "undefined",  "hypertransport", "pcie", "amba", "mipi", "qpi",           "reserved",   "reserved", "rapidio",
+      "infiniband", "reserved",       "xgmi", "xgop", "gz",   "ethernet_rdma", "rdma_other", "other"};
   if (type < kNames.size()) return kNames[type];
   return "unknown";
 }
@@ -152,8 +150,7 @@ KfdGpuSummary SummarizeKfdGpu(const KfdProperties& props) {
   } else {
     out.gfx_arch = GfxArchName(*out.gfx_target_version);
     if (!out.gfx_arch) {
-      problems.push_back(
-          fmt::format("gfx_target_version {} names no gfx target", *out.gfx_target_version));
+      problems.push_back(fmt::format("gfx_target_version {} names no gfx target", *out.gfx_target_version));
       out.gfx_target_version.reset();
     }
   }
@@ -166,8 +163,8 @@ KfdGpuSummary SummarizeKfdGpu(const KfdProperties& props) {
     if (*out.simd_count % *out.simd_per_cu == 0) {
       out.compute_units = *out.simd_count / *out.simd_per_cu;
     } else {
-      problems.push_back(fmt::format("simd_count {} is not a multiple of simd_per_cu {}",
-                                     *out.simd_count, *out.simd_per_cu));
+      problems.push_back(
+          fmt::format("simd_count {} is not a multiple of simd_per_cu {}", *out.simd_count, *out.simd_per_cu));
     }
   }
   if (std::optional<uint64_t> wave = props.Get("wave_front_size")) {
@@ -198,8 +195,7 @@ KfdGpuSummary SummarizeKfdGpu(const KfdProperties& props) {
     // Older kernels print no `domain` line; their GPUs are taken to sit in PCI domain 0.
     out.pci_address = KfdPciAddress(domain.value_or(0), *location);
     if (!out.pci_address) {
-      problems.push_back(
-          fmt::format("domain {} location_id {} is no PCI address", domain.value_or(0), *location));
+      problems.push_back(fmt::format("domain {} location_id {} is no PCI address", domain.value_or(0), *location));
     }
   }
   return out;

@@ -68,15 +68,14 @@ TEST(KfdProperties, DomainsOfTheFourApusGiveFourPciAddresses) {
   for (const KfdProperties& node : Mi300aNodes()) {
     if (IsKfdGpuNode(node)) addresses.push_back(*SummarizeKfdGpu(node).pci_address);
   }
-  EXPECT_THAT(addresses,
-              ElementsAre("0000:02:00.0", "0001:02:00.0", "0002:02:00.0", "0003:02:00.0"));
+  EXPECT_THAT(addresses, ElementsAre("0000:02:00.0", "0001:02:00.0", "0002:02:00.0", "0003:02:00.0"));
 }
 
 // The RVS trace prints the first properties of gpu 38156 before the capture was cut: the
 // real shape of a truncated properties file.
 TEST(KfdProperties, TruncatedRvsTraceLacksTheIdentity) {
-  std::string properties = testing::RvsGpupProperties(
-      ReadFixture("rvs-gpup-kfd-properties-trace-log-rocm5.3-excerpt.txt"), "38156");
+  std::string properties =
+      testing::RvsGpupProperties(ReadFixture("rvs-gpup-kfd-properties-trace-log-rocm5.3-excerpt.txt"), "38156");
   KfdProperties props = ParseKfdProperties(properties);
   EXPECT_THAT(props.problems, ::testing::IsEmpty());
   EXPECT_EQ(props.values.size(), 4u);
@@ -86,9 +85,8 @@ TEST(KfdProperties, TruncatedRvsTraceLacksTheIdentity) {
   EXPECT_EQ(gpu.gfx_arch, std::nullopt);
   EXPECT_EQ(gpu.compute_units, std::nullopt);  // simd_per_cu was cut off: unknown, not 0
   EXPECT_EQ(gpu.pci_address, std::nullopt);
-  EXPECT_THAT(gpu.problems,
-              ElementsAre("no gfx_target_version line (older kernels do not print it)",
-                          "no location_id line: PCI address unknown"));
+  EXPECT_THAT(gpu.problems, ElementsAre("no gfx_target_version line (older kernels do not print it)",
+                                        "no location_id line: PCI address unknown"));
 }
 
 TEST(KfdProperties, TruncatedMidLineKeepsTheLinesBefore) {
@@ -126,18 +124,17 @@ TEST(KfdProperties, RejectsSignsOverflowHexAndDuplicates) {
       "lds_size_in_kb 64 kb\n");
   EXPECT_EQ(props.values.size(), 1u);
   EXPECT_EQ(props.Get("wave_front_size"), 64u);
-  EXPECT_THAT(props.problems,
-              ElementsAre("line 1: value is not an unsigned 64-bit decimal: \"simd_count -1\"",
-                          "line 2: value is not an unsigned 64-bit decimal: "
-                          "\"hive_id 18446744073709551616\"",
-                          "line 3: value is not an unsigned 64-bit decimal: \"device_id 0x74a0\"",
-                          "2 more malformed lines", "1 repeated property name (first value kept)"));
+  EXPECT_THAT(props.problems, ElementsAre("line 1: value is not an unsigned 64-bit decimal: \"simd_count -1\"",
+                                          "line 2: value is not an unsigned 64-bit decimal: "
+                                          "\"hive_id 18446744073709551616\"",
+                                          "line 3: value is not an unsigned 64-bit decimal: \"device_id 0x74a0\"",
+                                          "2 more malformed lines", "1 repeated property name (first value kept)"));
 }
 
 TEST(KfdProperties, AbsurdValuesAreProblemsNotFacts) {
-  KfdGpuSummary gpu = SummarizeKfdGpu(ParseKfdProperties(
-      "simd_count 912\nsimd_per_cu 0\nwave_front_size 7\ngfx_target_version 4294967295\n"
-      "num_xcc 100000\nlocation_id 65536\ndomain 0\nvendor_id 4098\n"));
+  KfdGpuSummary gpu = SummarizeKfdGpu(
+      ParseKfdProperties("simd_count 912\nsimd_per_cu 0\nwave_front_size 7\ngfx_target_version 4294967295\n"
+                         "num_xcc 100000\nlocation_id 65536\ndomain 0\nvendor_id 4098\n"));
   EXPECT_EQ(gpu.simd_count, 912u);
   EXPECT_EQ(gpu.compute_units, std::nullopt);
   EXPECT_EQ(gpu.wavefront_size, std::nullopt);
@@ -146,11 +143,11 @@ TEST(KfdProperties, AbsurdValuesAreProblemsNotFacts) {
   EXPECT_EQ(gpu.num_xcc, std::nullopt);
   EXPECT_EQ(gpu.pci_address, std::nullopt);
   EXPECT_EQ(gpu.vendor_id, 0x1002u);
-  EXPECT_THAT(gpu.problems, ElementsAre("gfx_target_version 4294967295 names no gfx target",
-                                        "simd_per_cu 0 is implausible (expected 1..16)",
-                                        "wave_front_size 7 is neither 32 nor 64",
-                                        "num_xcc 100000 is implausible (expected 1..64)",
-                                        "domain 0 location_id 65536 is no PCI address"));
+  EXPECT_THAT(
+      gpu.problems,
+      ElementsAre("gfx_target_version 4294967295 names no gfx target", "simd_per_cu 0 is implausible (expected 1..16)",
+                  "wave_front_size 7 is neither 32 nor 64", "num_xcc 100000 is implausible (expected 1..64)",
+                  "domain 0 location_id 65536 is no PCI address"));
 }
 
 TEST(GfxArchName, DecodesTheKernelsTargetVersions) {
@@ -188,8 +185,8 @@ TEST(GfxArchName, MatchesTheNamesRocminfoPrints) {
       }
     }
   }
-  EXPECT_EQ(rocminfo_names, (std::set<std::string>{"gfx1030", "gfx1031", "gfx1100", "gfx1201",
-                                                   "gfx90a", "gfx90c", "gfx942"}));
+  EXPECT_EQ(rocminfo_names,
+            (std::set<std::string>{"gfx1030", "gfx1031", "gfx1100", "gfx1201", "gfx90a", "gfx90c", "gfx942"}));
   for (uint64_t version : {90010, 90012, 90402, 100300, 100301, 110000, 120001}) {
     EXPECT_TRUE(rocminfo_names.contains(*GfxArchName(version))) << version;
   }
@@ -231,10 +228,10 @@ TEST(IoLinkTypeName, NamesTheCratTypes) {
 
 TEST(KfdIoLink, ZeroBandwidthAndLatencyAreUnknown) {
   // The line layout of iolink_show() in kfd_topology.c; the values are illustrative.
-  KfdIoLink link = SummarizeKfdIoLink(ParseKfdProperties(
-      "type 11\nversion_major 0\nversion_minor 0\nnode_from 4\nnode_to 5\nweight 15\n"
-      "min_latency 0\nmax_latency 0\nmin_bandwidth 50000\nmax_bandwidth 0\n"
-      "recommended_transfer_size 0\nflags 1\n"));
+  KfdIoLink link = SummarizeKfdIoLink(
+      ParseKfdProperties("type 11\nversion_major 0\nversion_minor 0\nnode_from 4\nnode_to 5\nweight 15\n"
+                         "min_latency 0\nmax_latency 0\nmin_bandwidth 50000\nmax_bandwidth 0\n"
+                         "recommended_transfer_size 0\nflags 1\n"));
   EXPECT_EQ(link.type, 11u);
   EXPECT_EQ(link.node_from, 4u);
   EXPECT_EQ(link.node_to, 5u);

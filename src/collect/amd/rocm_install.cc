@@ -17,14 +17,12 @@ constexpr int kMaxLinkHops = 8;
 bool IsVersion(std::string_view text) {
   if (text.empty() || text.size() > 64 || text.front() < '0' || text.front() > '9') return false;
   return std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' ||
-           c == '-' || c == '+' || c == '_' || c == '~';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' ||
+           c == '+' || c == '_' || c == '~';
   });
 }
 
-bool IsRocmDirName(std::string_view name) {
-  return name == "rocm" || (name.starts_with("rocm-") && name.size() > 5);
-}
+bool IsRocmDirName(std::string_view name) { return name == "rocm" || (name.starts_with("rocm-") && name.size() > 5); }
 
 std::string Dirname(std::string_view path) {
   size_t slash = path.rfind('/');
@@ -34,8 +32,7 @@ std::string Dirname(std::string_view path) {
 
 // Follows `path` while it is a link, inside the view. Returns the final path, or nullopt
 // (noted) when the chain loops.
-std::optional<std::string> FollowLinks(AttributeReader& reader, const std::string& path,
-                                       const std::string& item) {
+std::optional<std::string> FollowLinks(AttributeReader& reader, const std::string& path, const std::string& item) {
   std::string current = path;
   for (int hop = 0; hop < kMaxLinkHops; ++hop) {
     core::Result<std::string> target = reader.os().TryReadLink(current);
@@ -43,13 +40,12 @@ std::optional<std::string> FollowLinks(AttributeReader& reader, const std::strin
     std::string next = target->starts_with('/') ? *target : Dirname(current) + "/" + *target;
     current = std::filesystem::path(next).lexically_normal().string();
   }
-  reader.Note(item, path,
-              fmt::format("{}: more than {} symbolic links in a row", path, kMaxLinkHops));
+  reader.Note(item, path, fmt::format("{}: more than {} symbolic links in a row", path, kMaxLinkHops));
   return std::nullopt;
 }
 
-void FindVersion(AttributeReader& reader, const std::string& dir, const std::string& name,
-                 const std::string& item, RocmInstallation& out) {
+void FindVersion(AttributeReader& reader, const std::string& dir, const std::string& name, const std::string& item,
+                 RocmInstallation& out) {
   std::string info = dir + "/.info/version";
   if (std::optional<std::string> text = reader.ReadString(info, item, Presence::kOptional)) {
     if (IsVersion(*text)) {
@@ -78,8 +74,7 @@ void FindVersion(AttributeReader& reader, const std::string& dir, const std::str
 
 std::optional<std::string> ParseRocmVersionHeader(std::string_view text) {
   std::optional<uint64_t> parts[3];
-  static constexpr std::string_view kNames[3] = {"ROCM_VERSION_MAJOR", "ROCM_VERSION_MINOR",
-                                                 "ROCM_VERSION_PATCH"};
+  static constexpr std::string_view kNames[3] = {"ROCM_VERSION_MAJOR", "ROCM_VERSION_MINOR", "ROCM_VERSION_PATCH"};
   for (std::string_view line : core::SplitLines(text)) {
     std::vector<std::string_view> tokens = core::SplitWhitespace(line);
     if (tokens.size() < 3 || tokens[0] != "#define") continue;
@@ -106,8 +101,7 @@ std::vector<RocmInstallation> FindRocmInstallations(AttributeReader& reader) {
     if (!real) continue;
     if (link.ok()) install.resolves_to = *real;
     if (!reader.os().IsDirectory(*real)) {
-      reader.Note(item, install.path,
-                  fmt::format("{}: link to {}, which is not a directory", install.path, *real));
+      reader.Note(item, install.path, fmt::format("{}: link to {}, which is not a directory", install.path, *real));
       continue;
     }
     FindVersion(reader, *real, std::string(std::filesystem::path(*real).filename()), item, install);

@@ -76,15 +76,14 @@ RocmSmiDevice DescribeDevice(const Api& api, uint32_t index) {
     device.partition = static_cast<uint32_t>((bdfid >> 28) & 0xf);
   }
   char name[256] = {};
-  if (api.dev_name_get != nullptr &&
-      api.dev_name_get(index, name, sizeof(name)) == kRsmiStatusSuccess) {
+  if (api.dev_name_get != nullptr && api.dev_name_get(index, name, sizeof(name)) == kRsmiStatusSuccess) {
     name[sizeof(name) - 1] = '\0';
     std::string_view trimmed = core::Trim(name);
     if (!trimmed.empty()) device.name = core::SanitizeUtf8(trimmed);
   }
   uint64_t unique_id = 0;
-  if (api.dev_unique_id_get != nullptr &&
-      api.dev_unique_id_get(index, &unique_id) == kRsmiStatusSuccess && unique_id != 0) {
+  if (api.dev_unique_id_get != nullptr && api.dev_unique_id_get(index, &unique_id) == kRsmiStatusSuccess &&
+      unique_id != 0) {
     device.unique_id = fmt::format("{:016x}", unique_id);
   }
   return device;
@@ -118,8 +117,7 @@ core::Json RocmSmiReportToJson(const RocmSmiReport& report) {
 }
 
 std::string PciAddressFromBdfid(uint64_t bdfid) {
-  return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", bdfid >> 32, (bdfid >> 8) & 0xff,
-                     (bdfid >> 3) & 0x1f, bdfid & 0x7);
+  return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", bdfid >> 32, (bdfid >> 8) & 0xff, (bdfid >> 3) & 0x1f, bdfid & 0x7);
 }
 
 core::Result<RocmSmiReport> ProbeRocmSmi(const std::vector<std::string>& libraries) {
@@ -138,11 +136,9 @@ core::Result<RocmSmiReport> ProbeRocmSmi(const std::vector<std::string>& librari
   uint32_t count = 0;
   RsmiStatus status = api.num_monitor_devices(&count);
   if (status != kRsmiStatusSuccess) {
-    report.problems.push_back(
-        fmt::format("rsmi_num_monitor_devices: status {} ({})", status, StatusText(api, status)));
+    report.problems.push_back(fmt::format("rsmi_num_monitor_devices: status {} ({})", status, StatusText(api, status)));
   } else if (count > kMaxDevices) {
-    report.problems.push_back(
-        fmt::format("rsmi_num_monitor_devices: {} devices is implausible", count));
+    report.problems.push_back(fmt::format("rsmi_num_monitor_devices: {} devices is implausible", count));
   } else {
     report.device_count = count;
     for (uint32_t i = 0; i < count; ++i) report.devices.push_back(DescribeDevice(api, i));

@@ -58,8 +58,7 @@ std::vector<std::string> DefaultRocmSmiLibraries();
 /// point is missing; a failed rsmi_init is a report with `init_status` != 0, because that is
 /// an answer about the machine. Calls into the library: only for the live machine. The
 /// library prints its own complaints (e.g. "Failed to open drm root directory") to stderr.
-core::Result<RocmSmiReport> ProbeRocmSmi(
-    const std::vector<std::string>& libraries = DefaultRocmSmiLibraries());
+core::Result<RocmSmiReport> ProbeRocmSmi(const std::vector<std::string>& libraries = DefaultRocmSmiLibraries());
 
 /// {library_path, library_version, init_status, init_status_text, device_count, devices:
 /// [{index, pci_address, partition, name, unique_id}]}; unknown values are absent.

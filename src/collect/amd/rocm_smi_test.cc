@@ -33,8 +33,7 @@ bool RocmSmiInstalled() {
 }
 
 TEST(RocmSmi, RealLibraryGivesTheMachinesRealAnswer) {
-  if (!RocmSmiInstalled())
-    GTEST_SKIP() << "librocm_smi64 is not installed (apt install librocm-smi64-1)";
+  if (!RocmSmiInstalled()) GTEST_SKIP() << "librocm_smi64 is not installed (apt install librocm-smi64-1)";
   if (Exists("/sys/bus/pci/drivers/amdgpu")) GTEST_SKIP() << "this machine has an amdgpu device";
   core::Result<RocmSmiReport> report = ProbeRocmSmi();
   ASSERT_TRUE(report.ok()) << report.error().message;

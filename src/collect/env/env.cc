@@ -16,9 +16,8 @@ namespace {
 // ROC (ROC_, ROCR_, ROCM_, ROCBLAS_, ROCP_), CUBLAS (CUBLAS_, CUBLASLT_), TORCH (TORCH_,
 // TORCHINDUCTOR_, TORCHDYNAMO_, TORCHELASTIC_).
 constexpr std::array<std::string_view, 22> kGpuPrefixes = {
-    "HIP",    "HSA_",    "AMD_",   "AMDGPU_", "HCC_",   "ROC",     "MIOPEN_", "MIGRAPHX_",
-    "CUDA_",  "CUDNN_",  "CUBLAS", "NCCL_",   "RCCL_",  "NVIDIA_", "__NV_",   "PYTORCH_",
-    "TORCH",  "XLA_",    "TF_",    "JAX_",    "TRITON_", "GPU_"};
+    "HIP",   "HSA_",  "AMD_",    "AMDGPU_", "HCC_",     "ROC",   "MIOPEN_", "MIGRAPHX_", "CUDA_", "CUDNN_",  "CUBLAS",
+    "NCCL_", "RCCL_", "NVIDIA_", "__NV_",   "PYTORCH_", "TORCH", "XLA_",    "TF_",       "JAX_",  "TRITON_", "GPU_"};
 
 constexpr std::array<std::string_view, 2> kGpuNames = {"LD_LIBRARY_PATH", "LD_PRELOAD"};
 

@@ -14,24 +14,44 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 
 TEST(IsGpuVariable, PrefixesAndExactNames) {
-  for (const char* name :
-       {"HIP_VISIBLE_DEVICES", "HIPBLASLT_LOG_LEVEL", "HIPCC_VERBOSE", "HSA_OVERRIDE_GFX_VERSION",
-        "AMD_LOG_LEVEL", "AMD_SERIALIZE_KERNEL", "ROCR_VISIBLE_DEVICES", "ROCM_PATH",
-        "ROCBLAS_LAYER", "MIOPEN_FIND_MODE", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING",
-        "CUDNN_LOGINFO_DBG", "CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_LOG_LEVEL", "NCCL_DEBUG",
-        "RCCL_MSCCL_ENABLE", "NVIDIA_VISIBLE_DEVICES", "__NV_PRIME_RENDER_OFFLOAD",
-        "PYTORCH_CUDA_ALLOC_CONF", "TORCH_NCCL_BLOCKING_WAIT", "TORCHINDUCTOR_CACHE_DIR",
-        "XLA_FLAGS", "TF_FORCE_GPU_ALLOW_GROWTH", "JAX_PLATFORMS", "TRITON_CACHE_DIR",
-        "GPU_MAX_HW_QUEUES", "GPU_DEVICE_ORDINAL", "LD_LIBRARY_PATH", "LD_PRELOAD"}) {
+  for (const char* name : {"HIP_VISIBLE_DEVICES",
+                           "HIPBLASLT_LOG_LEVEL",
+                           "HIPCC_VERBOSE",
+                           "HSA_OVERRIDE_GFX_VERSION",
+                           "AMD_LOG_LEVEL",
+                           "AMD_SERIALIZE_KERNEL",
+                           "ROCR_VISIBLE_DEVICES",
+                           "ROCM_PATH",
+                           "ROCBLAS_LAYER",
+                           "MIOPEN_FIND_MODE",
+                           "CUDA_VISIBLE_DEVICES",
+                           "CUDA_LAUNCH_BLOCKING",
+                           "CUDNN_LOGINFO_DBG",
+                           "CUBLAS_WORKSPACE_CONFIG",
+                           "CUBLASLT_LOG_LEVEL",
+                           "NCCL_DEBUG",
+                           "RCCL_MSCCL_ENABLE",
+                           "NVIDIA_VISIBLE_DEVICES",
+                           "__NV_PRIME_RENDER_OFFLOAD",
+                           "PYTORCH_CUDA_ALLOC_CONF",
+                           "TORCH_NCCL_BLOCKING_WAIT",
+                           "TORCHINDUCTOR_CACHE_DIR",
+                           "XLA_FLAGS",
+                           "TF_FORCE_GPU_ALLOW_GROWTH",
+                           "JAX_PLATFORMS",
+                           "TRITON_CACHE_DIR",
+                           "GPU_MAX_HW_QUEUES",
+                           "GPU_DEVICE_ORDINAL",
+                           "LD_LIBRARY_PATH",
+                           "LD_PRELOAD"}) {
     EXPECT_TRUE(IsGpuVariable(name)) << name;
   }
 }
 
 TEST(IsGpuVariable, OtherVariablesAreNotCollected) {
-  for (const char* name :
-       {"HOME", "PATH", "USER", "SHELL", "PWD", "HF_TOKEN", "GITHUB_TOKEN", "OMP_NUM_THREADS",
-        "LD_BIND_NOW", "LD_LIBRARY_PATH_EXTRA", "TF_VAR_db_password", "TF_TOKEN_app_terraform_io",
-        "cuda_visible_devices", "MY_CUDA_HOME", ""}) {
+  for (const char* name : {"HOME", "PATH", "USER", "SHELL", "PWD", "HF_TOKEN", "GITHUB_TOKEN", "OMP_NUM_THREADS",
+                           "LD_BIND_NOW", "LD_LIBRARY_PATH_EXTRA", "TF_VAR_db_password", "TF_TOKEN_app_terraform_io",
+                           "cuda_visible_devices", "MY_CUDA_HOME", ""}) {
     EXPECT_FALSE(IsGpuVariable(name)) << name;
   }
 }
@@ -54,8 +74,7 @@ TEST(Collect, SelectsSortsAndRedacts) {
   core::Section section = Collect(environment);
   const core::Json& data = section.data;
   EXPECT_EQ(data["count_total"], 12);
-  EXPECT_EQ(data["variables"],
-            core::Json::parse(R"({
+  EXPECT_EQ(data["variables"], core::Json::parse(R"({
               "CUDA_VISIBLE_DEVICES": "0,1",
               "HSA_OVERRIDE_GFX_VERSION": "10.3.0",
               "LD_PRELOAD": "/opt/lib/libtrace.so",
@@ -70,15 +89,13 @@ TEST(Collect, SelectsSortsAndRedacts) {
   // The serialised order is by name (also what the schema promises).
   std::vector<std::string> names;
   for (const auto& item : data["variables"].items()) names.push_back(item.key());
-  EXPECT_THAT(names, ElementsAre("CUDA_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION", "LD_PRELOAD",
-                                 "NCCL_AUTH_TOKEN", "NCCL_DEBUG", "TORCH_HUB_TOKEN",
-                                 "TRITON_REMOTE_CACHE"));
+  EXPECT_THAT(names, ElementsAre("CUDA_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION", "LD_PRELOAD", "NCCL_AUTH_TOKEN",
+                                 "NCCL_DEBUG", "TORCH_HUB_TOKEN", "TRITON_REMOTE_CACHE"));
 }
 
 TEST(Collect, ValueTokenUnderInnocentNameIsRedacted) {
   core::Section section =
-      Collect({"CUDA_CACHE_NOTE=see token=AKIAIOSFODNN7EXAMPLE",
-               "NCCL_COMMENT=AKIAIOSFODNN7EXAMPLE"});
+      Collect({"CUDA_CACHE_NOTE=see token=AKIAIOSFODNN7EXAMPLE", "NCCL_COMMENT=AKIAIOSFODNN7EXAMPLE"});
   EXPECT_EQ(section.data["variables"]["CUDA_CACHE_NOTE"], "see token=<redacted>");
   EXPECT_EQ(section.data["variables"]["NCCL_COMMENT"], "<redacted>");
   EXPECT_EQ(section.data["redacted"], core::Json::parse(R"(["CUDA_CACHE_NOTE", "NCCL_COMMENT"])"));

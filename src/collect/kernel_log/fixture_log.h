@@ -18,8 +18,7 @@ namespace gputriage::kernel_log::test_support {
 /// The content of tests/fixtures/kernel_log/<name> without its first "# source: ..." line.
 /// Fails the test (ADD_FAILURE) and returns "" when the file cannot be read.
 inline std::string ReadFixture(std::string_view name) {
-  return gputriage::testing::ReadFixture("kernel_log/" + std::string(name),
-                                         {.missing_fails_test = true});
+  return gputriage::testing::ReadFixture("kernel_log/" + std::string(name), {.missing_fails_test = true});
 }
 
 /// Converts a text log into /dev/kmsg records ("6,SEQ,US,-;MESSAGE\n", priority 6, sequence

@@ -28,8 +28,7 @@ int64_t ParseCtime(const std::string& text) {
 
 /// Removes "> ", a syslog/journal prefix and a timestamp from `line`; returns the time.
 LineTime StripPrefixes(re2::StringPiece& line) {
-  static const RE2 kIso(
-      R"((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.?(\d*)(?:Z|[+-]\d\d:\d\d) \S+ kernel: )");
+  static const RE2 kIso(R"((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.?(\d*)(?:Z|[+-]\d\d:\d\d) \S+ kernel: )");
   static const RE2 kJournal(R"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ kernel: )");
   static const RE2 kKernel(R"(kernel: )");
   static const RE2 kMonotonic(R"(\[ *(\d+)\.(\d{1,6})\] ?)");
@@ -114,9 +113,9 @@ std::string TextLogToKmsg(std::string_view text, uint64_t boot_s, uint64_t first
 LogTree::LogTree(std::string_view kmsg, std::optional<uint64_t> boot_s) {
   gputriage::testing::WriteFile(root(), "/dev/kmsg", kmsg);
   if (boot_s) {
-    gputriage::testing::WriteFile(root(), "/proc/stat",
-                                  "cpu  10 0 20 300 0 0 0 0 0 0\nintr 1 0\nctxt 42\nbtime " +
-                                      std::to_string(*boot_s) + "\nprocesses 7\n");
+    gputriage::testing::WriteFile(
+        root(), "/proc/stat",
+        "cpu  10 0 20 300 0 0 0 0 0 0\nintr 1 0\nctxt 42\nbtime " + std::to_string(*boot_s) + "\nprocesses 7\n");
   }
 }
 

@@ -13,24 +13,24 @@
 #include <string_view>
 #include <utility>
 
-#include "kmsg/classify.h"
-#include "kmsg/kmsg.h"
 #include "core/clock.h"
 #include "core/scoped_fd.h"
 #include "core/text.h"
+#include "kmsg/classify.h"
+#include "kmsg/kmsg.h"
 
 namespace gputriage::kernel_log {
-using kmsg::Record;
-using kmsg::ParseStats;
-using kmsg::ParseKmsgRecord;
-using kmsg::ParseSyslogBuffer;
-using kmsg::ParseAnyBuffer;
-using kmsg::LogClass;
-using kmsg::kLogClassCount;
-using kmsg::LogClassName;
 using kmsg::ClassifyMessage;
-using kmsg::XidInfo;
+using kmsg::kLogClassCount;
+using kmsg::LogClass;
+using kmsg::LogClassName;
+using kmsg::ParseAnyBuffer;
+using kmsg::ParseKmsgRecord;
+using kmsg::ParseStats;
+using kmsg::ParseSyslogBuffer;
 using kmsg::ParseXid;
+using kmsg::Record;
+using kmsg::XidInfo;
 namespace {
 
 using core::Json;
@@ -68,8 +68,7 @@ class Accumulator {
   explicit Accumulator(const Options& options) : options_(options) {}
 
   void Add(Record&& record) {
-    if (options_.since_monotonic_us &&
-        (!record.monotonic_us || *record.monotonic_us < *options_.since_monotonic_us)) {
+    if (options_.since_monotonic_us && (!record.monotonic_us || *record.monotonic_us < *options_.since_monotonic_us)) {
       return;
     }
     ++records_total_;
@@ -164,8 +163,7 @@ Json Accumulator::ToJson(std::string_view source, std::optional<uint64_t> boot_s
 /// the kernel overwrote records we had not read yet; reading goes on with the oldest left.
 /// Returns the failure when the device cannot be opened; a read error midway keeps the records
 /// read before it and is noted in `section`.
-std::optional<IoFailure> ReadLiveKmsg(const std::string& path, Accumulator& accumulator,
-                                      core::Section& section) {
+std::optional<IoFailure> ReadLiveKmsg(const std::string& path, Accumulator& accumulator, core::Section& section) {
   core::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (!fd.valid()) {
     return IoFailure{errno, fmt::format("{}: {}", path, std::strerror(errno))};
@@ -175,8 +173,7 @@ std::optional<IoFailure> ReadLiveKmsg(const std::string& path, Accumulator& accu
     ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
     if (n > 0) {
       ++reads;
-      std::optional<Record> record =
-          ParseKmsgRecord(std::string_view(buffer.data(), static_cast<size_t>(n)));
+      std::optional<Record> record = ParseKmsgRecord(std::string_view(buffer.data(), static_cast<size_t>(n)));
       if (record) {
         accumulator.Add(std::move(*record));
       } else {
@@ -186,8 +183,8 @@ std::optional<IoFailure> ReadLiveKmsg(const std::string& path, Accumulator& accu
     }
     if (n == 0 || errno == EAGAIN) break;
     if (errno == EINTR || errno == EPIPE) continue;
-    section.NoteMissing("kernel_log", fmt::format("{}: read failed after {} records: {}", path,
-                                                  reads, std::strerror(errno)));
+    section.NoteMissing("kernel_log",
+                        fmt::format("{}: read failed after {} records: {}", path, reads, std::strerror(errno)));
     break;
   }
   return std::nullopt;
@@ -197,31 +194,26 @@ std::optional<IoFailure> ReadLiveKmsg(const std::string& path, Accumulator& accu
 std::optional<IoFailure> ReadSyslogBuffer(Accumulator& accumulator) {
   int size = ::klogctl(kSyslogActionSizeBuffer, nullptr, 0);
   if (size < 0) {
-    return IoFailure{errno,
-                     fmt::format("syslog(SYSLOG_ACTION_SIZE_BUFFER): {}", std::strerror(errno))};
+    return IoFailure{errno, fmt::format("syslog(SYSLOG_ACTION_SIZE_BUFFER): {}", std::strerror(errno))};
   }
   std::string buffer(static_cast<size_t>(size), '\0');
   int n = ::klogctl(kSyslogActionReadAll, buffer.data(), size);
   if (n < 0) {
-    return IoFailure{errno, fmt::format("syslog(SYSLOG_ACTION_READ_ALL, {} bytes): {}", size,
-                                        std::strerror(errno))};
+    return IoFailure{errno, fmt::format("syslog(SYSLOG_ACTION_READ_ALL, {} bytes): {}", size, std::strerror(errno))};
   }
   buffer.resize(static_cast<size_t>(n));
-  accumulator.AddStats(
-      ParseSyslogBuffer(buffer, [&](Record&& r) { accumulator.Add(std::move(r)); }));
+  accumulator.AddStats(ParseSyslogBuffer(buffer, [&](Record&& r) { accumulator.Add(std::move(r)); }));
   return std::nullopt;
 }
 
 bool IsPermissionError(int error_number) { return error_number == EPERM || error_number == EACCES; }
 
 /// Why neither /dev/kmsg nor syslog(2) could be read, in the user's terms.
-std::string DescribeLiveFailure(const core::OsView& os, const IoFailure& kmsg,
-                                const IoFailure& syslog) {
+std::string DescribeLiveFailure(const core::OsView& os, const IoFailure& kmsg, const IoFailure& syslog) {
   if (IsPermissionError(kmsg.error_number) || IsPermissionError(syslog.error_number)) {
     std::string restrict = os.ReadTrimmed(kDmesgRestrictPath).value_or("unknown");
-    return fmt::format(
-        "no permission to read /dev/kmsg or the syslog buffer (dmesg_restrict={}): run as root",
-        restrict);
+    return fmt::format("no permission to read /dev/kmsg or the syslog buffer (dmesg_restrict={}): run as root",
+                       restrict);
   }
   return kmsg.message + "; " + syslog.message;
 }
@@ -235,16 +227,14 @@ core::Result<uint64_t> TryReadBootTime(const core::OsView& os) {
   for (std::string_view line : core::SplitLines(*stat)) {
     if (!core::StartsWith(line, "btime ")) continue;
     if (std::optional<uint64_t> btime = core::ParseU64(line.substr(6), 10)) return *btime;
-    return core::MakeError("{}: bad btime line '{}'", os.Resolve(kStatPath),
-                           core::SanitizeUtf8(line));
+    return core::MakeError("{}: bad btime line '{}'", os.Resolve(kStatPath), core::SanitizeUtf8(line));
   }
   return core::MakeError("{}: no btime line", os.Resolve(kStatPath));
 }
 
 /// Reads the log of the live machine into `accumulator`; the source name, or nullopt with a
 /// not_collected note in `section`.
-std::optional<std::string_view> ReadLive(const core::OsView& os, Accumulator& accumulator,
-                                         core::Section& section) {
+std::optional<std::string_view> ReadLive(const core::OsView& os, Accumulator& accumulator, core::Section& section) {
   std::optional<IoFailure> kmsg = ReadLiveKmsg(os.Resolve(kKmsgPath), accumulator, section);
   if (!kmsg) return "/dev/kmsg";
   std::optional<IoFailure> syslog = ReadSyslogBuffer(accumulator);
@@ -254,15 +244,13 @@ std::optional<std::string_view> ReadLive(const core::OsView& os, Accumulator& ac
 }
 
 /// Reads dev/kmsg of a captured tree (a regular file of records, or syslog(2) text).
-std::optional<std::string_view> ReadCaptured(const core::OsView& os, Accumulator& accumulator,
-                                             core::Section& section) {
+std::optional<std::string_view> ReadCaptured(const core::OsView& os, Accumulator& accumulator, core::Section& section) {
   core::Result<std::string> content = os.TryReadFile(kKmsgPath, kMaxKmsgFileBytes);
   if (!content.ok()) {
     section.NoteMissing("kernel_log", content.error().message);
     return std::nullopt;
   }
-  accumulator.AddStats(
-      ParseAnyBuffer(*content, [&](Record&& r) { accumulator.Add(std::move(r)); }));
+  accumulator.AddStats(ParseAnyBuffer(*content, [&](Record&& r) { accumulator.Add(std::move(r)); }));
   return "file";
 }
 
@@ -278,8 +266,7 @@ core::Section Collect(const core::OsView& os, const Options& options) {
   if (core::Result<uint64_t> btime = TryReadBootTime(os); btime.ok()) {
     boot_s = *btime;
   } else {
-    section.NoteMissing("kernel_log.boot_time",
-                        btime.error().message + " (records have monotonic times only)");
+    section.NoteMissing("kernel_log.boot_time", btime.error().message + " (records have monotonic times only)");
   }
   section.data = accumulator.ToJson(*source, boot_s);
   return section;

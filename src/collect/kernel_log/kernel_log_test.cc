@@ -34,8 +34,7 @@ using test_support::TextLogToKmsg;
 constexpr uint64_t kH200Boot = 1796218671;
 
 /// Collects a fixture converted to /dev/kmsg records, booted at `boot_s`.
-core::Section CollectFixture(std::string_view name, uint64_t boot_s = kH200Boot,
-                             const Options& options = {}) {
+core::Section CollectFixture(std::string_view name, uint64_t boot_s = kH200Boot, const Options& options = {}) {
   LogTree tree(TextLogToKmsg(ReadFixture(name), boot_s), boot_s);
   return tree.Collect(options);
 }
@@ -82,8 +81,8 @@ TEST(KernelLogFixtureTest, H200Xid43AndXid31WithProcessesAndTimes) {
 }
 
 TEST(KernelLogFixtureTest, Xid79FallenOffTheBusWithoutTimestamps) {
-  core::Section section = CollectFixture(
-      "nvrm-xid79-fallen-off-bus-rc-all-channels-rtx5090-driver580-595-no-timestamps.txt");
+  core::Section section =
+      CollectFixture("nvrm-xid79-fallen-off-bus-rc-all-channels-rtx5090-driver580-595-no-timestamps.txt");
   const Json& data = section.data;
   EXPECT_EQ(data["counts"], Json::parse(R"({"nvidia.nvrm": 7, "nvidia.xid": 1})"));
   const Json& xid = data["records"][2];
@@ -127,12 +126,12 @@ TEST(KernelLogFixtureTest, OldFormatXidsHaveNoProcess) {
 TEST(KernelLogFixtureTest, QuotedUnknownPidDmesgCtimeAndBlockquote) {
   // Booted 2024-08-30T06:40:00Z; dmesg -T times become monotonic times after that.
   constexpr uint64_t kBoot = 1724999999 + 1;
-  core::Section section = CollectFixture(
-      "nvrm-xid13-pid-unknown-quoted-xid109-ctx-switch-timeout-ctime-md-blockquote.txt", kBoot);
+  core::Section section =
+      CollectFixture("nvrm-xid13-pid-unknown-quoted-xid109-ctx-switch-timeout-ctime-md-blockquote.txt", kBoot);
   const Json& data = section.data;
   EXPECT_EQ(data["boot_time"], "2024-08-30T06:40:00Z");
-  EXPECT_EQ(Classes(data), (std::vector<std::string>{"nvidia.nvrm", "nvidia.xid", "nvidia.xid",
-                                                     "nvidia.xid", "nvidia.xid"}));
+  EXPECT_EQ(Classes(data),
+            (std::vector<std::string>{"nvidia.nvrm", "nvidia.xid", "nvidia.xid", "nvidia.xid", "nvidia.xid"}));
   EXPECT_EQ(data["records"][0]["time"], "2024-08-30T11:11:22.000Z");
   for (int i = 1; i <= 3; ++i) {
     EXPECT_EQ(data["records"][i]["xid"], Json::parse(R"({"code": 13, "pci": "0000:cb:00.0"})"));
@@ -144,8 +143,7 @@ TEST(KernelLogFixtureTest, QuotedUnknownPidDmesgCtimeAndBlockquote) {
 }
 
 TEST(KernelLogFixtureTest, Xid45CausedByPreviousXidOnFourGpus) {
-  core::Section section =
-      CollectFixture("nvrm-xid45-caused-by-previous-xid149-xid145-nvlink-multi-gpu-driver590.txt");
+  core::Section section = CollectFixture("nvrm-xid45-caused-by-previous-xid149-xid145-nvlink-multi-gpu-driver590.txt");
   const Json& records = section.data["records"];
   ASSERT_EQ(records.size(), 7u);
   std::vector<std::string> gpus;
@@ -154,9 +152,8 @@ TEST(KernelLogFixtureTest, Xid45CausedByPreviousXidOnFourGpus) {
     EXPECT_EQ(record["xid"]["process"], "python3");
     gpus.push_back(record["xid"]["pci"]);
   }
-  EXPECT_EQ(gpus, (std::vector<std::string>{"0000:dc:00.0", "0000:ed:00.0", "0000:ba:00.0",
-                                            "0000:97:00.0", "0000:dc:00.0", "0000:ba:00.0",
-                                            "0000:ed:00.0"}));
+  EXPECT_EQ(gpus, (std::vector<std::string>{"0000:dc:00.0", "0000:ed:00.0", "0000:ba:00.0", "0000:97:00.0",
+                                            "0000:dc:00.0", "0000:ba:00.0", "0000:ed:00.0"}));
   EXPECT_EQ(records[3]["xid"]["pid"], 1818987);
 }
 
@@ -177,21 +174,19 @@ TEST(KernelLogFixtureTest, Xid119AmongGspTablesCallTraceAndOom) {
 }
 
 TEST(KernelLogFixtureTest, AmdgpuGfxhubNoRetryPageFault) {
-  core::Section section =
-      CollectFixture("amdgpu-gfxhub0-no-retry-pagefault-cpc-gfx902-apu-rocm4.3.txt");
+  core::Section section = CollectFixture("amdgpu-gfxhub0-no-retry-pagefault-cpc-gfx902-apu-rocm4.3.txt");
   const Json& data = section.data;
   EXPECT_EQ(data["counts"], Json::parse(R"({"amdgpu": 9})"));
   EXPECT_EQ(data["records"][0]["message"],
             "amdgpu 0000:07:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:173 "
             "vmid:8 pasid:32772, for process clinfo pid 1382 thread clinfo pid 1382)");
   EXPECT_EQ(data["records"][0]["time"], "2026-12-02T13:41:10.015Z");
-  EXPECT_EQ(data["records"][2]["message"],
-            "amdgpu 0000:07:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00840A51");
+  EXPECT_EQ(data["records"][2]["message"], "amdgpu 0000:07:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00840A51");
 }
 
 TEST(KernelLogFixtureTest, AmdgpuOldFormatPageFaultFromJournalctl) {
-  core::Section section = CollectFixture(
-      "amdgpu-mmhub0-no-retry-pagefault-old-format-no-amdgpu-prefix-vega64-journalctl.txt");
+  core::Section section =
+      CollectFixture("amdgpu-mmhub0-no-retry-pagefault-old-format-no-amdgpu-prefix-vega64-journalctl.txt");
   EXPECT_EQ(section.data["counts"], Json::parse(R"({"amdgpu": 13})"));
   EXPECT_EQ(section.data["records"][5]["message"],
             "amdgpu 0000:2b:00.0: [mmhub0] no-retry page fault (src_id:0 ring:40 vmid:7 "
@@ -199,14 +194,13 @@ TEST(KernelLogFixtureTest, AmdgpuOldFormatPageFaultFromJournalctl) {
 }
 
 TEST(KernelLogFixtureTest, AmdgpuRingTimeoutThenGpuReset) {
-  core::Section section = CollectFixture(
-      "amdgpu-ring-gfx-timeout-ring-reset-failed-mes-remove-queue-mode2-coredump-strixhalo.txt");
+  core::Section section =
+      CollectFixture("amdgpu-ring-gfx-timeout-ring-reset-failed-mes-remove-queue-mode2-coredump-strixhalo.txt");
   const Json& data = section.data;
   EXPECT_EQ(data["counts"], Json::parse(R"({"amdgpu": 12, "gpu_reset": 3})"));
   EXPECT_EQ(Classes(data),
-            (std::vector<std::string>{"amdgpu", "amdgpu", "amdgpu", "amdgpu", "amdgpu", "amdgpu",
-                                      "gpu_reset", "amdgpu", "amdgpu", "amdgpu", "gpu_reset",
-                                      "gpu_reset", "amdgpu", "amdgpu", "amdgpu"}));
+            (std::vector<std::string>{"amdgpu", "amdgpu", "amdgpu", "amdgpu", "amdgpu", "amdgpu", "gpu_reset", "amdgpu",
+                                      "amdgpu", "amdgpu", "gpu_reset", "gpu_reset", "amdgpu", "amdgpu", "amdgpu"}));
   EXPECT_EQ(data["records"][2]["message"],
             "amdgpu 0000:c5:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=2662395, emitted "
             "seq=2662397");
@@ -217,8 +211,8 @@ TEST(KernelLogFixtureTest, AmdgpuRingTimeoutThenGpuReset) {
 
 TEST(KernelLogFixtureTest, AmdgpuResetTimesFromIso8601Syslog) {
   // Booted 2024-08-18T00:00:00Z.
-  core::Section section = CollectFixture(
-      "amdgpu-iso8601-syslog-no-vmid-pasid-mapping-mode2-reset-gfx1103-7840u.txt", 1723939200);
+  core::Section section =
+      CollectFixture("amdgpu-iso8601-syslog-no-vmid-pasid-mapping-mode2-reset-gfx1103-7840u.txt", 1723939200);
   const Json& data = section.data;
   EXPECT_EQ(data["counts"], Json::parse(R"({"amdgpu": 7, "gpu_reset": 3})"));
   EXPECT_EQ(data["records_total"], 12);
@@ -228,8 +222,7 @@ TEST(KernelLogFixtureTest, AmdgpuResetTimesFromIso8601Syslog) {
 }
 
 TEST(KernelLogFixtureTest, RasUncorrectableThenBacoResetFailing) {
-  core::Section section =
-      CollectFixture("amdgpu-ras-athub-uncorrectable-gpu-reset-baco-psp-fail-mi50.txt", 1673000000);
+  core::Section section = CollectFixture("amdgpu-ras-athub-uncorrectable-gpu-reset-baco-psp-fail-mi50.txt", 1673000000);
   const Json& data = section.data;
   EXPECT_EQ(data["counts"], Json::parse(R"({"amdgpu": 17, "gpu_reset": 7, "ras": 2})"));
   EXPECT_EQ(data["records"][2]["class"], "ras");
@@ -240,8 +233,8 @@ TEST(KernelLogFixtureTest, RasUncorrectableThenBacoResetFailing) {
 }
 
 TEST(KernelLogFixtureTest, Mi300xAcaHardwareErrorIsRas) {
-  core::Section section = CollectFixture(
-      "amdgpu-mi300x-athub-uncorrectable-aca-hardware-error-entries-multi-gpu-eventid.txt");
+  core::Section section =
+      CollectFixture("amdgpu-mi300x-athub-uncorrectable-aca-hardware-error-entries-multi-gpu-eventid.txt");
   const Json& data = section.data;
   EXPECT_EQ(data["counts"], Json::parse(R"({"ras": 12})"));
   EXPECT_EQ(data["records"][1]["message"],
@@ -251,8 +244,7 @@ TEST(KernelLogFixtureTest, Mi300xAcaHardwareErrorIsRas) {
 }
 
 TEST(KernelLogFixtureTest, AerRootPortAndApeiCorrectedError) {
-  core::Section section =
-      CollectFixture("apei-ghes-pcie-corrected-error-aer-root-port-mi100-host.txt");
+  core::Section section = CollectFixture("apei-ghes-pcie-corrected-error-aer-root-port-mi100-host.txt");
   const Json& data = section.data;
   EXPECT_EQ(data["counts"], Json::parse(R"({"aer": 1, "ras": 15})"));
   EXPECT_EQ(data["records"][0]["class"], "aer");
@@ -263,8 +255,7 @@ TEST(KernelLogFixtureTest, AerRootPortAndApeiCorrectedError) {
 }
 
 TEST(KernelLogFixtureTest, KfdAndResetAmongMesFailures) {
-  core::Section section =
-      CollectFixture("amdgpu-780m-gpu-reset-succeeded-then-mes-remove-queue-quiesce-kfd.txt");
+  core::Section section = CollectFixture("amdgpu-780m-gpu-reset-succeeded-then-mes-remove-queue-quiesce-kfd.txt");
   const Json& data = section.data;
   EXPECT_EQ(data["counts"], Json::parse(R"({"amdgpu": 13, "gpu_reset": 2, "kfd": 1})"));
   EXPECT_EQ(data["records"][12]["message"], "amdgpu: Failed to quiesce KFD");
@@ -272,8 +263,7 @@ TEST(KernelLogFixtureTest, KfdAndResetAmongMesFailures) {
 }
 
 TEST(KernelLogFixtureTest, EveryFixtureParsesCleanlyIntoValidJson) {
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(GT_FIXTURES_DIR) + "/kernel_log")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(GT_FIXTURES_DIR) + "/kernel_log")) {
     std::string name = entry.path().filename().string();
     core::Section section = CollectFixture(name);
     EXPECT_EQ(section.not_collected, NoNotes()) << name;
@@ -338,11 +328,10 @@ TEST(KernelLogRobustnessTest, TruncatedLastRecords) {
 }
 
 TEST(KernelLogRobustnessTest, EscapedBytesAreDecoded) {
-  LogTree tree(
-      R"(4,9,87373517,-;NVRM: Xid (PCI:0000:00:06): 43, pid=719, name=caf\xc3\xa9, channel\x09)"
-      R"(0x0000000a \x5c \xff)"
-      "\n",
-      kH200Boot);
+  LogTree tree(R"(4,9,87373517,-;NVRM: Xid (PCI:0000:00:06): 43, pid=719, name=caf\xc3\xa9, channel\x09)"
+               R"(0x0000000a \x5c \xff)"
+               "\n",
+               kH200Boot);
   const Json data = tree.Collect().data;
   ASSERT_EQ(data["records"].size(), 1u);
   EXPECT_EQ(data["records"][0]["message"],
@@ -393,10 +382,10 @@ TEST(KernelLogRobustnessTest, SyslogFormatFile) {
 TEST(KernelLogMissingTest, NoProcStatMeansNoWallClockTimes) {
   LogTree tree(TextLogToKmsg(ReadFixture("h200-dmesg-xid31-xid43.txt"), 0), std::nullopt);
   core::Section section = tree.Collect();
-  EXPECT_EQ(section.not_collected,
-            (std::vector<core::NotCollected>{
-                {"kernel_log.boot_time", tree.root() + "/proc/stat: No such file or directory "
-                                                       "(records have monotonic times only)"}}));
+  EXPECT_EQ(
+      section.not_collected,
+      (std::vector<core::NotCollected>{{"kernel_log.boot_time", tree.root() + "/proc/stat: No such file or directory "
+                                                                              "(records have monotonic times only)"}}));
   EXPECT_FALSE(section.data.contains("boot_time"));
   ASSERT_EQ(section.data["records"].size(), 5u);
   for (const Json& record : section.data["records"]) {
@@ -410,10 +399,10 @@ TEST(KernelLogMissingTest, ProcStatWithoutBtime) {
   std::filesystem::create_directories(tree.root() + "/proc");
   std::ofstream(tree.root() + "/proc/stat") << "cpu  1 2 3\n";
   core::Section section = tree.Collect();
-  EXPECT_EQ(section.not_collected,
-            (std::vector<core::NotCollected>{
-                {"kernel_log.boot_time",
-                 tree.root() + "/proc/stat: no btime line (records have monotonic times only)"}}));
+  EXPECT_EQ(
+      section.not_collected,
+      (std::vector<core::NotCollected>{
+          {"kernel_log.boot_time", tree.root() + "/proc/stat: no btime line (records have monotonic times only)"}}));
 }
 
 TEST(KernelLogMissingTest, MissingKmsgIsNotCollected) {
@@ -421,8 +410,7 @@ TEST(KernelLogMissingTest, MissingKmsgIsNotCollected) {
   std::filesystem::remove(tree.root() + "/dev/kmsg");
   core::Section section = tree.Collect();
   EXPECT_EQ(section.not_collected,
-            (std::vector<core::NotCollected>{
-                {"kernel_log", tree.root() + "/dev/kmsg: No such file or directory"}}));
+            (std::vector<core::NotCollected>{{"kernel_log", tree.root() + "/dev/kmsg: No such file or directory"}}));
   EXPECT_EQ(section.data, Json::object());
 }
 
@@ -432,10 +420,9 @@ TEST(KernelLogMissingTest, UnreadableKmsgIsNotCollected) {
   std::filesystem::remove(tree.root() + "/dev/kmsg");
   std::filesystem::create_directory(tree.root() + "/dev/kmsg");
   core::Section section = tree.Collect();
-  EXPECT_EQ(
-      section.not_collected,
-      (std::vector<core::NotCollected>{
-          {"kernel_log", tree.root() + "/dev/kmsg: read failed after 0 bytes: Is a directory"}}));
+  EXPECT_EQ(section.not_collected,
+            (std::vector<core::NotCollected>{
+                {"kernel_log", tree.root() + "/dev/kmsg: read failed after 0 bytes: Is a directory"}}));
   EXPECT_EQ(section.data, Json::object());
 }
 
@@ -444,8 +431,8 @@ TEST(KernelLogMissingTest, UnreadableKmsgIsNotCollected) {
 std::string FiveXids() {
   std::string kmsg;
   for (int i = 0; i < 5; ++i) {
-    kmsg += fmt::format("4,{},{},-;NVRM: Xid (PCI:0000:00:06): {}, pid={}, name=p{}\n", i,
-                        (i + 1) * 1000000, 40 + i, 100 + i, i);
+    kmsg += fmt::format("4,{},{},-;NVRM: Xid (PCI:0000:00:06): {}, pid={}, name=p{}\n", i, (i + 1) * 1000000, 40 + i,
+                        100 + i, i);
     kmsg += fmt::format("6,{},{},-;not a GPU line {}\n", 100 + i, (i + 1) * 1000000 + 1, i);
   }
   return kmsg;
@@ -512,8 +499,7 @@ TEST(KernelLogSpeedTest, FiftyThousandRecordsUnderABudget) {
   LogTree tree(kmsg, kH200Boot);
   auto start = std::chrono::steady_clock::now();
   core::Section section = tree.Collect();
-  double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(section.data["records_total"], 50000);
   // Measured ~110 ms (2 us a record, 1000 of them turned into JSON; RelWithDebInfo on a shared
   // 2-core machine). A boot log holds 1-20k records. The budget leaves room for sanitizers.
@@ -529,8 +515,7 @@ TEST(KernelLogLiveTest, SeesAnXidWrittenToDevKmsg) {
   if (fd < 0) GTEST_SKIP() << "/dev/kmsg not writable: " << std::strerror(errno);
   std::random_device entropy;
   std::string name = fmt::format("gputriage_test_{:08x}", entropy());
-  std::string line = fmt::format(
-      "<4>NVRM: Xid (PCI:0000:00:06): 43, pid=719, name={}, channel 0x0000000a\n", name);
+  std::string line = fmt::format("<4>NVRM: Xid (PCI:0000:00:06): 43, pid=719, name={}, channel 0x0000000a\n", name);
   // The trailing '\n' matters: without it printk keeps the record open for a continuation
   // and readers do not see it until the next record arrives.
   ssize_t written = ::write(fd, line.data(), line.size());
@@ -546,8 +531,7 @@ TEST(KernelLogLiveTest, SeesAnXidWrittenToDevKmsg) {
   for (const Json& record : section.data["records"]) {
     if (record.contains("xid") && record["xid"].value("process", "") == name) found = &record;
   }
-  ASSERT_NE(found, nullptr) << "the written line is not among " << section.data["records"].size()
-                            << " GPU records";
+  ASSERT_NE(found, nullptr) << "the written line is not among " << section.data["records"].size() << " GPU records";
   EXPECT_EQ((*found)["class"], "nvidia.xid");
   EXPECT_EQ((*found)["priority"], 4);
   EXPECT_EQ((*found)["facility"], 1);  // written by a process: LOG_USER

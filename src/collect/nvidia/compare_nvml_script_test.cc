@@ -31,16 +31,14 @@ bool HavePython() {
   return status == 0;
 }
 
-std::string Script() {
-  return std::string("python3 ") + GT_SOURCE_DIR + "/scripts/compare-nvml.py";
-}
+std::string Script() { return std::string("python3 ") + GT_SOURCE_DIR + "/scripts/compare-nvml.py"; }
 
 TEST(CompareNvmlScript, ReadsTheH200Xml) {
   if (!HavePython()) GTEST_SKIP() << "python3 is not installed here";
   int status = 0;
 
-  std::string command = Script() + " --self-test-xml " + GT_FIXTURES_DIR +
-                        "/nvidia/nvidia-smi-q-x-h200-driver580.159.04.xml";
+  std::string command =
+      Script() + " --self-test-xml " + GT_FIXTURES_DIR + "/nvidia/nvidia-smi-q-x-h200-driver580.159.04.xml";
   std::string out = RunCapture(command, status);
   ASSERT_EQ(status, 0) << out;
   nlohmann::json parsed = nlohmann::json::parse(out);
@@ -78,9 +76,8 @@ TEST(CompareNvmlScript, H200LivePairAgrees) {
   if (!HavePython()) GTEST_SKIP() << "python3 is not installed here";
   std::string dir = std::string(GT_FIXTURES_DIR) + "/nvidia/h200-live";
   int status = 0;
-  std::string out = RunCapture(
-      Script() + " --snapshot " + dir + "/probe-nvidia.json --xml " + dir + "/nvidia-smi-q-x.xml",
-      status);
+  std::string out =
+      RunCapture(Script() + " --snapshot " + dir + "/probe-nvidia.json --xml " + dir + "/nvidia-smi-q-x.xml", status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_TRUE(out.ends_with("30 of 30 fields agree (2 shown, not compared)\n")) << out;
   EXPECT_NE(out.find("0000:00:06.0 uuid                          "
@@ -96,10 +93,10 @@ TEST(CompareNvmlScript, DisagreementExitsOne) {
   // The probe from one H200 against nvidia-smi of another (the shared fixture): the GPUs sit at
   // the same address but are different boards, so identity fields must disagree.
   int status = 0;
-  std::string out = RunCapture(Script() + " --snapshot " + GT_FIXTURES_DIR +
-                                   "/nvidia/h200-live/probe-nvidia.json --xml " + GT_FIXTURES_DIR +
-                                   "/nvidia/nvidia-smi-q-x-h200-driver580.159.04.xml",
-                               status);
+  std::string out =
+      RunCapture(Script() + " --snapshot " + GT_FIXTURES_DIR + "/nvidia/h200-live/probe-nvidia.json --xml " +
+                     GT_FIXTURES_DIR + "/nvidia/nvidia-smi-q-x-h200-driver580.159.04.xml",
+                 status);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << out;
   EXPECT_NE(out.find("0000:00:06.0 uuid"), std::string::npos);
   EXPECT_NE(out.find("  NO\n"), std::string::npos) << out;

@@ -40,28 +40,25 @@ std::string JoinProblems(const std::vector<std::string>& problems) {
 }
 
 // Reads a small /proc file; a failure or an oversize file becomes a note naming the real path.
-std::optional<std::string> ReadProcFile(const core::OsView& os, std::string_view path,
-                                        Section& section) {
+std::optional<std::string> ReadProcFile(const core::OsView& os, std::string_view path, Section& section) {
   auto content = os.TryReadFile(path, kMaxProcFileBytes + 1);
   if (!content.ok()) {
     section.NoteMissing("nvidia.procfs", content.error().message);
     return std::nullopt;
   }
   if (content->size() > kMaxProcFileBytes) {
-    section.NoteMissing("nvidia.procfs",
-                        fmt::format("{}: larger than {} bytes (not a driver file?); read the "
-                                    "first {} bytes",
-                                    os.Resolve(path), kMaxProcFileBytes, kMaxProcFileBytes));
+    section.NoteMissing("nvidia.procfs", fmt::format("{}: larger than {} bytes (not a driver file?); read the "
+                                                     "first {} bytes",
+                                                     os.Resolve(path), kMaxProcFileBytes, kMaxProcFileBytes));
     content->resize(kMaxProcFileBytes);
   }
   return std::move(content).value();
 }
 
-void NoteProblems(const core::OsView& os, std::string_view path,
-                  const std::vector<std::string>& problems, Section& section) {
+void NoteProblems(const core::OsView& os, std::string_view path, const std::vector<std::string>& problems,
+                  Section& section) {
   if (problems.empty()) return;
-  section.NoteMissing("nvidia.procfs",
-                      fmt::format("{}: {}", os.Resolve(path), JoinProblems(problems)));
+  section.NoteMissing("nvidia.procfs", fmt::format("{}: {}", os.Resolve(path), JoinProblems(problems)));
 }
 
 std::optional<DriverVersionInfo> ReadVersion(const core::OsView& os, Section& section) {
@@ -103,10 +100,9 @@ Procfs ReadProcfs(const core::OsView& os, Section& section) {
   Procfs procfs;
   if (!os.IsDirectory(kProcDir)) {
     // One note instead of one per missing file.
-    section.NoteMissing("nvidia.procfs",
-                        fmt::format("{}: no such directory (the nvidia kernel module is not "
-                                    "loaded, or this tree was captured without it)",
-                                    os.Resolve(kProcDir)));
+    section.NoteMissing("nvidia.procfs", fmt::format("{}: no such directory (the nvidia kernel module is not "
+                                                     "loaded, or this tree was captured without it)",
+                                                     os.Resolve(kProcDir)));
     return procfs;
   }
   procfs.version = ReadVersion(os, section);
@@ -190,10 +186,9 @@ core::Section Collect(const core::OsView& os) {
     // NVML's answers (driver_version among them) take precedence over the procfs ones.
     CollectNvml(procfs, data, gpus, section);
   } else {
-    section.NoteMissing("nvidia.nvml",
-                        fmt::format("not queried: --root {} is a captured tree, and NVML can "
-                                    "only ask the driver of the live machine",
-                                    os.root()));
+    section.NoteMissing("nvidia.nvml", fmt::format("not queried: --root {} is a captured tree, and NVML can "
+                                                   "only ask the driver of the live machine",
+                                                   os.root()));
   }
   AttachProcfs(procfs.gpus, gpus);
   data["procfs"] = ProcfsJson(procfs);

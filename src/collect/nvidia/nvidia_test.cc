@@ -24,9 +24,7 @@ using core::Json;
 using core::NotCollected;
 
 // A fixture's captured text: everything after its "# source:" line.
-std::string Capture(const std::string& name) {
-  return gputriage::testing::ReadCapture("nvidia/" + name);
-}
+std::string Capture(const std::string& name) { return gputriage::testing::ReadCapture("nvidia/" + name); }
 
 // A scratch directory laid out like a captured tree, and the collector run on it.
 class NvidiaTree : public gputriage::testing::TempTree {
@@ -39,8 +37,7 @@ class NvidiaTree : public gputriage::testing::TempTree {
 };
 
 std::string RootNote(const std::string& root) {
-  return "not queried: --root " + root +
-         " is a captured tree, and NVML can only ask the driver of the live machine";
+  return "not queried: --root " + root + " is a captured tree, and NVML can only ask the driver of the live machine";
 }
 
 TEST(NvidiaCollectRooted, H200CapturedTree) {
@@ -79,8 +76,7 @@ TEST(NvidiaCollectRooted, H200CapturedTree) {
   EXPECT_EQ(gpu["procfs"]["Bus Type"], "PCIe");
   EXPECT_EQ(gpu["procfs"]["IRQ"], "41");
   // Telemetry comes from NVML only: absent under --root.
-  for (const char* key : {"index", "memory_total_bytes", "temperature_c", "power_draw_mw", "clocks",
-                          "ecc", "serial"}) {
+  for (const char* key : {"index", "memory_total_bytes", "temperature_c", "power_draw_mw", "clocks", "ecc", "serial"}) {
     EXPECT_FALSE(gpu.contains(key)) << key;
   }
 }
@@ -96,8 +92,7 @@ class NvidiaCollectVersions : public ::testing::TestWithParam<VersionCase> {};
 TEST_P(NvidiaCollectVersions, TreeWithL4) {
   NvidiaTree tree;
   tree.Write("proc/driver/nvidia/version", Capture(GetParam().fixture));
-  tree.Write("proc/driver/nvidia/gpus/0000:70:00.0/information",
-             Capture("information-l4-0000-70-00.0.txt"));
+  tree.Write("proc/driver/nvidia/gpus/0000:70:00.0/information", Capture("information-l4-0000-70-00.0.txt"));
   core::Section section = tree.Collect();
 
   ASSERT_EQ(section.not_collected.size(), 1u);
@@ -120,19 +115,17 @@ TEST_P(NvidiaCollectVersions, TreeWithL4) {
 
 INSTANTIATE_TEST_SUITE_P(
     Captures, NvidiaCollectVersions,
-    ::testing::Values(
-        VersionCase{"version-open-565.57.01-ubuntu24.04.txt", "565.57.01", "x86_64"},
-        VersionCase{"version-open-525.60.11-arch-trailing-spaces.txt", "525.60.11", "x86_64"},
-        VersionCase{"version-open-aarch64-jetson-35.3.1.txt", "35.3.1", "aarch64"},
-        VersionCase{"version-open-515.43.04-first-line-cut.txt", "515.43.04", "x86_64"}));
+    ::testing::Values(VersionCase{"version-open-565.57.01-ubuntu24.04.txt", "565.57.01", "x86_64"},
+                      VersionCase{"version-open-525.60.11-arch-trailing-spaces.txt", "525.60.11", "x86_64"},
+                      VersionCase{"version-open-aarch64-jetson-35.3.1.txt", "35.3.1", "aarch64"},
+                      VersionCase{"version-open-515.43.04-first-line-cut.txt", "515.43.04", "x86_64"}));
 
 TEST(NvidiaCollectRooted, BinaryInformationFileIsNotedWithItsPath) {
   NvidiaTree tree;
   tree.Write("proc/driver/nvidia/version", Capture("version-open-565.57.01-ubuntu24.04.txt"));
-  tree.Write("proc/driver/nvidia/gpus/0000:01:00.0/information",
-             std::string("\x7f"
-                         "ELF\x02\x01\x01\0\0\0",
-                         10));
+  tree.Write("proc/driver/nvidia/gpus/0000:01:00.0/information", std::string("\x7f"
+                                                                             "ELF\x02\x01\x01\0\0\0",
+                                                                             10));
   core::Section section = tree.Collect();
 
   ASSERT_EQ(section.not_collected.size(), 2u);
@@ -167,17 +160,14 @@ TEST(NvidiaCollectRooted, TruncatedFilesAreNotedWithTheirPaths) {
   core::Section section = tree.Collect();
 
   ASSERT_EQ(section.not_collected.size(), 3u);
-  EXPECT_EQ(section.not_collected[0],
-            (NotCollected{"nvidia.procfs",
-                          tree.root() +
-                              "/proc/driver/nvidia/version: no 'Kernel Module' in the NVRM "
-                              "version line; no driver version number in the NVRM version line"}));
   EXPECT_EQ(
-      section.not_collected[1],
-      (NotCollected{"nvidia.procfs",
-                    tree.root() + "/proc/driver/nvidia/gpus/0000:70:00.0/information: not 'Key: "
-                                  "value': line 3 \"GPU UU\"; missing Bus Type, Bus Location "
-                                  "(truncated?); does not end with a newline (truncated?)"}));
+      section.not_collected[0],
+      (NotCollected{"nvidia.procfs", tree.root() + "/proc/driver/nvidia/version: no 'Kernel Module' in the NVRM "
+                                                   "version line; no driver version number in the NVRM version line"}));
+  EXPECT_EQ(section.not_collected[1],
+            (NotCollected{"nvidia.procfs", tree.root() + "/proc/driver/nvidia/gpus/0000:70:00.0/information: not 'Key: "
+                                                         "value': line 3 \"GPU UU\"; missing Bus Type, Bus Location "
+                                                         "(truncated?); does not end with a newline (truncated?)"}));
   EXPECT_FALSE(section.data.contains("driver_version"));
   const Json& gpu = section.data["gpus"][0];
   EXPECT_EQ(gpu["name"], "NVIDIA L4");
@@ -189,24 +179,21 @@ TEST(NvidiaCollectRooted, NoDriverDirectory) {
   tree.Write("proc/cpuinfo", "");
   core::Section section = tree.Collect();
   ASSERT_EQ(section.not_collected.size(), 2u);
-  EXPECT_EQ(section.not_collected[0],
-            (NotCollected{"nvidia.procfs",
-                          tree.root() +
-                              "/proc/driver/nvidia: no such directory (the nvidia kernel module "
-                              "is not loaded, or this tree was captured without it)"}));
+  EXPECT_EQ(
+      section.not_collected[0],
+      (NotCollected{"nvidia.procfs", tree.root() + "/proc/driver/nvidia: no such directory (the nvidia kernel module "
+                                                   "is not loaded, or this tree was captured without it)"}));
   EXPECT_EQ(section.data["gpus"], Json::array());
   EXPECT_EQ(section.data["procfs"], (Json{{"gpus", Json::object()}}));
 }
 
 TEST(NvidiaCollectRooted, UnreadableVersionFileNamesTheErrno) {
   NvidiaTree tree;
-  tree.Write("proc/driver/nvidia/gpus/0000:70:00.0/information",
-             Capture("information-l4-0000-70-00.0.txt"));
+  tree.Write("proc/driver/nvidia/gpus/0000:70:00.0/information", Capture("information-l4-0000-70-00.0.txt"));
   core::Section section = tree.Collect();
   ASSERT_EQ(section.not_collected.size(), 2u);
   EXPECT_EQ(section.not_collected[0],
-            (NotCollected{"nvidia.procfs",
-                          tree.root() + "/proc/driver/nvidia/version: No such file or directory"}));
+            (NotCollected{"nvidia.procfs", tree.root() + "/proc/driver/nvidia/version: No such file or directory"}));
   EXPECT_EQ(section.data["gpus"][0]["name"], "NVIDIA L4");
 }
 
@@ -254,8 +241,7 @@ TEST(NvidiaCollectLive, NvmlOnARealGpu) {
     EXPECT_EQ(data["driver_version"], data["procfs"]["driver_version"]);
   }
   ASSERT_TRUE(data.contains("cuda_driver_version"));
-  EXPECT_TRUE(
-      std::regex_match(data["cuda_driver_version"].get<std::string>(), std::regex(R"(\d+\.\d+)")));
+  EXPECT_TRUE(std::regex_match(data["cuda_driver_version"].get<std::string>(), std::regex(R"(\d+\.\d+)")));
   EXPECT_TRUE(data.contains("nvml_version"));
   ASSERT_FALSE(data["gpus"].empty());
   for (const Json& gpu : data["gpus"]) {
@@ -289,8 +275,8 @@ TEST(NvidiaCollectLive, NvmlFallbackEntryPointsAgree) {
   lib->DeviceGetTemperature = nullptr;   // -> nvmlDeviceGetTemperatureV
   lib->DeviceGetClocksEventReasons = reinterpret_cast<decltype(lib->DeviceGetClocksEventReasons)>(
       ::dlsym(handle, "nvmlDeviceGetCurrentClocksThrottleReasons"));
-  lib->SystemGetCudaDriverVersion = reinterpret_cast<decltype(lib->SystemGetCudaDriverVersion)>(
-      ::dlsym(handle, "nvmlSystemGetCudaDriverVersion"));
+  lib->SystemGetCudaDriverVersion =
+      reinterpret_cast<decltype(lib->SystemGetCudaDriverVersion)>(::dlsym(handle, "nvmlSystemGetCudaDriverVersion"));
   NvmlReport legacy = QueryNvml(*lib, "");
   ::dlclose(handle);
 
@@ -328,8 +314,7 @@ TEST(NvmlHelpers, FormatCudaDriverVersion) {
 TEST(NvmlHelpers, ClocksEventReasonNames) {
   EXPECT_EQ(ClocksEventReasonNames(0), std::vector<std::string>{});
   EXPECT_EQ(ClocksEventReasonNames(0x1), std::vector<std::string>{"gpu_idle"});
-  EXPECT_EQ(ClocksEventReasonNames(0x44),
-            (std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"}));
+  EXPECT_EQ(ClocksEventReasonNames(0x44), (std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"}));
   EXPECT_EQ(ClocksEventReasonNames(0x1ff).size(), 9u);
   EXPECT_EQ(ClocksEventReasonNames(0x208), (std::vector<std::string>{"hw_slowdown", "0x200"}));
 }

@@ -99,10 +99,9 @@ class Failures {
     for (const Entry& entry : entries_) {
       std::string where;
       for (const std::string& gpu : entry.gpus) where += (where.empty() ? "" : ", ") + gpu;
-      notes.push_back(
-          {fmt::format("nvidia.nvml.{}", entry.function),
-           fmt::format("{} failed{}{}: {} ({})", entry.function, where.empty() ? "" : " for GPU ",
-                       where, library_.ErrorString(entry.code), ReturnName(entry.code))});
+      notes.push_back({fmt::format("nvidia.nvml.{}", entry.function),
+                       fmt::format("{} failed{}{}: {} ({})", entry.function, where.empty() ? "" : " for GPU ", where,
+                                   library_.ErrorString(entry.code), ReturnName(entry.code))});
     }
   }
 
@@ -117,8 +116,7 @@ class Failures {
 };
 
 std::optional<std::string> CleanString(const char* buffer, size_t size) {
-  std::string value =
-      core::SanitizeUtf8(core::Trim(std::string_view(buffer, ::strnlen(buffer, size))));
+  std::string value = core::SanitizeUtf8(core::Trim(std::string_view(buffer, ::strnlen(buffer, size))));
   if (value.empty()) return std::nullopt;
   return value;
 }
@@ -147,8 +145,7 @@ class DeviceReader {
     return value;
   }
 
-  std::optional<unsigned int> Clock(Return (*fn)(Device, int, unsigned int*), int type,
-                                    const char* name) {
+  std::optional<unsigned int> Clock(Return (*fn)(Device, int, unsigned int*), int type, const char* name) {
     if (fn == nullptr) return std::nullopt;
     unsigned int mhz = 0;
     if (!failures_.Ok(fn(device_, type, &mhz), name, label_)) return std::nullopt;
@@ -231,8 +228,7 @@ void ReadTemperature(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   nvml::TemperatureV1 temperature{};
   temperature.version = nvml::kTemperatureV1Version;
   temperature.sensor_type = nvml::kTemperatureGpu;
-  if (reader.Ok(lib.DeviceGetTemperatureV(reader.device(), &temperature),
-                "nvmlDeviceGetTemperatureV")) {
+  if (reader.Ok(lib.DeviceGetTemperatureV(reader.device(), &temperature), "nvmlDeviceGetTemperatureV")) {
     gpu["temperature_c"] = temperature.temperature;
   }
 }
@@ -261,8 +257,7 @@ void ReadClocks(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
 void ReadUtilization(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   if (lib.DeviceGetUtilizationRates == nullptr) return;
   nvml::Utilization rates{};
-  if (reader.Ok(lib.DeviceGetUtilizationRates(reader.device(), &rates),
-                "nvmlDeviceGetUtilizationRates")) {
+  if (reader.Ok(lib.DeviceGetUtilizationRates(reader.device(), &rates), "nvmlDeviceGetUtilizationRates")) {
     gpu["utilization"] = Json{{"gpu_percent", rates.gpu}, {"memory_percent", rates.memory}};
   }
 }
@@ -272,8 +267,7 @@ void ReadEcc(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   if (lib.DeviceGetEccMode != nullptr) {
     int current = 0;
     int pending = 0;
-    if (reader.Ok(lib.DeviceGetEccMode(reader.device(), &current, &pending),
-                  "nvmlDeviceGetEccMode")) {
+    if (reader.Ok(lib.DeviceGetEccMode(reader.device(), &current, &pending), "nvmlDeviceGetEccMode")) {
       ecc["mode_current"] = current == nvml::kFeatureEnabled;
       ecc["mode_pending"] = pending == nvml::kFeatureEnabled;
     }
@@ -292,8 +286,7 @@ void ReadEcc(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
     }};
     for (const Counter& counter : kCounters) {
       unsigned long long count = 0;
-      if (reader.Ok(lib.DeviceGetTotalEccErrors(reader.device(), counter.error_type,
-                                                counter.counter_type, &count),
+      if (reader.Ok(lib.DeviceGetTotalEccErrors(reader.device(), counter.error_type, counter.counter_type, &count),
                     "nvmlDeviceGetTotalEccErrors")) {
         ecc[counter.key] = count;
       }
@@ -322,8 +315,7 @@ void ReadRetiredPages(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
     }
   }
   core::SetIf(retired, "pending",
-              reader.Enabled(lib.DeviceGetRetiredPagesPendingStatus,
-                             "nvmlDeviceGetRetiredPagesPendingStatus"));
+              reader.Enabled(lib.DeviceGetRetiredPagesPendingStatus, "nvmlDeviceGetRetiredPagesPendingStatus"));
   SetIfNotEmpty(gpu, "retired_pages", std::move(retired));
 }
 
@@ -333,8 +325,7 @@ void ReadRemappedRows(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   unsigned int uncorrectable = 0;
   unsigned int pending = 0;
   unsigned int failure = 0;
-  if (reader.Ok(lib.DeviceGetRemappedRows(reader.device(), &correctable, &uncorrectable, &pending,
-                                          &failure),
+  if (reader.Ok(lib.DeviceGetRemappedRows(reader.device(), &correctable, &uncorrectable, &pending, &failure),
                 "nvmlDeviceGetRemappedRows")) {
     gpu["remapped_rows"] = Json{{"correctable", correctable},
                                 {"uncorrectable", uncorrectable},
@@ -346,15 +337,13 @@ void ReadRemappedRows(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
 void ReadThrottleReasons(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   if (lib.DeviceGetClocksEventReasons == nullptr) return;
   unsigned long long mask = 0;
-  if (reader.Ok(lib.DeviceGetClocksEventReasons(reader.device(), &mask),
-                "nvmlDeviceGetCurrentClocksEventReasons")) {
+  if (reader.Ok(lib.DeviceGetClocksEventReasons(reader.device(), &mask), "nvmlDeviceGetCurrentClocksEventReasons")) {
     gpu["throttle_reasons"] = Json{{"mask", mask}, {"active", ClocksEventReasonNames(mask)}};
   }
 }
 
 void ReadModes(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
-  core::SetIf(gpu, "persistence_mode",
-              reader.Enabled(lib.DeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode"));
+  core::SetIf(gpu, "persistence_mode", reader.Enabled(lib.DeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode"));
   if (lib.DeviceGetComputeMode != nullptr) {
     int mode = 0;
     if (reader.Ok(lib.DeviceGetComputeMode(reader.device(), &mode), "nvmlDeviceGetComputeMode")) {
@@ -364,10 +353,8 @@ void ReadModes(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   if (lib.DeviceGetMigMode != nullptr) {
     unsigned int current = 0;
     unsigned int pending = 0;
-    if (reader.Ok(lib.DeviceGetMigMode(reader.device(), &current, &pending),
-                  "nvmlDeviceGetMigMode")) {
-      gpu["mig_mode"] =
-          Json{{"current", current == nvml::kMigEnable}, {"pending", pending == nvml::kMigEnable}};
+    if (reader.Ok(lib.DeviceGetMigMode(reader.device(), &current, &pending), "nvmlDeviceGetMigMode")) {
+      gpu["mig_mode"] = Json{{"current", current == nvml::kMigEnable}, {"pending", pending == nvml::kMigEnable}};
     }
   }
 }
@@ -391,16 +378,11 @@ void ReadPcie(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   core::SetIf(gpu, "pcie_replay_counter",
               reader.Uint(lib.DeviceGetPcieReplayCounter, "nvmlDeviceGetPcieReplayCounter"));
   Json pcie = Json::object();
-  core::SetIf(
-      pcie, "current_gen",
-      reader.Uint(lib.DeviceGetCurrPcieLinkGeneration, "nvmlDeviceGetCurrPcieLinkGeneration"));
-  core::SetIf(
-      pcie, "max_gen",
-      reader.Uint(lib.DeviceGetMaxPcieLinkGeneration, "nvmlDeviceGetMaxPcieLinkGeneration"));
-  core::SetIf(pcie, "current_width",
-              reader.Uint(lib.DeviceGetCurrPcieLinkWidth, "nvmlDeviceGetCurrPcieLinkWidth"));
-  core::SetIf(pcie, "max_width",
-              reader.Uint(lib.DeviceGetMaxPcieLinkWidth, "nvmlDeviceGetMaxPcieLinkWidth"));
+  core::SetIf(pcie, "current_gen",
+              reader.Uint(lib.DeviceGetCurrPcieLinkGeneration, "nvmlDeviceGetCurrPcieLinkGeneration"));
+  core::SetIf(pcie, "max_gen", reader.Uint(lib.DeviceGetMaxPcieLinkGeneration, "nvmlDeviceGetMaxPcieLinkGeneration"));
+  core::SetIf(pcie, "current_width", reader.Uint(lib.DeviceGetCurrPcieLinkWidth, "nvmlDeviceGetCurrPcieLinkWidth"));
+  core::SetIf(pcie, "max_width", reader.Uint(lib.DeviceGetMaxPcieLinkWidth, "nvmlDeviceGetMaxPcieLinkWidth"));
   SetIfNotEmpty(gpu, "pcie", std::move(pcie));
 }
 
@@ -412,8 +394,7 @@ Json QueryDevice(const NvmlLibrary& lib, Device device, unsigned int index, Fail
   core::SetIf(gpu, "name", reader.String(lib.DeviceGetName, "nvmlDeviceGetName"));
   core::SetIf(gpu, "uuid", reader.String(lib.DeviceGetUuid, "nvmlDeviceGetUUID"));
   core::SetIf(gpu, "serial", reader.String(lib.DeviceGetSerial, "nvmlDeviceGetSerial"));
-  core::SetIf(gpu, "vbios_version",
-              reader.String(lib.DeviceGetVbiosVersion, "nvmlDeviceGetVbiosVersion"));
+  core::SetIf(gpu, "vbios_version", reader.String(lib.DeviceGetVbiosVersion, "nvmlDeviceGetVbiosVersion"));
   if (lib.DeviceGetCudaComputeCapability != nullptr) {
     int major = 0, minor = 0;
     if (reader.Ok(lib.DeviceGetCudaComputeCapability(device, &major, &minor), "nvmlDeviceGetCudaComputeCapability")) {
@@ -422,10 +403,8 @@ Json QueryDevice(const NvmlLibrary& lib, Device device, unsigned int index, Fail
   }
   ReadMemory(lib, reader, gpu);
   ReadTemperature(lib, reader, gpu);
-  core::SetIf(gpu, "power_draw_mw",
-              reader.Uint(lib.DeviceGetPowerUsage, "nvmlDeviceGetPowerUsage"));
-  core::SetIf(gpu, "power_limit_mw",
-              reader.Uint(lib.DeviceGetEnforcedPowerLimit, "nvmlDeviceGetEnforcedPowerLimit"));
+  core::SetIf(gpu, "power_draw_mw", reader.Uint(lib.DeviceGetPowerUsage, "nvmlDeviceGetPowerUsage"));
+  core::SetIf(gpu, "power_limit_mw", reader.Uint(lib.DeviceGetEnforcedPowerLimit, "nvmlDeviceGetEnforcedPowerLimit"));
   ReadClocks(lib, reader, gpu);
   ReadUtilization(lib, reader, gpu);
   ReadEcc(lib, reader, gpu);
@@ -441,14 +420,12 @@ Json QueryDevice(const NvmlLibrary& lib, Device device, unsigned int index, Fail
 void ReadSystem(const NvmlLibrary& lib, Failures& failures, Json& system) {
   std::array<char, kStringBuffer> buffer{};
   if (lib.SystemGetDriverVersion != nullptr &&
-      failures.Ok(lib.SystemGetDriverVersion(buffer.data(), kStringBuffer),
-                  "nvmlSystemGetDriverVersion", "")) {
+      failures.Ok(lib.SystemGetDriverVersion(buffer.data(), kStringBuffer), "nvmlSystemGetDriverVersion", "")) {
     core::SetIf(system, "driver_version", CleanString(buffer.data(), buffer.size()));
   }
   buffer.fill('\0');
   if (lib.SystemGetNvmlVersion != nullptr &&
-      failures.Ok(lib.SystemGetNvmlVersion(buffer.data(), kStringBuffer),
-                  "nvmlSystemGetNVMLVersion", "")) {
+      failures.Ok(lib.SystemGetNvmlVersion(buffer.data(), kStringBuffer), "nvmlSystemGetNVMLVersion", "")) {
     core::SetIf(system, "nvml_version", CleanString(buffer.data(), buffer.size()));
   }
   int cuda = 0;
@@ -484,8 +461,8 @@ core::Finding VersionMismatchFinding(const NvmlLibrary& lib, const std::string& 
       "NVML, nvidia-smi and every CUDA program fail to initialise until they match. This "
       "usually follows a driver upgrade without a reboot.",
       lib.path().empty() ? std::string("libnvidia-ml") : lib.path(), error_text);
-  finding.evidence.push_back({fmt::format("nvmlInit_v2 ({})", lib.path()),
-                              fmt::format("NVML_ERROR_LIB_RM_VERSION_MISMATCH: {}", error_text)});
+  finding.evidence.push_back(
+      {fmt::format("nvmlInit_v2 ({})", lib.path()), fmt::format("NVML_ERROR_LIB_RM_VERSION_MISMATCH: {}", error_text)});
   if (!kernel_version_line.empty()) {
     finding.evidence.push_back({"/proc/driver/nvidia/version", std::string(kernel_version_line)});
   }
@@ -493,8 +470,7 @@ core::Finding VersionMismatchFinding(const NvmlLibrary& lib, const std::string& 
       "Reboot, or stop every process that uses the GPUs and reload the NVIDIA kernel modules "
       "(nvidia_uvm, nvidia_drm, nvidia_modeset, nvidia) so the loaded module is the installed "
       "release; if the versions still differ, install one driver release for both.";
-  finding.references = {
-      "https://docs.nvidia.com/deploy/nvml-api/group__nvmlInitializationAndCleanup.html"};
+  finding.references = {"https://docs.nvidia.com/deploy/nvml-api/group__nvmlInitializationAndCleanup.html"};
   return finding;
 }
 
@@ -519,10 +495,10 @@ core::Result<NvmlLibrary> NvmlLibrary::Load() {
   lib.library_ = std::move(opened).value();
   const core::DynamicLibrary& dl = lib.library_;
 
-  for (auto bound : {dl.Bind("nvmlInit_v2", lib.Init), dl.Bind("nvmlShutdown", lib.Shutdown),
-                     dl.Bind("nvmlErrorString", lib.ErrorStringFn),
-                     dl.Bind("nvmlDeviceGetCount_v2", lib.DeviceGetCount),
-                     dl.Bind("nvmlDeviceGetHandleByIndex_v2", lib.DeviceGetHandleByIndex)}) {
+  for (auto bound :
+       {dl.Bind("nvmlInit_v2", lib.Init), dl.Bind("nvmlShutdown", lib.Shutdown),
+        dl.Bind("nvmlErrorString", lib.ErrorStringFn), dl.Bind("nvmlDeviceGetCount_v2", lib.DeviceGetCount),
+        dl.Bind("nvmlDeviceGetHandleByIndex_v2", lib.DeviceGetHandleByIndex)}) {
     if (!bound.ok()) return bound.error();
   }
 
@@ -587,8 +563,7 @@ NvmlReport QueryNvml(const NvmlLibrary& library, std::string_view kernel_version
   if (code != nvml::kSuccess) {
     std::string text = library.ErrorString(code);
     report.init_error = code;
-    report.notes.push_back(
-        {"nvidia.nvml", fmt::format("nvmlInit_v2 failed: {} ({})", text, ReturnName(code))});
+    report.notes.push_back({"nvidia.nvml", fmt::format("nvmlInit_v2 failed: {} ({})", text, ReturnName(code))});
     if (code == nvml::kErrorLibRmVersionMismatch) {
       report.findings.push_back(VersionMismatchFinding(library, text, kernel_version_line));
     }
@@ -604,8 +579,8 @@ NvmlReport QueryNvml(const NvmlLibrary& library, std::string_view kernel_version
     report.system["device_count"] = count;
     for (unsigned int index = 0; index < count; ++index) {
       Device device = nullptr;
-      if (!failures.Ok(library.DeviceGetHandleByIndex(index, &device),
-                       "nvmlDeviceGetHandleByIndex_v2", fmt::format("#{}", index))) {
+      if (!failures.Ok(library.DeviceGetHandleByIndex(index, &device), "nvmlDeviceGetHandleByIndex_v2",
+                       fmt::format("#{}", index))) {
         continue;
       }
       report.gpus.push_back(QueryDevice(library, device, index, failures));

@@ -153,8 +153,7 @@ class NvmlLibrary {
   Return (*DeviceGetTotalEccErrors)(Device, int, int, unsigned long long*) = nullptr;
   Return (*DeviceGetRetiredPages)(Device, int, unsigned int*, unsigned long long*) = nullptr;
   Return (*DeviceGetRetiredPagesPendingStatus)(Device, int*) = nullptr;
-  Return (*DeviceGetRemappedRows)(Device, unsigned int*, unsigned int*, unsigned int*,
-                                  unsigned int*) = nullptr;
+  Return (*DeviceGetRemappedRows)(Device, unsigned int*, unsigned int*, unsigned int*, unsigned int*) = nullptr;
   // nvmlDeviceGetCurrentClocksEventReasons, else the older ...ClocksThrottleReasons.
   Return (*DeviceGetClocksEventReasons)(Device, unsigned long long*) = nullptr;
   Return (*DeviceGetPersistenceMode)(Device, int*) = nullptr;

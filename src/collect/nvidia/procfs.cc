@@ -60,8 +60,8 @@ void NoteNonText(std::string_view text, std::vector<std::string>& problems) {
   }
   bool invalid_utf8 = core::SanitizeUtf8(without_control) != without_control;
   if (control > 0) {
-    problems.push_back(fmt::format("{} control or NUL byte{} in {} bytes (not a text file?)",
-                                   control, control == 1 ? "" : "s", text.size()));
+    problems.push_back(fmt::format("{} control or NUL byte{} in {} bytes (not a text file?)", control,
+                                   control == 1 ? "" : "s", text.size()));
   }
   if (invalid_utf8) problems.push_back("invalid UTF-8 (replaced with U+FFFD)");
 }
@@ -135,8 +135,7 @@ DriverVersionInfo ParseVersionFile(std::string_view text) {
     }
   }
   if (!found) {
-    info.problems.push_back(text.empty() ? std::string("empty file")
-                                         : std::string("no 'NVRM version:' line"));
+    info.problems.push_back(text.empty() ? std::string("empty file") : std::string("no 'NVRM version:' line"));
   }
   return info;
 }
@@ -164,8 +163,7 @@ GpuInformation ParseInformationFile(std::string_view text) {
       }
       continue;
     }
-    info.fields.emplace_back(core::SanitizeUtf8(key),
-                             core::SanitizeUtf8(Trim(line.substr(colon + 1))));
+    info.fields.emplace_back(core::SanitizeUtf8(key), core::SanitizeUtf8(Trim(line.substr(colon + 1))));
   }
   if (bad_count > 0) {
     std::string list = bad_lines.front();
@@ -204,8 +202,7 @@ GpuInformation ParseInformationFile(std::string_view text) {
   }
 
   // Keys every driver generation prints; a file without them was cut short or is not one.
-  static constexpr std::array<std::string_view, 4> kExpected = {"Model", "IRQ", "Bus Type",
-                                                                "Bus Location"};
+  static constexpr std::array<std::string_view, 4> kExpected = {"Model", "IRQ", "Bus Type", "Bus Location"};
   std::string missing;
   for (std::string_view expected : kExpected) {
     bool present = false;

@@ -12,15 +12,12 @@ namespace gputriage::nvidia {
 namespace {
 
 // A fixture's captured text: everything after its "# source:" line.
-std::string Capture(const std::string& name) {
-  return gputriage::testing::ReadCapture("nvidia/" + name);
-}
+std::string Capture(const std::string& name) { return gputriage::testing::ReadCapture("nvidia/" + name); }
 
 // A file of the captured H200 tree (tests/fixtures/h200-root), as it is.
 std::string H200File(const std::string& path) {
   return gputriage::testing::ReadFixture(
-      "h200-root" + path,
-      {.source_line = gputriage::testing::SourceLine::kKeep, .missing_fails_test = true});
+      "h200-root" + path, {.source_line = gputriage::testing::SourceLine::kKeep, .missing_fails_test = true});
 }
 
 TEST(ParseVersionFile, OpenModule565) {
@@ -36,8 +33,7 @@ TEST(ParseVersionFile, OpenModule565) {
 }
 
 TEST(ParseVersionFile, TrailingSpacesAreNotPartOfTheValues) {
-  DriverVersionInfo info =
-      ParseVersionFile(Capture("version-open-525.60.11-arch-trailing-spaces.txt"));
+  DriverVersionInfo info = ParseVersionFile(Capture("version-open-525.60.11-arch-trailing-spaces.txt"));
   EXPECT_EQ(info.version_line,
             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  525.60.11  Release Build  "
             "(archlinux-builder@localhost)");
@@ -66,8 +62,7 @@ TEST(ParseVersionFile, LineCutShortStillYieldsTheVersion) {
 }
 
 TEST(ParseVersionFile, H200CapturedTree) {
-  DriverVersionInfo info = ParseVersionFile(
-      H200File("/proc/driver/nvidia/version"));
+  DriverVersionInfo info = ParseVersionFile(H200File("/proc/driver/nvidia/version"));
   EXPECT_EQ(info.version_line,
             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
             "(nixbld@)");
@@ -120,8 +115,7 @@ TEST(ParseInformationFile, NvidiaL4) {
 }
 
 TEST(ParseInformationFile, H200WithGpuFirmware) {
-  GpuInformation info = ParseInformationFile(
-      H200File("/proc/driver/nvidia/gpus/0000:00:06.0/information"));
+  GpuInformation info = ParseInformationFile(H200File("/proc/driver/nvidia/gpus/0000:00:06.0/information"));
   EXPECT_TRUE(info.problems.empty());
   EXPECT_EQ(info.model, "NVIDIA H200");
   EXPECT_EQ(info.irq, 41u);
@@ -183,8 +177,7 @@ TEST(ParseInformationFile, BinaryBytes) {
 }
 
 TEST(ParseInformationFile, InvalidUtf8IsReplacedInValues) {
-  GpuInformation info = ParseInformationFile(
-      "Model: \t\t NVIDIA \xff\xfe\nIRQ: 1\nBus Type: PCIe\nBus Location: x\n");
+  GpuInformation info = ParseInformationFile("Model: \t\t NVIDIA \xff\xfe\nIRQ: 1\nBus Type: PCIe\nBus Location: x\n");
   EXPECT_EQ(info.model, "NVIDIA \xEF\xBF\xBD\xEF\xBF\xBD");
   ASSERT_EQ(info.problems.size(), 1u);
   EXPECT_EQ(info.problems[0], "invalid UTF-8 (replaced with U+FFFD)");
@@ -193,8 +186,7 @@ TEST(ParseInformationFile, InvalidUtf8IsReplacedInValues) {
 TEST(ParseInformationFile, ManyBadLinesAreCounted) {
   GpuInformation info = ParseInformationFile("a\nb\nc\nd\ne\n");
   ASSERT_FALSE(info.problems.empty());
-  EXPECT_EQ(info.problems[0],
-            "not 'Key: value': line 1 \"a\", line 2 \"b\", line 3 \"c\" and 2 more");
+  EXPECT_EQ(info.problems[0], "not 'Key: value': line 1 \"a\", line 2 \"b\", line 3 \"c\" and 2 more");
 }
 
 TEST(NormalizePciBusId, Forms) {
