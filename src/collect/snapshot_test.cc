@@ -110,6 +110,26 @@ TEST(SnapshotModel, H200NvmlProbeRoundTripsWithItsHealthFields) {
   EXPECT_EQ(s.software->nvidia->nvml_library, "/usr/local/nvidia/lib64/libnvidia-ml.so.1");
 }
 
+// The probe as `gputriage __probe nvidia` printed it on an H200 on 2026-12-03: the members added
+// since the first capture (device_count, compute_capability) reach the typed model, where doctor
+// (nvidia.gpu_not_in_nvml) and inspect's coverage (the GPU's sm_XX) read them.
+TEST(SnapshotModel, H200ProbeOfTodayFillsDeviceCountAndComputeCapability) {
+  Json json = CollectedJson(H200Root());
+  Json probe = Json::parse(
+      gputriage::testing::ReadFixture("nvidia/h200-live-2026-12-03/probe-nvidia.json", {.missing_fails_test = true}));
+  MergeVendorSection("nvidia", probe.get<core::Section>(), json["gpus"], json["software"]);
+  core::Snapshot s = RoundTrip(json);
+  ASSERT_TRUE(s.software && s.software->nvidia);
+  EXPECT_EQ(s.software->nvidia->device_count, 1u);
+  const core::NvidiaGpu& nv = *s.GpuList().at(0).nvidia;
+  EXPECT_EQ(nv.compute_capability, "9.0");
+  EXPECT_EQ(nv.uuid, "GPU-0de66b95-469f-c2d7-95e8-aca463459986");
+  EXPECT_EQ(nv.mig_mode->current, false);
+  std::vector<core::GpuArch> gpus = core::GpuArchitectures(s);
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0].arch, "sm_90");
+}
+
 // PyTorch installed in a site directory: the file scan records where its libraries are, which
 // doctor's coverage check reads.
 TEST(SnapshotModel, TorchLibraryDirectoryIsWrittenByTheCollector) {

@@ -88,6 +88,17 @@ TEST(CompareNvmlScript, H200LivePairAgrees) {
   EXPECT_NE(out.find("0000:00:06.0 temperature_c ~               36"), std::string::npos) << out;
 }
 
+TEST(CompareNvmlScript, TheProbeOfToday) {
+  if (!HavePython()) GTEST_SKIP() << "python3 is not installed here";
+  // gputriage __probe nvidia and nvidia-smi -q -x, one after the other on an H200 (2026-12-03).
+  std::string dir = std::string(GT_FIXTURES_DIR) + "/nvidia/h200-live-2026-12-03";
+  int status = 0;
+  std::string out =
+      RunCapture(Script() + " --snapshot " + dir + "/probe-nvidia.json --xml " + dir + "/nvidia-smi-q-x.xml", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_TRUE(out.ends_with("30 of 30 fields agree (2 shown, not compared)\n")) << out;
+}
+
 TEST(CompareNvmlScript, DisagreementExitsOne) {
   if (!HavePython()) GTEST_SKIP() << "python3 is not installed here";
   // The probe from one H200 against nvidia-smi of another (the shared fixture): the GPUs sit at
