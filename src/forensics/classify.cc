@@ -383,94 +383,125 @@ std::optional<OutputError> FindOutputError(std::string_view text) {
   return last;
 }
 
+namespace {
+
+// A job stopped at its --timeout: where its main thread was waiting.
+Classification ClassifyHang(const ProcessReport* p) {
+  Classification c;
+  c.kind = "hang";
+  c.category = core::Category::kHangTimeout;
+  c.summary = "the job did not finish before the timeout and was terminated";
+  if (p && !p->threads.empty() && !p->threads.front().frames.empty()) {
+    c.evidence.push_back({"stack", "main thread was in " + FrameText(p->threads.front().frames.front())});
+    if (const Frame* user = FirstUserFrame(p->threads.front().frames)) {
+      c.evidence.push_back({"stack", "waiting from the program's own code at " + FrameText(*user)});
+    }
+  }
+  return c;
+}
+
+// A captured process that died of a signal; an abort after a GPU error line takes that error.
+Classification ClassifySignal(const ProcessReport& p, const FailureContext& ctx,
+                              const std::optional<OutputError>& output) {
+  Classification c;
+  switch (*p.signal) {
+    case SIGSEGV:
+      c = ClassifySegv(p);
+      break;
+    case SIGBUS:
+      c = ClassifyBus(p);
+      break;
+    case SIGILL:
+      c = ClassifyIll(p);
+      break;
+    case SIGFPE:
+      c = ClassifyFpe(p);
+      break;
+    case SIGABRT:
+      c = ClassifyAbort(&p, ctx.stderr_tail);
+      break;
+    case SIGTRAP:
+      c.kind = "breakpoint-trap";
+      c.summary = "trace/breakpoint trap (int3 or __builtin_debugtrap) with no debugger attached";
+      break;
+    case SIGSYS:
+      c.kind = "seccomp-violation";
+      c.category = core::Category::kDriverRuntime;
+      c.summary = "a system call forbidden by the seccomp filter (container profile)";
+      break;
+    default:
+      c.kind = "crash";
+      c.summary = SignalName(*p.signal);
+  }
+  if (*p.signal != SIGABRT) AddFrameEvidence(p, c);
+  if (*p.signal == SIGABRT && c.kind == "abort" && output) {
+    // Frameworks abort after printing a GPU error: that error is the cause.
+    c.kind = output->kind;
+    c.category = output->category;
+    c.summary = output->line;
+  }
+  return c;
+}
+
+// A job killed by a signal without a capture: the OOM killer when the kernel log says so.
+Classification ClassifyTermination(int term_signal, const std::vector<CorrelatedRecord>* kernel_log) {
+  Classification c;
+  bool oom = false;
+  if (kernel_log) {
+    for (const CorrelatedRecord& r : *kernel_log) {
+      if (r.oom_kill) {
+        oom = true;
+        c.evidence.push_back({"kernel log", Clip(r.record.message)});
+      }
+    }
+  }
+  if (term_signal == SIGKILL && oom) {
+    c.kind = "oom-killed";
+    c.category = core::Category::kOom;
+    c.summary = "killed by the kernel's OOM killer: the host (or the container's memory cgroup) ran out of memory";
+  } else if (term_signal == SIGKILL) {
+    c.kind = "killed";
+    c.summary =
+        "killed by SIGKILL from outside (another process, a scheduler, or a container "
+        "runtime); the kernel log shows no OOM kill of it";
+  } else {
+    c.kind = "terminated-by-signal";
+    c.summary = fmt::format("terminated by {}", SignalName(term_signal));
+  }
+  return c;
+}
+
+// The error line from stderr (unless a crash's own evidence already has it) and the kernel-log
+// records that name the job.
+void AddOutputAndKernelLogEvidence(const FailureContext& ctx, const std::optional<OutputError>& output,
+                                   Classification& c) {
+  const ProcessReport* p = ctx.process;
+  if (output && (!p || !p->signal || *p->signal == SIGABRT)) {
+    bool already = false;
+    for (const core::Evidence& e : c.evidence) already = already || e.text == output->line;
+    if (!already) c.evidence.push_back({"stderr", output->line});
+  }
+  if (ctx.kernel_log) {
+    for (const CorrelatedRecord& r : *ctx.kernel_log) {
+      if (!r.job_pid || r.oom_kill) continue;
+      std::string text = Clip(r.record.message);
+      c.evidence.push_back({r.xid ? fmt::format("kernel log (Xid {})", *r.xid) : "kernel log", text});
+    }
+  }
+}
+
+}  // namespace
+
 std::optional<Classification> Classify(const FailureContext& ctx) {
   const ProcessReport* p = ctx.process;
   std::optional<OutputError> output = FindOutputError(ctx.stderr_tail);
   std::optional<Classification> result;
-
   if (ctx.timed_out) {
-    Classification c;
-    c.kind = "hang";
-    c.category = core::Category::kHangTimeout;
-    c.summary = "the job did not finish before the timeout and was terminated";
-    if (p && !p->threads.empty() && !p->threads.front().frames.empty()) {
-      c.evidence.push_back({"stack", "main thread was in " + FrameText(p->threads.front().frames.front())});
-      if (const Frame* user = FirstUserFrame(p->threads.front().frames)) {
-        c.evidence.push_back({"stack", "waiting from the program's own code at " + FrameText(*user)});
-      }
-    }
-    result = c;
+    result = ClassifyHang(p);
   } else if (p && p->signal) {
-    switch (*p->signal) {
-      case SIGSEGV:
-        result = ClassifySegv(*p);
-        break;
-      case SIGBUS:
-        result = ClassifyBus(*p);
-        break;
-      case SIGILL:
-        result = ClassifyIll(*p);
-        break;
-      case SIGFPE:
-        result = ClassifyFpe(*p);
-        break;
-      case SIGABRT:
-        result = ClassifyAbort(p, ctx.stderr_tail);
-        break;
-      case SIGTRAP: {
-        Classification c;
-        c.kind = "breakpoint-trap";
-        c.summary = "trace/breakpoint trap (int3 or __builtin_debugtrap) with no debugger attached";
-        result = c;
-        break;
-      }
-      case SIGSYS: {
-        Classification c;
-        c.kind = "seccomp-violation";
-        c.category = core::Category::kDriverRuntime;
-        c.summary = "a system call forbidden by the seccomp filter (container profile)";
-        result = c;
-        break;
-      }
-      default: {
-        Classification c;
-        c.kind = "crash";
-        c.summary = SignalName(*p->signal);
-        result = c;
-      }
-    }
-    if (*p->signal != SIGABRT) AddFrameEvidence(*p, *result);
-    if (*p->signal == SIGABRT && result->kind == "abort" && output) {
-      // Frameworks abort after printing a GPU error: that error is the cause.
-      result->kind = output->kind;
-      result->category = output->category;
-      result->summary = output->line;
-    }
+    result = ClassifySignal(*p, ctx, output);
   } else if (ctx.term_signal) {
-    Classification c;
-    bool oom = false;
-    if (ctx.kernel_log) {
-      for (const CorrelatedRecord& r : *ctx.kernel_log) {
-        if (r.oom_kill) {
-          oom = true;
-          c.evidence.push_back({"kernel log", Clip(r.record.message)});
-        }
-      }
-    }
-    if (*ctx.term_signal == SIGKILL && oom) {
-      c.kind = "oom-killed";
-      c.category = core::Category::kOom;
-      c.summary = "killed by the kernel's OOM killer: the host (or the container's memory cgroup) ran out of memory";
-    } else if (*ctx.term_signal == SIGKILL) {
-      c.kind = "killed";
-      c.summary =
-          "killed by SIGKILL from outside (another process, a scheduler, or a container "
-          "runtime); the kernel log shows no OOM kill of it";
-    } else {
-      c.kind = "terminated-by-signal";
-      c.summary = fmt::format("terminated by {}", SignalName(*ctx.term_signal));
-    }
-    result = c;
+    result = ClassifyTermination(*ctx.term_signal, ctx.kernel_log);
   } else if (ctx.exit_code && *ctx.exit_code != 0 && output) {
     Classification c;
     c.kind = output->kind;
@@ -479,18 +510,7 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
     result = c;
   }
   if (!result) return std::nullopt;
-  if (output && (!p || !p->signal || *p->signal == SIGABRT)) {
-    bool already = false;
-    for (const core::Evidence& e : result->evidence) already = already || e.text == output->line;
-    if (!already) result->evidence.push_back({"stderr", output->line});
-  }
-  if (ctx.kernel_log) {
-    for (const CorrelatedRecord& r : *ctx.kernel_log) {
-      if (!r.job_pid || r.oom_kill) continue;
-      std::string text = Clip(r.record.message);
-      result->evidence.push_back({r.xid ? fmt::format("kernel log (Xid {})", *r.xid) : "kernel log", text});
-    }
-  }
+  AddOutputAndKernelLogEvidence(ctx, output, *result);
   return result;
 }
 

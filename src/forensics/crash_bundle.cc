@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/bundle.h"
 #include "core/signals.h"
 #include "core/text.h"
 
@@ -163,6 +164,119 @@ core::ProcessFile ProcessFileOf(const RunAssessment& run) {
   return file;
 }
 
+namespace {
+
+// A bundle being written: a hidden ".<name>.partial-XXXXXX" directory beside the final one,
+// removed when writing fails, renamed into place when it succeeds.
+struct Staging {
+  std::string dir;
+  core::BundleManifest manifest;
+
+  // Writes `file` and records it as present with its size.
+  core::Result<void> Put(const std::string& file, std::string_view data) {
+    GT_RETURN_IF_ERROR(WriteFile(dir + "/" + file, data));
+    manifest.files[file] = {.present = true, .bytes = data.size()};
+    return {};
+  }
+  void Absent(const std::string& file, std::string reason) {
+    manifest.files[file] = {.present = false, .reason = std::move(reason)};
+  }
+};
+
+std::string Pretty(const Json& json) { return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"; }
+
+// process.json, the output tails, kmsg.log, snapshot.json and findings.json.
+core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& input, Staging& staging) {
+  const SuperviseOutcome& o = run.outcome;
+  GT_RETURN_IF_ERROR(staging.Put("process.json", Pretty(core::ToJson(ProcessFileOf(run)))));
+  GT_RETURN_IF_ERROR(staging.Put("stdout.tail", o.stdout_tail));
+  GT_RETURN_IF_ERROR(staging.Put("stderr.tail", o.stderr_tail));
+  bool kmsg_missing = false;
+  for (const core::NotCollected& n : o.not_collected) {
+    if (n.item == "kernel log during the run") {
+      staging.Absent("kmsg.log", n.reason);
+      kmsg_missing = true;
+    }
+  }
+  if (!kmsg_missing) GT_RETURN_IF_ERROR(staging.Put("kmsg.log", o.kmsg_raw));
+  if (input.snapshot) {
+    GT_RETURN_IF_ERROR(staging.Put("snapshot.json", Pretty(core::ToJson(*input.snapshot))));
+  } else {
+    staging.Absent("snapshot.json", input.snapshot_missing_reason);
+  }
+  Json findings = {{"schema_version", core::kFindingsSchemaVersion}, {"findings", run.findings}};
+  return staging.Put("findings.json", Pretty(findings));
+}
+
+// The core file written during the capture moves in; the files of the layout that `run` does not
+// write are listed with why.
+void MoveCoreAndListTheRest(const SuperviseOutcome& o, Staging& staging) {
+  if (o.core_file) {
+    std::string dest = staging.dir + "/core";
+    if (rename(o.core_file->c_str(), dest.c_str()) == 0) {
+      struct stat st {};
+      stat(dest.c_str(), &st);
+      staging.manifest.files["core"] = {
+          .present = true, .bytes = static_cast<uint64_t>(st.st_size), .note = o.core_note.value_or("")};
+    } else {
+      staging.Absent("core", fmt::format("{}: cannot move it into the bundle: {}", *o.core_file, std::strerror(errno)));
+    }
+  } else if (o.core_note) {
+    staging.Absent("core", *o.core_note);
+  } else {
+    staging.Absent("core", "not requested (--core writes one; a GPU job's memory can be hundreds of GB)");
+  }
+  staging.Absent("telemetry.csv", "GPU telemetry sampling during `run` is not implemented in this version");
+  staging.Absent("gpu_calls.json", "the GPU API flight recorder is not implemented in this version");
+  staging.Absent("report.md", "not written by `run`: `gputriage report BUNDLE` writes the report from the bundle");
+}
+
+// The manifest's members other than `files`; `begin` is when writing started (monotonic).
+void FillManifest(const RunAssessment& run, const BundleInput& input, double begin, core::BundleManifest& m) {
+  const SuperviseOutcome& o = run.outcome;
+  m.schema_version = 1;
+  m.kind = "gputriage.crash-bundle";
+  m.tool_version = input.tool_version;
+  m.created_at = UtcStamp(static_cast<double>(std::time(nullptr)), "%Y-%m-%dT%H:%M:%SZ");
+  m.command = input.argv;
+  m.exit_status = o.ShellStatus();
+  m.traced = o.traced;
+  if (run.classification) {
+    m.classification =
+        core::BundleClassification{.kind = run.classification->kind,
+                                   .category = std::string(core::CategoryName(run.classification->category)),
+                                   .summary = run.classification->summary};
+  }
+  m.signature = run.signature;
+  core::BundleTimings timings{.started_at = UtcStamp(o.started_at_epoch_s, "%Y-%m-%dT%H:%M:%SZ"),
+                              .duration_s = o.duration_s};
+  if (o.first_crash_monotonic_s > 0) {
+    timings.capture_ms = o.first_capture_ms;
+    timings.signal_to_bundle_ms = (MonotonicSeconds() - o.first_crash_monotonic_s) * 1000.0;
+  }
+  timings.bundle_write_ms = (MonotonicSeconds() - begin) * 1000.0;
+  m.timings = timings;
+  m.output =
+      core::BundleOutput{.stdout_bytes = o.stdout_bytes, .stderr_bytes = o.stderr_bytes, .tail_limit_bytes = 1u << 20};
+  m.kernel_log = core::BundleKernelLog{.records = o.kmsg.size(), .lost = o.kmsg_lost};
+  m.not_collected = o.not_collected;
+  m.files["manifest.json"] = {.present = true};
+}
+
+// Renames the staging directory to `parent/name`, or `name-2`, `name-3`... when taken.
+core::Result<std::string> Publish(const std::string& staging_dir, const std::string& parent, const std::string& name) {
+  std::string final_path = (std::filesystem::path(parent) / name).string();
+  for (int attempt = 2; rename(staging_dir.c_str(), final_path.c_str()) != 0; ++attempt) {
+    if ((errno != EEXIST && errno != ENOTEMPTY) || attempt > 100) {
+      return core::MakeError("{}: cannot rename {} into place: {}", final_path, staging_dir, std::strerror(errno));
+    }
+    final_path = (std::filesystem::path(parent) / fmt::format("{}-{}", name, attempt)).string();
+  }
+  return final_path;
+}
+
+}  // namespace
+
 core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleInput& input) {
   const double begin = MonotonicSeconds();
   const SuperviseOutcome& o = run.outcome;
@@ -177,112 +291,19 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
   if (!mkdtemp(tmpl.data())) {
     return core::MakeError("{}: cannot create a directory there: {}", input.parent_dir, std::strerror(errno));
   }
-  const std::string tmp(tmpl.data());
-  auto cleanup_on_error = [&](core::Error error) -> core::Result<BundleWritten> {
-    std::filesystem::remove_all(tmp, ec);
-    return error;
-  };
-
-  Json files = Json::object();
-  auto put = [&](const std::string& file, std::string_view data) -> core::Result<void> {
-    auto written = WriteFile(tmp + "/" + file, data);
-    if (!written.ok()) return written;
-    files[file] = {{"present", true}, {"bytes", data.size()}};
-    return {};
-  };
-  auto absent = [&](const std::string& file, std::string reason) {
-    files[file] = {{"present", false}, {"reason", std::move(reason)}};
-  };
-
-  Json process = core::ToJson(ProcessFileOf(run));
-  for (auto& [file, data] : std::vector<std::pair<std::string, std::string>>{
-           {"process.json", process.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"},
-           {"stdout.tail", o.stdout_tail},
-           {"stderr.tail", o.stderr_tail}}) {
-    if (auto w = put(file, data); !w.ok()) return cleanup_on_error(w.error());
+  Staging staging{.dir = tmpl.data()};
+  auto written = [&]() -> core::Result<std::string> {
+    GT_RETURN_IF_ERROR(WriteRecords(run, input, staging));
+    MoveCoreAndListTheRest(o, staging);
+    FillManifest(run, input, begin, staging.manifest);
+    GT_RETURN_IF_ERROR(WriteFile(staging.dir + "/manifest.json", Pretty(core::ToJson(staging.manifest))));
+    return Publish(staging.dir, input.parent_dir, name);
+  }();
+  if (!written.ok()) {
+    std::filesystem::remove_all(staging.dir, ec);
+    return written.error();
   }
-  bool kmsg_missing = false;
-  for (const core::NotCollected& n : o.not_collected) {
-    if (n.item == "kernel log during the run") {
-      absent("kmsg.log", n.reason);
-      kmsg_missing = true;
-    }
-  }
-  if (!kmsg_missing) {
-    if (auto w = put("kmsg.log", o.kmsg_raw); !w.ok()) return cleanup_on_error(w.error());
-  }
-  if (input.snapshot) {
-    if (auto w = put("snapshot.json",
-                     core::ToJson(*input.snapshot).dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
-        !w.ok()) {
-      return cleanup_on_error(w.error());
-    }
-  } else {
-    absent("snapshot.json", input.snapshot_missing_reason);
-  }
-  Json findings = {{"schema_version", core::kFindingsSchemaVersion}, {"findings", run.findings}};
-  if (auto w = put("findings.json", findings.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"); !w.ok()) {
-    return cleanup_on_error(w.error());
-  }
-  if (o.core_file) {
-    std::string dest = tmp + "/core";
-    if (rename(o.core_file->c_str(), dest.c_str()) == 0) {
-      struct stat st {};
-      stat(dest.c_str(), &st);
-      files["core"] = {{"present", true}, {"bytes", st.st_size}, {"note", o.core_note.value_or("")}};
-    } else {
-      absent("core", fmt::format("{}: cannot move it into the bundle: {}", *o.core_file, std::strerror(errno)));
-    }
-  } else if (o.core_note) {
-    absent("core", *o.core_note);
-  } else {
-    absent("core", "not requested (--core writes one; a GPU job's memory can be hundreds of GB)");
-  }
-  absent("telemetry.csv", "GPU telemetry sampling during `run` is not implemented in this version");
-  absent("gpu_calls.json", "the GPU API flight recorder is not implemented in this version");
-  absent("report.md", "the bug report writer (`gputriage report`) is not implemented in this version");
-
-  Json manifest;
-  manifest["schema_version"] = 1;
-  manifest["kind"] = "gputriage.crash-bundle";
-  manifest["tool_version"] = input.tool_version;
-  manifest["created_at"] = UtcStamp(static_cast<double>(std::time(nullptr)), "%Y-%m-%dT%H:%M:%SZ");
-  manifest["command"] = input.argv;
-  manifest["exit_status"] = o.ShellStatus();
-  manifest["traced"] = o.traced;
-  if (run.classification) {
-    manifest["classification"] = {{"kind", run.classification->kind},
-                                  {"category", core::CategoryName(run.classification->category)},
-                                  {"summary", run.classification->summary}};
-  }
-  manifest["signature"] = run.signature;
-  Json timings = {{"started_at", UtcStamp(o.started_at_epoch_s, "%Y-%m-%dT%H:%M:%SZ")}, {"duration_s", o.duration_s}};
-  if (o.first_crash_monotonic_s > 0) {
-    timings["capture_ms"] = o.first_capture_ms;
-    timings["signal_to_bundle_ms"] = (MonotonicSeconds() - o.first_crash_monotonic_s) * 1000.0;
-  }
-  timings["bundle_write_ms"] = (MonotonicSeconds() - begin) * 1000.0;
-  manifest["timings"] = std::move(timings);
-  manifest["output"] = {
-      {"stdout_bytes", o.stdout_bytes}, {"stderr_bytes", o.stderr_bytes}, {"tail_limit_bytes", 1u << 20}};
-  manifest["kernel_log"] = {{"records", o.kmsg.size()}, {"lost", o.kmsg_lost}};
-  manifest["not_collected"] = o.not_collected;
-  files["manifest.json"] = {{"present", true}};
-  manifest["files"] = files;
-  if (auto w = WriteFile(tmp + "/manifest.json", manifest.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
-      !w.ok()) {
-    return cleanup_on_error(w.error());
-  }
-
-  std::string final_path = (std::filesystem::path(input.parent_dir) / name).string();
-  for (int attempt = 2; rename(tmp.c_str(), final_path.c_str()) != 0; ++attempt) {
-    if ((errno != EEXIST && errno != ENOTEMPTY) || attempt > 100) {
-      return cleanup_on_error(
-          core::MakeError("{}: cannot rename {} into place: {}", final_path, tmp, std::strerror(errno)));
-    }
-    final_path = (std::filesystem::path(input.parent_dir) / fmt::format("{}-{}", name, attempt)).string();
-  }
-  return BundleWritten{final_path, (MonotonicSeconds() - begin) * 1000.0};
+  return BundleWritten{*written, (MonotonicSeconds() - begin) * 1000.0};
 }
 
 std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_path) {
