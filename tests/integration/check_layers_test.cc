@@ -23,7 +23,7 @@ Checked CheckLayers(const std::string& root) {
   core::RunOptions options;
   options.timeout = std::chrono::milliseconds(60000);
   auto run =
-      core::RunWithTimeout({"python3", std::string(GT_SOURCE_DIR) + "/scripts/check-layers", "--root", root}, options);
+      core::RunWithTimeout({"bash", std::string(GT_SOURCE_DIR) + "/scripts/check-layers", "--root", root}, options);
   if (!run.ok()) return {};
   return {run->exit_code.value_or(-1), run->stdout_data + run->stderr_tail};
 }
