@@ -65,8 +65,9 @@ Command AnalyzeCommand() {
                    app.add_option("--snapshot", *snapshot,
                                   "A snapshot (gputriage snapshot --json) of the machine the failure happened "
                                   "on, to check known issues' conditions (versions, GPU architecture, env); a "
-                                  "bundle's own snapshot.json is used when this is not given")
-                       ->type_name("FILE");
+                                  "bundle's own snapshot.json is used when this is not given. A JSON file, - for "
+                                  "stdin, or a stored snapshot's id, 'latest', 'previous'")
+                       ->type_name("SNAPSHOT");
                    app.add_option("--baseline", *baseline,
                                   "A snapshot from when the job still worked: a stored snapshot's id, "
                                   "'latest', 'previous', or a JSON file. What changed since (driver, ROCm/CUDA, "

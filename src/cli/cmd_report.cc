@@ -86,8 +86,10 @@ Command ReportCommand() {
             "through secret redaction (tokens, keys, passwords).");
         app.add_option("paths", *paths, "A crash bundle directory, or logs (- for stdin)")->required();
         app.add_option("--format", *format, "md (default), html or json")->type_name("FORMAT");
-        app.add_option("--snapshot", *snapshot, "A snapshot JSON for the Environment section (a bundle has its own)")
-            ->type_name("FILE");
+        app.add_option("--snapshot", *snapshot,
+                       "A snapshot for the Environment section (a bundle has its own): a JSON file, - for stdin, "
+                       "or a stored snapshot's id, 'latest', 'previous'")
+            ->type_name("SNAPSHOT");
         app.add_option("-o,--output", *output, "Write the report to FILE instead of stdout")->type_name("FILE");
         return [paths, format, snapshot, output]() { return Report(*paths, *format, *snapshot, *output); };
       }};

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -165,6 +166,37 @@ TEST(AnalyzeCommand, BaselineChangesAreVerdictReasons) {
   Out alone = Gt({"analyze", "--baseline", base_path, "-"}, "x\n");
   EXPECT_EQ(alone.status, 2);
   EXPECT_NE(alone.err.find("--baseline needs the failure's own snapshot"), std::string::npos) << alone.err;
+}
+
+// --snapshot takes a stored snapshot as `snapshot diff` does: "latest" reads the history database.
+TEST(AnalyzeCommand, SnapshotOptionTakesAStoredSnapshot) {
+  testing::TempDir home;
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  ro.extra_env = {"GPUTRIAGE_HOME=" + home.path()};
+  const std::string root = std::string(GT_FIXTURES_DIR) + "/h200-root";
+  auto saved = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "snapshot", "--save", "--json", "--root", root}, ro);
+  ASSERT_TRUE(saved.ok());
+  ASSERT_EQ(saved->exit_code, 0) << saved->stderr_tail;
+  std::string file = home / "snapshot.json";
+  std::ofstream(file) << saved->stdout_data;
+  const std::string log = "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  std::map<std::string, Json> versions;
+  for (const std::string& arg : {std::string("latest"), file}) {
+    ro.stdin_data = log;
+    auto analyzed = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", "--json", "--snapshot", arg, "-"}, ro);
+    ASSERT_TRUE(analyzed.ok());
+    Json j = Json::parse(analyzed->stdout_data, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << analyzed->stderr_tail;
+    versions[arg] = j["gpu_signature"]["versions"];
+  }
+  // The captured H200 tree's driver and kernel, read from the stored copy as from the file.
+  EXPECT_EQ(versions["latest"].value("nvidia-driver", ""), "580.159.04") << versions["latest"].dump();
+  EXPECT_EQ(versions["latest"], versions[file]);
+  ro.stdin_data = log;
+  auto missing = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", "--snapshot", "12345", "-"}, ro);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->exit_code, 2) << missing->stderr_tail;
 }
 
 // A 100 MB line (binary junk with no newline) is cut at the line limit, the real error after it
