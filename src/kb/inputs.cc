@@ -9,27 +9,20 @@
 
 #include <fmt/format.h>
 
+#include "core/file.h"
 #include "forensics/core_analysis.h"
 #include "store/diff.h"
 
 namespace gputriage::kb {
 namespace {
 
-// The last `max_bytes` of the regular file at `path` ("" for anything else).
+// The last `max_bytes` of the regular file at `path` ("" for anything else: a pipe or FIFO was
+// consumed by the analysis).
 std::string TailOfFile(const std::string& path, size_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return "";
   struct stat st {};
-  std::string out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    uint64_t size = static_cast<uint64_t>(st.st_size);
-    uint64_t start = size > max_bytes ? size - max_bytes : 0;
-    out.resize(static_cast<size_t>(size - start));
-    ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(start));
-    out.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  }
-  ::close(fd);
-  return out;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  core::Result<std::string> tail = core::ReadFileTail(path, max_bytes);
+  return tail.ok() ? std::move(tail).value() : std::string();
 }
 
 // What changed from the last good snapshot to the failure's, for the verdict's reasons. Changes
