@@ -1,5 +1,8 @@
 // gputriage: from a dead GPU job to a named cause. main() only parses and dispatches.
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
 
 #include "cli/common.h"
 #include "core/version.h"
@@ -83,11 +86,30 @@ int Main(int argc, char** argv) {
 
 }  // namespace gputriage::cli
 
+namespace gputriage::cli {
+namespace {
+
+// Every command's output ends here: a short write (a full disk, a closed pipe whose SIGPIPE is
+// ignored) leaves a truncated answer, so it is an internal failure (exit 3), never a success.
+int FinishStandardOutput(int rc) {
+  std::cout.flush();
+  int flush_errno = std::fflush(stdout) != 0 ? errno : 0;
+  if (flush_errno == 0 && !std::ferror(stdout) && !std::cout.fail()) return rc;
+  PrintError(flush_errno != 0 ? fmt::format("could not write standard output: {}", std::strerror(flush_errno))
+                              : std::string("could not write standard output: the output is incomplete"));
+  return kExitInternal;
+}
+
+}  // namespace
+}  // namespace gputriage::cli
+
 int main(int argc, char** argv) {
+  int rc;
   try {
-    return gputriage::cli::Main(argc, argv);
+    rc = gputriage::cli::Main(argc, argv);
   } catch (const std::exception& e) {
     gputriage::cli::PrintError(std::string("internal error: ") + e.what());
-    return gputriage::cli::kExitInternal;
+    rc = gputriage::cli::kExitInternal;
   }
+  return gputriage::cli::FinishStandardOutput(rc);
 }

@@ -11,6 +11,7 @@
 #include "collect/software.h"
 #include "collect/vendors/vendors.h"
 #include "core/clock.h"
+#include "core/deadline.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 #include "core/version.h"
@@ -44,6 +45,19 @@ Section ProbeHungSection(const VendorProbe& probe, const core::ProcessOutcome& o
              "GPU or reboot.",
       .references = {}});
   return section;
+}
+
+// Every in-process collector runs under SnapshotOptions::collector_timeout: one that is still
+// blocked then (a hung network mount under /opt, a wedged sysfs attribute) is abandoned and
+// named in not_collected, and the snapshot completes without it. `collect` owns copies of what
+// it reads (an abandoned call outlives this frame).
+template <typename Fn>
+Section Bounded(std::string_view name, std::chrono::milliseconds limit, Fn collect) {
+  auto section = core::CallWithDeadline(limit, std::move(collect));
+  if (section.ok()) return std::move(*section);
+  Section missing;
+  missing.NoteMissing(std::string(name), fmt::format("the {} collector {}", name, section.error().message));
+  return missing;
 }
 
 Section RunProbeInHelper(const core::OsView& os, const VendorProbe& probe, const SnapshotOptions& options) {
@@ -212,15 +226,16 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
 
   // The PCI scan is quick and tells which vendor probes to start; start those first, since
   // they (NVML initialisation above all) take longest.
-  Section pci = CollectPciGpus(os);
+  const std::chrono::milliseconds limit = options.collector_timeout;
+  Section pci = Bounded("pci", limit, [os]() { return CollectPciGpus(os); });
+  Json pci_gpus = pci.data.value("gpus", Json::array());
   std::vector<std::pair<std::string, std::future<Section>>> probes;
   for (const VendorProbe& probe : VendorProbes()) {
-    if (!probe.present(os, pci.data["gpus"])) continue;
-    probes.emplace_back(std::string(probe.name), std::async(std::launch::async, [&os, &options, &probe]() {
-                          if (!options.helper_command.empty()) {
-                            return RunProbeInHelper(os, probe, options);
-                          }
-                          return probe.collect(os);
+    if (!probe.present(os, pci_gpus)) continue;
+    probes.emplace_back(std::string(probe.name), std::async(std::launch::async, [os, options, &probe, limit]() {
+                          // The helper process has its own watchdog (probe_timeout).
+                          if (!options.helper_command.empty()) return RunProbeInHelper(os, probe, options);
+                          return Bounded(probe.name, limit, [os, &probe]() { return probe.collect(os); });
                         }));
   }
   std::optional<std::future<Section>> python;
@@ -228,19 +243,26 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
     python = std::async(std::launch::async,
                         [&options]() { return RunPythonProbe(*options.python, options.python_timeout); });
   }
-  auto names = std::async(std::launch::async, [&os, &pci]() {
-    Section notes;
-    AddPciNames(os, pci.data["gpus"], notes);
-    return notes;
+  auto names = std::async(std::launch::async, [os, pci_gpus, limit]() {
+    return Bounded("pci_names", limit, [os, gpus = pci_gpus]() mutable {
+      Section notes;
+      AddPciNames(os, gpus, notes);
+      notes.data["gpus"] = std::move(gpus);
+      return notes;
+    });
   });
-  auto host = std::async(std::launch::async, [&os]() { return CollectHost(os); });
-  auto kernel_log = std::async(std::launch::async, [&os]() { return kernel_log::Collect(os, kernel_log::Options{}); });
+  auto host = std::async(std::launch::async,
+                         [os, limit]() { return Bounded("host", limit, [os]() { return CollectHost(os); }); });
+  auto kernel_log = std::async(std::launch::async, [os, limit]() {
+    return Bounded("kernel_log", limit, [os]() { return kernel_log::Collect(os, kernel_log::Options{}); });
+  });
   SoftwareOptions software_options;
   if (os.live()) {
     software_options.library_dirs = LdLibraryPath(options.environment);
     software_options.site_dirs = LiveSiteDirectories(os, options.environment);
   }
-  Section software = CollectSoftware(os, software_options);
+  Section software =
+      Bounded("software", limit, [os, software_options]() { return CollectSoftware(os, software_options); });
   Section env;
   if (os.live()) {
     env = env::Collect(options.environment);
@@ -250,8 +272,9 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
                     "captured machine's");
   }
 
-  Absorb(total, names.get());
-  Json gpus = pci.data["gpus"];
+  Section named = names.get();
+  Json gpus = named.data.contains("gpus") ? std::move(named.data["gpus"]) : pci_gpus;
+  Absorb(total, std::move(named));
   Absorb(total, std::move(pci));
   for (auto& [name, future] : probes) {
     Section vendor = future.get();

@@ -18,6 +18,10 @@ namespace gputriage::collect {
 struct SnapshotOptions {
   /// How long a vendor probe may take before it is abandoned (and reported as hung).
   std::chrono::milliseconds probe_timeout{5000};
+  /// How long each in-process collector (PCI, host, kernel log, software) may take before it is
+  /// abandoned and named in not_collected. Reads never block on FIFOs (core::OsView); this bounds
+  /// the rest: a hung network mount, a sysfs attribute stuck in a driver.
+  std::chrono::milliseconds collector_timeout{20000};
   /// When not empty, vendor probes run as `<helper_command...> NAME [--root DIR]` in a helper
   /// process under the watchdog (e.g. {"/usr/bin/gputriage-probe"} or {"gputriage",
   /// "__probe"}); when empty they run in this process (tests, fuzzers).

@@ -85,8 +85,27 @@ std::string OsView::ResolveImpl(std::string_view path, bool follow_last, int dep
 
 Result<std::string> OsView::TryReadFile(std::string_view path, size_t max_bytes) const {
   std::string real = Resolve(path);
-  int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return MakeError("{}: {}", real, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int saved = errno;
+    ::close(fd);
+    return MakeError("{}: {}", real, std::strerror(saved));
+  }
+  // Files under /proc and /sys are regular; so is everything of a captured tree. A FIFO or a
+  // socket is never read (it can block or never end); a device only on the live machine (the
+  // read stays bounded by max_bytes, and O_NONBLOCK ends it when no data is ready).
+  bool readable = S_ISREG(st.st_mode) || (live() && S_ISCHR(st.st_mode));
+  if (!readable) {
+    ::close(fd);
+    return MakeErrorCode(ErrorCode::kInvalidArgument, "{}: not read: it is {}, not a regular file", real,
+                         S_ISFIFO(st.st_mode)   ? "a FIFO"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                         : S_ISDIR(st.st_mode)  ? "a directory"
+                                                : "a device");
+  }
   std::string out;
   char buf[16384];
   while (out.size() < max_bytes) {
@@ -94,6 +113,7 @@ Result<std::string> OsView::TryReadFile(std::string_view path, size_t max_bytes)
     ssize_t n = ::read(fd, buf, want);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN && !S_ISREG(st.st_mode)) break;  // a device with nothing more ready
       int saved = errno;
       ::close(fd);
       return MakeError("{}: read failed after {} bytes: {}", real, out.size(), std::strerror(saved));

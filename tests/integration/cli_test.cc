@@ -120,6 +120,40 @@ TEST(CliTest, SnapshotOfTheCapturedH200Tree) {
   EXPECT_TRUE(s["env"].empty());
 }
 
+// A captured tree is untrusted: a FIFO where a file should be must not hang snapshot or
+// doctor (it did, forever, before every read was made non-blocking and regular-files-only).
+TEST(CliTest, FifosInsideTheRootDoNotHangTheCollectors) {
+  fs::path tree = fs::path(::testing::TempDir()) / ("fifo-root-" + std::to_string(::getpid()));
+  fs::remove_all(tree);
+  fs::copy(H200Root(), tree, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  for (const char* file : {"etc/os-release", "proc/cpuinfo", "proc/meminfo", "proc/modules", "dev/kmsg"}) {
+    fs::remove(tree / file);
+    ASSERT_EQ(::mkfifo((tree / file).c_str(), 0600), 0) << file;
+  }
+  for (const char* command : {"snapshot", "doctor"}) {
+    CliRun run = Gputriage({command, "--json", "--root", tree.string()}, {}, 30000);
+    ASSERT_NE(run.exit_code, -1) << command << " did not finish within 30 s: " << run.err;
+    EXPECT_LT(run.seconds, 20) << command;
+    Json out = ParseJson(run);
+    Json notes = std::string(command) == "snapshot" ? out["not_collected"] : out["snapshot"]["not_collected"];
+    EXPECT_NE(notes.dump().find("a FIFO, not a regular file"), std::string::npos) << command << ": " << notes.dump();
+  }
+  fs::remove_all(tree);
+}
+
+// Output that could not be written is a failure, not a success with half a JSON document.
+TEST(CliTest, AFullDiskOnStandardOutputIsAnError) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is not available";
+  std::string bin = GT_GPUTRIAGE_BIN;
+  for (std::string args : {"snapshot --json --root " + H200Root(), std::string("kb list --json"), std::string("--help"),
+                           std::string("--version")}) {
+    auto outcome = core::RunWithTimeout({"/bin/sh", "-c", "exec \"$0\" " + args + " > /dev/full", bin}, {});
+    ASSERT_TRUE(outcome.ok());
+    EXPECT_EQ(outcome->exit_code.value_or(-1), 3) << args << ": " << outcome->stderr_tail;
+    EXPECT_NE(outcome->stderr_tail.find("standard output"), std::string::npos) << args << ": " << outcome->stderr_tail;
+  }
+}
+
 TEST(CliTest, SnapshotHumanOutputIsShort) {
   CliRun run = Gputriage({"snapshot", "--root", H200Root()});
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -127,15 +161,21 @@ TEST(CliTest, SnapshotHumanOutputIsShort) {
   EXPECT_LT(std::count(run.out.begin(), run.out.end(), '\n'), 25) << run.out;
 }
 
-// A probe that blocks in the "driver": the rooted tree's /proc/driver/nvidia/version is a FIFO
-// nobody writes, so the NVIDIA probe's open() blocks exactly like a read stuck in a driver.
+// A probe that blocks in the "driver": the vendor probe helper found next to the binary
+// (gputriage-probe) is a real program that never answers, exactly like a probe stuck in a
+// driver call. (The captured tree's FIFOs no longer block anything: reads are non-blocking.)
 TEST(CliTest, HungProbeBecomesAFindingAndTheSnapshotCompletes) {
   testing::TempDir dir;
-  testing::CopyTree(H200Root(), dir.path());
-  std::string version = dir.path() + "/proc/driver/nvidia/version";
-  fs::remove(version);
-  ASSERT_EQ(::mkfifo(version.c_str(), 0644), 0);
-  CliRun run = Gputriage({"doctor", "--json", "--root", dir.path(), "--probe-timeout", "0.5"});
+  fs::copy_file(GT_GPUTRIAGE_BIN, dir.path() + "/gputriage");
+  {
+    std::ofstream probe(dir.path() + "/gputriage-probe");
+    probe << "#!/bin/sh\nexec sleep 60\n";
+  }
+  fs::permissions(dir.path() + "/gputriage-probe", fs::perms::owner_all);
+  auto outcome = core::RunWithTimeout(
+      {dir.path() + "/gputriage", "doctor", "--json", "--root", H200Root(), "--probe-timeout", "0.5"}, {});
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  CliRun run{outcome->exit_code.value_or(-1), outcome->stdout_data, outcome->stderr_tail, outcome->elapsed_s};
   EXPECT_LT(run.seconds, 5.0);
   EXPECT_EQ(run.exit_code, 1) << run.err;
   Json j = ParseJson(run);
