@@ -134,7 +134,11 @@ class Supervisor {
   core::Result<void> Run();
 
  private:
+  // Blocks the signals read through signalfd, ignores SIGPIPE, becomes the child subreaper.
+  core::Result<void> PrepareSignals();
   core::Result<void> Start();
+  // Seizes the job's first process (before it execs) and opens the kernel log.
+  void Attach(int pid);
   void Loop();
   void Reap();
   void Handle(int tid, int status);
@@ -175,6 +179,7 @@ class Supervisor {
   bool tracer_capable_ = false;  // CAP_SYS_PTRACE: set-user-ID programs keep their privilege
   sigset_t old_mask_{};
   struct sigaction old_pipe_ {};
+  struct sigaction job_pipe_ {};  // the job's SIGPIPE: as we were started (or as asked)
   int old_subreaper_ = 0;
   std::set<int> preexisting_;  // the supervisor's own children from before the job
   double start_mono_ = 0;
@@ -184,25 +189,14 @@ class Supervisor {
   double give_up_at_ = 0;  // after SIGKILL: stop waiting for processes that do not die
 };
 
-core::Result<void> Supervisor::Start() {
-  GT_ASSIGN_OR_RETURN(auto out_pipe, MakePipe());
-  GT_ASSIGN_OR_RETURN(auto err_pipe, MakePipe());
-  GT_ASSIGN_OR_RETURN(auto sync_pipe, MakePipe());
-  GT_ASSIGN_OR_RETURN(auto exec_pipe, MakePipe());
-
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int sig : {SIGCHLD, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
-  sigprocmask(SIG_BLOCK, &mask, &old_mask_);
-  signal_fd_ = ScopedFd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!signal_fd_.valid()) return core::MakeError("signalfd: {}", std::strerror(errno));
-  // The job's output may go to a pipe that closes early (`| head`); the supervisor keeps
-  // draining so the job is not blocked, and never dies of SIGPIPE itself.
+core::Result<void> Supervisor::PrepareSignals() {
+  // Everything Run() restores is saved before anything here can fail.
+  // Our output may go to a pipe that closes early (`| head`): the write fails with EPIPE, and
+  // ReadPipe passes the broken pipe on to the job; the supervisor never dies of SIGPIPE itself.
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &old_pipe_);
-  struct sigaction job_pipe {};
-  job_pipe.sa_handler = options_.job_ignores_sigpipe.value_or(old_pipe_.sa_handler == SIG_IGN) ? SIG_IGN : SIG_DFL;
+  job_pipe_.sa_handler = options_.job_ignores_sigpipe.value_or(old_pipe_.sa_handler == SIG_IGN) ? SIG_IGN : SIG_DFL;
   // Orphans of the job (a double fork, setsid daemons, workers whose parent died) are
   // reparented to us instead of init, so a timeout or a stop signal can still reach them.
   prctl(PR_GET_CHILD_SUBREAPER, &old_subreaper_);
@@ -210,8 +204,23 @@ core::Result<void> Supervisor::Start() {
     outcome_.not_collected.push_back(
         {"the job's orphaned processes", fmt::format("PR_SET_CHILD_SUBREAPER: {}", std::strerror(errno))});
   }
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGCHLD, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
+  sigprocmask(SIG_BLOCK, &mask, &old_mask_);
+  signal_fd_ = ScopedFd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_.valid()) return core::MakeError("signalfd: {}", std::strerror(errno));
   for (int pid : LiveDescendants(getpid())) preexisting_.insert(pid);
   tracer_capable_ = options_.trace && TracerHasCapSysPtrace();
+  return {};
+}
+
+core::Result<void> Supervisor::Start() {
+  GT_RETURN_IF_ERROR(PrepareSignals());
+  GT_ASSIGN_OR_RETURN(auto out_pipe, MakePipe());
+  GT_ASSIGN_OR_RETURN(auto err_pipe, MakePipe());
+  GT_ASSIGN_OR_RETURN(auto sync_pipe, MakePipe());
+  GT_ASSIGN_OR_RETURN(auto exec_pipe, MakePipe());
 
   std::vector<char*> argv;
   for (const std::string& arg : options_.argv) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -227,7 +236,7 @@ core::Result<void> Supervisor::Start() {
   if (pid == 0) {
     // Child: only async-signal-safe calls from here to exec.
     sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-    sigaction(SIGPIPE, &job_pipe, nullptr);
+    sigaction(SIGPIPE, &job_pipe_, nullptr);
     dup2(out_pipe.second.get(), STDOUT_FILENO);
     dup2(err_pipe.second.get(), STDERR_FILENO);
     char go = 0;
@@ -249,7 +258,26 @@ core::Result<void> Supervisor::Start() {
   relays_[0].sink = options_.stdout_fd;
   relays_[1].read = std::move(err_pipe.first);
   relays_[1].sink = options_.stderr_fd;
+  Attach(pid);
+  char go = 1;
+  (void)!write(sync_pipe.second.get(), &go, 1);
+  sync_pipe.second.reset();
 
+  int err = 0;
+  ssize_t n;
+  while ((n = read(exec_pipe.first.get(), &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    outcome_.exec_errno = err;
+    int status = 0;
+    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+    }
+    root_done_ = true;
+  }
+  return {};
+}
+
+void Supervisor::Attach(int pid) {
   if (options_.trace) {
     if (ptrace(PTRACE_SEIZE, pid, nullptr, reinterpret_cast<void*>(kTraceOptions)) == 0) {
       outcome_.traced = true;
@@ -274,22 +302,6 @@ core::Result<void> Supervisor::Start() {
     }
   }
   cpu_flags_ = HostCpuFlags();
-  char go = 1;
-  (void)!write(sync_pipe.second.get(), &go, 1);
-  sync_pipe.second.reset();
-
-  int err = 0;
-  ssize_t n;
-  while ((n = read(exec_pipe.first.get(), &err, sizeof err)) < 0 && errno == EINTR) {
-  }
-  if (n == static_cast<ssize_t>(sizeof err)) {
-    outcome_.exec_errno = err;
-    int status = 0;
-    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
-    }
-    root_done_ = true;
-  }
-  return {};
 }
 
 int Supervisor::TgidOf(int tid) {
