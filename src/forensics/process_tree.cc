@@ -68,6 +68,11 @@ std::vector<int> LiveDescendants(int ancestor, const std::set<int>& skip) {
   return found;
 }
 
+bool IsLive(int pid) {
+  std::optional<StatFields> f = ReadStat(pid);
+  return f && f->state != 'Z' && f->state != 'X';
+}
+
 std::optional<uint64_t> ProcessStartTime(int pid) {
   std::optional<StatFields> f = ReadStat(pid);
   if (!f) return std::nullopt;

@@ -15,6 +15,9 @@ namespace gputriage::forensics {
 /// when /proc cannot be read.
 std::vector<int> LiveDescendants(int ancestor, const std::set<int>& skip = {});
 
+/// True while `pid` exists and has not exited (a zombie has).
+bool IsLive(int pid);
+
 /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot; nullopt when
 /// it is gone (or /proc/PID/stat cannot be parsed).
 std::optional<uint64_t> ProcessStartTime(int pid);

@@ -44,6 +44,8 @@ TEST(ProcessTree, FindsChildrenGrandchildrenAndOrphansButNotZombies) {
   EXPECT_FALSE(Contains(tree, child));
   EXPECT_TRUE(Contains(tree, grandchild));
   EXPECT_TRUE(ProcessStartTime(child).has_value());  // a zombie still has its /proc entry
+  EXPECT_FALSE(IsLive(child));
+  EXPECT_TRUE(IsLive(grandchild));
 
   waitpid(child, nullptr, 0);
   kill(grandchild, SIGKILL);

@@ -508,11 +508,13 @@ void Supervisor::Capture(int tid, const siginfo_t& info) {
 std::vector<int> Supervisor::TreeProcesses() {
   std::vector<int> pids = LiveDescendants(getpid(), preexisting_);
   std::set<int> seen(pids.begin(), pids.end());
+  // Normally all among the descendants already. A tid that vanished without an exit event (a
+  // non-leader thread that exec'd) must not count as a process that is left.
   for (auto& [tid, tracee] : tracees_) {
     int tgid = TgidOf(tid);
-    if (seen.insert(tgid).second) pids.push_back(tgid);
+    if (!seen.count(tgid) && IsLive(tgid) && seen.insert(tgid).second) pids.push_back(tgid);
   }
-  if (!root_done_ && seen.insert(root_).second) pids.push_back(root_);
+  if (!root_done_ && !seen.count(root_) && IsLive(root_) && seen.insert(root_).second) pids.push_back(root_);
   return pids;
 }
 
