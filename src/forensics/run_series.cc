@@ -102,6 +102,7 @@ struct Series {
   std::optional<std::string> core_unavailable;  // why --core cannot write into the bundle directory
   std::map<std::string, int> counts;            // failures per signature so far
   bool stdout_mid_line = false;                 // the last job left our stdout mid-line
+  std::optional<int> stop_signal;               // gputriage was told to stop: no further runs
 };
 
 // Removes what killed runs left in the bundle directory; checks that --core has somewhere to
@@ -189,6 +190,7 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   GT_ASSIGN_OR_RETURN(SuperviseOutcome outcome, Supervise(OptionsFor(series)));
   series.speaker.AfterJob(outcome.stderr_mid_line);
   series.stdout_mid_line = outcome.stdout_mid_line;
+  series.stop_signal = outcome.forwarded_signal;
   if (request.core && series.core_unavailable) outcome.core_note = *series.core_unavailable;
   RunRecord record;
   record.status = outcome.ShellStatus();
@@ -285,10 +287,15 @@ core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalo
       ++passes;
     }
     outcome.runs.push_back(std::move(record));
+    if (series.stop_signal && i < request.repeat) {
+      series.speaker.Progress(fmt::format("gputriage: {} received: stopping after run {} of {}\n",
+                                          core::SignalName(*series.stop_signal), i, request.repeat));
+      break;
+    }
   }
   if (request.repeat > 1) {
     SeriesVerdict v;
-    v.runs = request.repeat;
+    v.runs = static_cast<int>(outcome.runs.size());
     v.passes = passes;
     for (const std::string& sig : order) {
       v.signatures.emplace_back(sig, series.counts[sig]);

@@ -742,6 +742,29 @@ struct Background {
   }
 };
 
+// Starts `gputriage run --bundle-dir BUNDLES --no-snapshot OPTIONS -- JOB` with stdout and stderr
+// going to `out` and `err`.
+void StartBackground(Background& bg, const std::string& bundles, const std::string& home,
+                     std::vector<std::string> options, const std::vector<std::string>& job, const std::string& out,
+                     const std::string& err) {
+  std::vector<std::string> args = {GT_GPUTRIAGE_BIN, "run", "--bundle-dir", bundles, "--no-snapshot"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back("--");
+  args.insert(args.end(), job.begin(), job.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string env = "GPUTRIAGE_HOME=" + home;
+  bg.pid = fork();
+  if (bg.pid == 0) {
+    freopen(out.c_str(), "w", stdout);
+    freopen(err.c_str(), "w", stderr);
+    putenv(env.data());
+    execv(argv[0], argv.data());
+    _exit(126);
+  }
+}
+
 TEST_F(RunTest, TimeoutStopsTheWholeTreeEvenProcessesThatIgnoreSigtermOrDetached) {
   std::string pidfile = tmp_ / "pids";
   JobRun r = Run({kJobTree, pidfile}, {"--timeout", "1s"});
@@ -758,18 +781,9 @@ TEST_F(RunTest, SignalsSentToGputriageReachTheWholeJobTree) {
     SCOPED_TRACE(strsignal(sig));
     std::string pidfile = tmp_ / ("pids-" + std::to_string(sig));
     std::string out = tmp_ / "bg.out", err = tmp_ / "bg.err";
-    std::string home = "GPUTRIAGE_HOME=" + (tmp_ / "home");
     Background bg;
-    bg.pid = fork();
+    StartBackground(bg, bundles_, tmp_ / "home", {}, {kJobTree, pidfile}, out, err);
     ASSERT_GE(bg.pid, 0);
-    if (bg.pid == 0) {
-      freopen(out.c_str(), "w", stdout);
-      freopen(err.c_str(), "w", stderr);
-      putenv(home.data());
-      execl(GT_GPUTRIAGE_BIN, "gputriage", "run", "--bundle-dir", bundles_.c_str(), "--no-snapshot", "--",
-            kJobTree.c_str(), pidfile.c_str(), static_cast<char*>(nullptr));
-      _exit(126);
-    }
     for (int i = 0; i < 1000 && ReadTreePids(pidfile).size() != 2; ++i) usleep(10000);
     std::vector<int> pids = ReadTreePids(pidfile);
     ASSERT_EQ(pids.size(), 2u) << ReadAll(err);
@@ -780,6 +794,22 @@ TEST_F(RunTest, SignalsSentToGputriageReachTheWholeJobTree) {
     EXPECT_EQ(WEXITSTATUS(bg.status), 128 + sig) << ReadAll(err);
     for (int pid : pids) EXPECT_FALSE(ProcessAlive(pid)) << "pid " << pid << " outlived gputriage";
   }
+}
+
+TEST_F(RunTest, ASignalToGputriageEndsARepeatSeries) {
+  std::string out = tmp_ / "bg.out", err = tmp_ / "bg.err";
+  Background bg;
+  StartBackground(bg, bundles_, tmp_ / "home", {"--repeat", "3"}, {kCrasher, "hang"}, out, err);
+  ASSERT_GE(bg.pid, 0);
+  for (int i = 0; i < 1000 && ReadAll(out).find(" waiting") == std::string::npos; ++i) usleep(10000);
+  ASSERT_NE(ReadAll(out).find(" waiting"), std::string::npos) << ReadAll(err);
+  kill(bg.pid, SIGTERM);
+  ASSERT_TRUE(bg.Wait(30)) << "gputriage went on with the series; stderr:\n" << ReadAll(err);
+  EXPECT_TRUE(WIFEXITED(bg.status) && WEXITSTATUS(bg.status) == 128 + SIGTERM) << bg.status;
+  EXPECT_NE(ReadAll(err).find("gputriage: SIGTERM received: stopping after run 1 of 3"), std::string::npos)
+      << ReadAll(err);
+  EXPECT_NE(ReadAll(err).find("job killed by SIGTERM, sent to gputriage and passed on to the job"), std::string::npos)
+      << ReadAll(err);
 }
 
 TEST_F(RunTest, CoreWithABundleDirectoryThatCannotBeCreatedStillRunsTheJob) {
