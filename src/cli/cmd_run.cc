@@ -101,9 +101,9 @@ Command RunCommand() {
                        "mappings are never dumped")
             ->type_name("SIZE");
         app.add_flag("--json", flags->json,
-                     "After the job, print {runs:[{exit_status, failed, classification, "
-                     "signature, bundle, signal, si_code, fault_address, crashed_thread}], "
-                     "verdict} as JSON on stdout (after the job's own stdout)");
+                     "After the job, print {runs:[{exit_status, failed, classification, signature, bundle, "
+                     "signal, si_code, fault_address, crashed_thread, tracing_side_effects}], "
+                     "verdict} as JSON on stdout (after the job's own stdout, on a line of its own)");
         app.add_flag("--no-trace", flags->no_trace,
                      "Do not use ptrace (no registers, stacks or disassembly; exit status, output and "
                      "kernel log only): for set-user-ID programs, LeakSanitizer, strace or gdb in the job");

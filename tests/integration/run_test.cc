@@ -938,6 +938,10 @@ TEST_F(RunTest, LeakSanitizerRefusingToRunUnderPtraceIsNamedWithNoTrace) {
             std::string::npos)
       << traced.err;
   EXPECT_NE(traced.err.find("--no-trace"), std::string::npos) << traced.err;
+  JobRun json = Run({kLeak}, {"--json"});
+  Json j = TrailingJson(json.out);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  EXPECT_EQ(j["runs"][0]["tracing_side_effects"][0].value("kind", ""), "lsan-under-ptrace") << j.dump(1);
   JobRun untraced = Run({kLeak}, {"--no-trace"});
   EXPECT_NE(untraced.err.find("ERROR: LeakSanitizer: detected memory leaks"), std::string::npos) << untraced.err;
   EXPECT_EQ(untraced.err.find("gputriage: note:"), std::string::npos) << untraced.err;
