@@ -483,9 +483,8 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
   if (o.timed_out) {
     // The limit the user set, not how long stopping the tree took after it.
     double limit_s = o.timeout ? static_cast<double>(o.timeout->count()) / 1000.0 : o.duration_s;
-    out +=
-        fmt::format("gputriage: timed out after {:g} s (--timeout {:g}s); stacks dumped, job terminated (status {})\n",
-                    limit_s, limit_s, o.ShellStatus());
+    out += fmt::format("gputriage: timed out after {:g} s (--timeout {:g}s); {}job terminated (status {})\n", limit_s,
+                       limit_s, o.hang_dumps.empty() ? "" : "stacks dumped, ", o.ShellStatus());
   } else if (p && p->signal) {
     std::string code = p->si_code ? fmt::format(" ({}: {})", SiCodeName(*p->signal, *p->si_code),
                                                 SiCodeMeaning(*p->signal, *p->si_code))
