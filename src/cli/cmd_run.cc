@@ -42,12 +42,15 @@ int RunJob(RunFlags& flags, CLI::App& app) {
   if (!flags.quiet) request.progress = PrintToStderr;
   if (!flags.quiet && !flags.json) request.summary = PrintToStderr;
   request.error = PrintError;
+  request.write_stderr = PrintToStderr;
+  forensics::SigpipeGuard sigpipe(&request);  // `| head` closing our output must not kill us first
   auto catalog = catalog::BuiltinCatalog();
   if (!catalog.ok()) return Fail("knowledge base: " + catalog.error().message, kExitInternal);
   auto outcome = forensics::RunSeries(request, (*catalog)->errors);
   if (!outcome.ok()) return Fail("run: " + outcome.error().message, kExitInternal);
   if (outcome->cannot_execute) return outcome->exit_status;
   if (outcome->verdict && !flags.quiet && !flags.json) PrintToStderr(forensics::VerdictText(*outcome->verdict));
+  if (flags.json && outcome->stdout_mid_line) std::fputc('\n', stdout);
   if (flags.json) PrintJson(forensics::ToJson(*outcome, core::kToolVersion));
   return outcome->exit_status;
 }
@@ -75,15 +78,16 @@ Command RunCommand() {
             "findings.json) under --bundle-dir, indexes it, and prints a summary on stderr.\n\n"
             "Exit status: the job's own (128+N when signal N killed it; 127 when CMD is not "
             "found, 126 when it cannot be executed). With --repeat, the status of the first "
-            "failed run (0 when none failed).");
+            "failed run (0 when none failed). 3 when a failure's bundle could not be written "
+            "and the status would otherwise be 0.");
         app.add_option("--repeat", flags->request.repeat,
                        "Run the job N times and report passes, failures and distinct crash "
                        "signatures: deterministic, flaky (with the failure rate) or not "
                        "reproduced. One bundle per distinct signature")
             ->type_name("N");
         app.add_option("--timeout", flags->timeout,
-                       "Treat a job still running after DURATION (90, 30s, 10m, 2h) as hung: "
-                       "dump every thread's stack, then SIGTERM the tree, SIGKILL after 2 s")
+                       "Treat a job still running after DURATION (90, 30s, 10m, 2h) as hung: dump every thread's "
+                       "stack, SIGTERM all its processes (detached ones too), SIGKILL what is left after 2 s")
             ->type_name("DURATION");
         app.add_option("--bundle-dir", flags->request.bundle_dir,
                        "Where crash bundles go (default: $GPUTRIAGE_HOME/bundles, else "
@@ -97,12 +101,12 @@ Command RunCommand() {
                        "mappings are never dumped")
             ->type_name("SIZE");
         app.add_flag("--json", flags->json,
-                     "After the job, print {runs:[{exit_status, failed, classification, "
-                     "signature, bundle, signal, si_code, fault_address, crashed_thread}], "
-                     "verdict} as JSON on stdout (after the job's own stdout)");
+                     "After the job, print {runs:[{exit_status, failed, classification, signature, bundle, "
+                     "signal, si_code, fault_address, crashed_thread, tracing_side_effects}], "
+                     "verdict} as JSON on stdout (after the job's own stdout, on a line of its own)");
         app.add_flag("--no-trace", flags->no_trace,
-                     "Do not use ptrace (no registers, stacks or disassembly; exit status, "
-                     "output and kernel log only)");
+                     "Do not use ptrace (no registers, stacks or disassembly; exit status, output and "
+                     "kernel log only): for set-user-ID programs, LeakSanitizer, strace or gdb in the job");
         app.add_flag("--no-snapshot", flags->no_snapshot,
                      "Do not add a snapshot of the node (snapshot.json) to the bundle");
         app.add_flag("-q,--quiet", flags->quiet, "Print nothing of gputriage's own on stderr except errors");

@@ -21,6 +21,7 @@ using core::IsSentByProcess;
 using core::Mapping;
 using core::ProcessReport;
 using core::SiCodeMeaning;
+using core::SiCodeName;
 using core::SignalName;
 using core::ThreadState;
 namespace {
@@ -162,15 +163,32 @@ std::optional<std::string> GpuModuleOnTop(const ProcessReport& p) {
   return std::nullopt;
 }
 
+// A fault signal that a process sent with kill/tgkill/sigqueue instead of the CPU raising it:
+// si_pid names the sender, which may be the process itself (raise(), kill(getpid())).
+Classification ClassifySent(const ProcessReport& p, const std::set<int>* job_pids) {
+  Classification c;
+  c.kind = "signal-sent";
+  const std::string name = SignalName(*p.signal);
+  const std::string fault = *p.signal == SIGSEGV || *p.signal == SIGBUS ? "a memory fault" : "a fault";
+  if (!p.sender_pid) {
+    c.summary = fmt::format("{} was sent by a process, not caused by {}", name, fault);
+  } else if (*p.sender_pid == p.pid) {
+    c.summary = fmt::format("the process sent {} to itself (raise(), kill(getpid())), not {}", name, fault);
+  } else if (job_pids && job_pids->count(*p.sender_pid)) {
+    c.summary =
+        fmt::format("{} was sent by another process of the job (pid {}), not caused by {}", name, *p.sender_pid, fault);
+  } else {
+    c.summary = fmt::format("{} was sent by another process (pid {}, outside the job), not caused by {}", name,
+                            *p.sender_pid, fault);
+  }
+  c.detail = fmt::format("si_code {} says a process sent it; si_pid is the sender.",
+                         SiCodeName(*p.signal, p.si_code.value_or(0)));
+  return c;
+}
+
 Classification ClassifySegv(const ProcessReport& p) {
   Classification c;
   int code = p.si_code.value_or(0);
-  if (IsSentByProcess(code)) {
-    c.kind = "signal-sent";
-    c.summary =
-        fmt::format("SIGSEGV was sent by another process (pid {}), not caused by a fault", p.sender_pid.value_or(0));
-    return c;
-  }
   std::string where = p.fault_location ? p.fault_location->description : "";
   if (code == SI_KERNEL) {
     c.kind = "wild-pointer";
@@ -404,7 +422,14 @@ Classification ClassifyHang(const ProcessReport* p) {
 Classification ClassifySignal(const ProcessReport& p, const FailureContext& ctx,
                               const std::optional<OutputError>& output) {
   Classification c;
-  switch (*p.signal) {
+  // abort() and raise(SIGTRAP) send the signal to the process itself: those keep their meaning.
+  const bool self_sent_by_design =
+      (*p.signal == SIGABRT || *p.signal == SIGTRAP) && (!p.sender_pid || *p.sender_pid == p.pid);
+  const bool sent = p.si_code && IsSentByProcess(*p.si_code) && !self_sent_by_design;
+  switch (sent ? 0 : *p.signal) {
+    case 0:
+      c = ClassifySent(p, ctx.job_pids);
+      break;
     case SIGSEGV:
       c = ClassifySegv(p);
       break;
@@ -500,6 +525,8 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
     result = ClassifyHang(p);
   } else if (p && p->signal) {
     result = ClassifySignal(*p, ctx, output);
+  } else if (ctx.term_signal && *ctx.term_signal == SIGPIPE && ctx.output_reader_gone) {
+    return std::nullopt;  // `job | head`: the reader had what it wanted
   } else if (ctx.term_signal) {
     result = ClassifyTermination(*ctx.term_signal, ctx.kernel_log);
   } else if (ctx.exit_code && *ctx.exit_code != 0 && output) {

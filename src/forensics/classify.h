@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,11 @@ struct FailureContext {
   bool timed_out = false;
   std::string_view stderr_tail;
   const std::vector<CorrelatedRecord>* kernel_log = nullptr;
+  /// Every pid of the job's tree (names the sender of a signal as one of the job's own); may be null.
+  const std::set<int>* job_pids = nullptr;
+  /// The job's output reader went away (`| head`): the job dying of SIGPIPE then is what a
+  /// pipeline expects, not a failure.
+  bool output_reader_gone = false;
 };
 
 /// A GPU-runtime or Python error found in output text.

@@ -176,5 +176,44 @@ TEST(Classify, SignaturesIgnoreAddressesAndArguments) {
             "gpu-out-of-memory CUDA out of memory. Tried to allocate N.N MiB (GPU N; N.N GiB total; pid N)");
 }
 
+TEST(Classify, AFaultSignalSentByAProcessNamesTheSender) {
+  ProcessReport p;
+  p.pid = 40;
+  p.signal = SIGBUS;
+  p.si_code = SI_USER;
+  p.sender_pid = 40;
+  FailureContext ctx;
+  ctx.process = &p;
+  std::set<int> job = {40, 41};
+  ctx.job_pids = &job;
+  auto self = Classify(ctx);
+  ASSERT_TRUE(self);
+  EXPECT_EQ(self->kind, "signal-sent");
+  EXPECT_EQ(self->summary, "the process sent SIGBUS to itself (raise(), kill(getpid())), not a memory fault");
+  p.sender_pid = 41;
+  EXPECT_EQ(Classify(ctx)->summary,
+            "SIGBUS was sent by another process of the job (pid 41), not caused by a memory fault");
+  p.sender_pid = 7;
+  EXPECT_EQ(Classify(ctx)->summary,
+            "SIGBUS was sent by another process (pid 7, outside the job), not caused by a memory fault");
+  // abort() sends SIGABRT to itself: that stays an abort; from another process it does not.
+  p.signal = SIGABRT;
+  p.si_code = SI_TKILL;
+  p.sender_pid = 40;
+  EXPECT_EQ(Classify(ctx)->kind, "abort");
+  p.sender_pid = 41;
+  EXPECT_EQ(Classify(ctx)->kind, "signal-sent");
+}
+
+TEST(Classify, DyingOfSigpipeAfterTheReaderLeftIsNotAFailure) {
+  FailureContext ctx;
+  ctx.term_signal = SIGPIPE;
+  ctx.output_reader_gone = true;
+  EXPECT_FALSE(Classify(ctx));
+  ctx.output_reader_gone = false;  // a pipe inside the job broke: that is the job's business
+  ASSERT_TRUE(Classify(ctx));
+  EXPECT_EQ(Classify(ctx)->kind, "terminated-by-signal");
+}
+
 }  // namespace
 }  // namespace gputriage::forensics

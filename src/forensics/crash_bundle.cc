@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -14,6 +17,7 @@
 #include "core/bundle.h"
 #include "core/signals.h"
 #include "core/text.h"
+#include "forensics/process_tree.h"
 
 namespace gputriage::forensics {
 using core::Classification;
@@ -59,6 +63,20 @@ std::string FrameLine(const Frame& f) {
   return text;
 }
 
+// Flushes `path` (a file or a directory) to the disk. A filesystem that cannot fsync a
+// directory (EINVAL) has nothing more to offer, and is not an error.
+core::Result<void> SyncPath(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return core::MakeError("{}: cannot open to fsync: {}", path, std::strerror(errno));
+  int synced = fsync(fd);
+  int err = errno;
+  close(fd);
+  if (synced != 0 && err != EINVAL) return core::MakeError("{}: fsync: {}", path, std::strerror(err));
+  return {};
+}
+
+// Writes a new file and fsyncs it before closing: a bundle's files reach the disk before the
+// rename that makes the bundle visible.
 core::Result<void> WriteFile(const std::string& path, std::string_view data) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return core::MakeError("{}: {}", path, std::strerror(errno));
@@ -74,6 +92,11 @@ core::Result<void> WriteFile(const std::string& path, std::string_view data) {
     }
     p += n;
     left -= static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    int err = errno;
+    close(fd);
+    return core::MakeError("{}: fsync: {}", path, std::strerror(err));
   }
   if (close(fd) != 0) return core::MakeError("{}: close: {}", path, std::strerror(errno));
   return {};
@@ -117,6 +140,8 @@ RunAssessment Assess(SuperviseOutcome outcome) {
   ctx.timed_out = run.outcome.timed_out;
   ctx.stderr_tail = run.outcome.stderr_tail;
   ctx.kernel_log = &run.kernel_log;
+  ctx.job_pids = &run.outcome.job_pids;
+  ctx.output_reader_gone = run.outcome.stdout_reader_gone || run.outcome.stderr_reader_gone;
   run.classification = Classify(ctx);
   if (!run.classification) return run;
   Classification& c = *run.classification;
@@ -134,6 +159,17 @@ RunAssessment Assess(SuperviseOutcome outcome) {
   finding.evidence = c.evidence;
   finding.fix = FixFor(c);
   run.findings.push_back(std::move(finding));
+  // The tracing may have changed what the job did: said next to the failure, with the fix.
+  for (const TraceEffect& effect : run.outcome.trace_effects) {
+    core::Finding side;
+    side.id = "run.trace-side-effect." + effect.kind;
+    side.layer = 4;
+    side.severity = core::Severity::kWarning;
+    side.title = effect.note;
+    side.evidence.push_back({effect.pid ? fmt::format("pid {}", effect.pid) : "job output", effect.evidence});
+    side.fix = "Rerun with --no-trace to see the job behave as it does without gputriage.";
+    run.findings.push_back(std::move(side));
+  }
   return run;
 }
 
@@ -216,8 +252,10 @@ void MoveCoreAndListTheRest(const SuperviseOutcome& o, Staging& staging) {
     if (rename(o.core_file->c_str(), dest.c_str()) == 0) {
       struct stat st {};
       stat(dest.c_str(), &st);
-      staging.manifest.files["core"] = {
-          .present = true, .bytes = static_cast<uint64_t>(st.st_size), .note = o.core_note.value_or("")};
+      std::string note = o.core_note.value_or("");
+      // corefile::WriteCore does not fsync; the bundle's rename must not publish a hollow core.
+      if (auto synced = SyncPath(dest); !synced.ok()) note += (note.empty() ? "" : "; ") + synced.error().message;
+      staging.manifest.files["core"] = {.present = true, .bytes = static_cast<uint64_t>(st.st_size), .note = note};
     } else {
       staging.Absent("core", fmt::format("{}: cannot move it into the bundle: {}", *o.core_file, std::strerror(errno)));
     }
@@ -285,7 +323,8 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
   if (ec) return core::MakeError("{}: cannot create the bundle directory: {}", input.parent_dir, ec.message());
   std::string name = fmt::format("{}-{}-{}", UtcStamp(o.started_at_epoch_s, "%Y%m%dT%H%M%SZ"),
                                  SafeName(input.argv.empty() ? "" : input.argv[0]), o.root_pid);
-  std::string tmp_template = (std::filesystem::path(input.parent_dir) / ("." + name + ".partial-XXXXXX")).string();
+  std::string tmp_template =
+      (std::filesystem::path(input.parent_dir) / ("." + name + ".partial-" + PartialWriterTag() + "_XXXXXX")).string();
   std::vector<char> tmpl(tmp_template.begin(), tmp_template.end());
   tmpl.push_back('\0');
   if (!mkdtemp(tmpl.data())) {
@@ -297,13 +336,141 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
     MoveCoreAndListTheRest(o, staging);
     FillManifest(run, input, begin, staging.manifest);
     GT_RETURN_IF_ERROR(WriteFile(staging.dir + "/manifest.json", Pretty(core::ToJson(staging.manifest))));
-    return Publish(staging.dir, input.parent_dir, name);
+    GT_RETURN_IF_ERROR(SyncPath(staging.dir));  // its entries, before it becomes visible
+    GT_ASSIGN_OR_RETURN(std::string published, Publish(staging.dir, input.parent_dir, name));
+    // The rename itself. The bundle is complete either way: a failure here only means a power
+    // loss now could take the whole bundle, never leave half of it.
+    (void)SyncPath(input.parent_dir);
+    return published;
   }();
   if (!written.ok()) {
     std::filesystem::remove_all(staging.dir, ec);
     return written.error();
   }
   return BundleWritten{*written, (MonotonicSeconds() - begin) * 1000.0};
+}
+
+namespace {
+
+constexpr double kLegacyStaleSeconds = 24 * 3600;
+
+// A partial file's writer, from its name; `legacy` when the name is of an earlier version.
+struct PartialName {
+  bool legacy = false;
+  std::string host;
+  int pid = 0;
+  uint64_t start_time = 0;
+};
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The suffix after the writer: "" (a core), ".tmp.XXXXXX" (a core being written), "_XXXXXX" (a
+// bundle directory).
+bool PartialSuffix(std::string_view s) {
+  return s.empty() || (core::StartsWith(s, ".tmp.") && s.size() == 11) || (s[0] == '_' && s.size() == 7);
+}
+
+// ".core.partial-<tag>[.tmp.XXXXXX]" or ".<name>.partial-<tag>_XXXXXX", new or legacy.
+std::optional<PartialName> ParsePartialName(std::string_view name) {
+  size_t at = name.rfind(".partial-");
+  if (name.empty() || name[0] != '.' || at == std::string_view::npos || at == 0) return std::nullopt;
+  std::string_view rest = name.substr(at + 9);
+  const bool core = core::StartsWith(name, ".core.partial-");
+  size_t first = rest.find('_');
+  if (first == std::string_view::npos) {
+    // Earlier versions: ".core.partial-<pid>[.tmp.XXXXXX]", ".<name>.partial-XXXXXX".
+    std::string_view pid = rest.substr(0, rest.find('.'));
+    if ((core && AllDigits(pid) && PartialSuffix(rest.substr(pid.size()))) || (!core && rest.size() == 6)) {
+      return PartialName{.legacy = true};
+    }
+    return std::nullopt;
+  }
+  size_t second = rest.find('_', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  std::string_view pid = rest.substr(first + 1, second - first - 1);
+  std::string_view tail = rest.substr(second + 1);
+  size_t digits = 0;
+  while (digits < tail.size() && tail[digits] >= '0' && tail[digits] <= '9') ++digits;
+  if (!AllDigits(pid) || digits == 0 || !PartialSuffix(tail.substr(digits))) return std::nullopt;
+  if (core != (tail.substr(digits).empty() || tail[digits] == '.')) return std::nullopt;
+  return PartialName{.host = std::string(rest.substr(0, first)),
+                     .pid = std::atoi(std::string(pid).c_str()),
+                     .start_time = std::strtoull(std::string(tail.substr(0, digits)).c_str(), nullptr, 10)};
+}
+
+std::string HostTag() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string tag;
+  for (char c : std::string(host)) tag.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '-');
+  return tag.empty() ? "localhost" : tag;
+}
+
+bool IsStale(const PartialName& writer, const std::filesystem::path& path) {
+  if (!writer.legacy) {
+    if (writer.host != HostTag()) return false;
+    std::optional<uint64_t> start = ProcessStartTime(writer.pid);
+    return !start || *start != writer.start_time;
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return false;
+  return static_cast<double>(std::time(nullptr) - st.st_mtime) > kLegacyStaleSeconds;
+}
+
+uint64_t SizeOf(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return std::filesystem::file_size(path, ec);
+  uint64_t total = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(path, ec)) {
+    if (entry.is_regular_file(ec)) total += entry.file_size(ec);
+  }
+  return total;
+}
+
+}  // namespace
+
+std::string PartialWriterTag() {
+  return fmt::format("{}_{}_{}", HostTag(), getpid(), ProcessStartTime(getpid()).value_or(0));
+}
+
+std::string PartialCorePath(const std::string& bundle_dir) {
+  return (std::filesystem::path(bundle_dir) / (".core.partial-" + PartialWriterTag())).string();
+}
+
+StaleCleanup RemoveStalePartials(const std::string& bundle_dir) {
+  StaleCleanup cleanup;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(bundle_dir, ec)) {
+    std::optional<PartialName> writer = ParsePartialName(entry.path().filename().string());
+    if (!writer || !IsStale(*writer, entry.path())) continue;
+    uint64_t bytes = SizeOf(entry.path());
+    std::error_code removed;
+    std::filesystem::remove_all(entry.path(), removed);
+    if (removed) {
+      cleanup.errors.push_back(fmt::format("{}: {}", entry.path().string(), removed.message()));
+      continue;
+    }
+    cleanup.removed.push_back(entry.path().string());
+    cleanup.bytes += bytes;
+  }
+  return cleanup;
+}
+
+core::Result<void> WriteFileDurably(const std::string& dir, const std::string& name, std::string_view data) {
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  const std::string temp = (std::filesystem::path(dir) / ("." + name + ".partial-" + PartialWriterTag())).string();
+  if (auto written = WriteFile(temp, data); !written.ok()) {
+    ::unlink(temp.c_str());
+    return written;
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    return core::MakeError("{}: cannot rename {} into place: {}", path, temp, std::strerror(err));
+  }
+  return SyncPath(dir);
 }
 
 std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_path) {
@@ -314,8 +481,10 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
     return fmt::format("gputriage: cannot run the command: {}\n", std::strerror(*o.exec_errno));
   }
   if (o.timed_out) {
-    out += fmt::format("gputriage: timed out after {:.1f} s; stacks dumped, job terminated (status {})\n", o.duration_s,
-                       o.ShellStatus());
+    // The limit the user set, not how long stopping the tree took after it.
+    double limit_s = o.timeout ? static_cast<double>(o.timeout->count()) / 1000.0 : o.duration_s;
+    out += fmt::format("gputriage: timed out after {:g} s (--timeout {:g}s); {}job terminated (status {})\n", limit_s,
+                       limit_s, o.hang_dumps.empty() ? "" : "stacks dumped, ", o.ShellStatus());
   } else if (p && p->signal) {
     std::string code = p->si_code ? fmt::format(" ({}: {})", SiCodeName(*p->signal, *p->si_code),
                                                 SiCodeMeaning(*p->signal, *p->si_code))
@@ -323,7 +492,9 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
     out += fmt::format("gputriage: pid {} died of {}{}{}\n", p->pid, SignalName(*p->signal), code,
                        p->fault_address ? " at " + Hex(*p->fault_address) : "");
   } else if (o.term_signal) {
-    out += fmt::format("gputriage: job killed by {} (status {})\n", SignalName(*o.term_signal), o.ShellStatus());
+    out += fmt::format("gputriage: job killed by {}{} (status {})\n", SignalName(*o.term_signal),
+                       o.forwarded_signal == o.term_signal ? ", sent to gputriage and passed on to the job" : "",
+                       o.ShellStatus());
   } else {
     out += fmt::format("gputriage: job exited with status {}\n", o.ShellStatus());
   }
@@ -350,7 +521,13 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
   for (const core::NotCollected& n : o.not_collected) {
     out += fmt::format("  not collected: {}: {}\n", n.item, n.reason);
   }
+  if (o.core_note && !o.core_file) out += fmt::format("  core: not written: {}\n", *o.core_note);
+  if (!o.left_running.empty()) {
+    out += fmt::format("  still running: pid {} did not die of SIGKILL within 5 s (blocked in the kernel?)\n",
+                       fmt::join(o.left_running, ", "));
+  }
   if (!bundle_path.empty()) out += fmt::format("  bundle: {}\n", bundle_path);
+  out += TraceEffectsText(o.trace_effects);
   return out;
 }
 

@@ -58,10 +58,41 @@ struct BundleWritten {
 };
 
 /// Writes the bundle of a failed run under input.parent_dir as "<UTC time>-<name>-<pid>"
-/// (sortable: the newest sorts last), through a hidden temp directory renamed into place.
+/// (sortable: the newest sorts last), through a hidden temp directory
+/// ".<name>.partial-<PartialWriterTag()>_XXXXXX" renamed into place. Every file and the temp
+/// directory are fsynced before the rename and the parent directory after it, so a power loss
+/// leaves no complete-looking bundle of empty files.
 /// manifest.json lists every file of the layout, present or not, and why not. Fails naming
 /// the directory when it cannot be created or written.
 core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleInput& input);
+
+/// Names this process as the writer of partial files: "<host>_<pid>_<start time>" (the host
+/// name with each character other than a letter, digit or '.' as '-'; the start time in clock
+/// ticks from /proc/self/stat). A pid with its start time names one process for good; the host
+/// keeps the files of another machine sharing the bundle directory out of our judgement.
+std::string PartialWriterTag();
+
+/// Where `run --core` writes the core before the bundle takes it in: "DIR/.core.partial-<tag>"
+/// (corefile::WriteCore writes it through "<that>.tmp.XXXXXX").
+std::string PartialCorePath(const std::string& bundle_dir);
+
+struct StaleCleanup {
+  std::vector<std::string> removed;  ///< paths
+  uint64_t bytes = 0;                ///< what they held
+  std::vector<std::string> errors;   ///< "PATH: why" for what could not be removed
+};
+
+/// Removes from `bundle_dir` what runs killed before they finished left behind: the files
+/// ".core.partial-<tag>[.tmp.XXXXXX]" and the directories ".<name>.partial-<tag>_XXXXXX" whose
+/// writer is gone (this host, and no process with that pid and start time). Names of earlier
+/// versions, which do not say who wrote them (".core.partial-<pid>", ".<name>.partial-XXXXXX"),
+/// go once unmodified for 24 hours. Another host's files, a running writer's files and every
+/// other entry stay. A missing directory has nothing to clean.
+StaleCleanup RemoveStalePartials(const std::string& bundle_dir);
+
+/// Writes `data` as `dir/name` so that a crash or power loss leaves the old file or the whole new
+/// one: a temp file beside it, fsynced, renamed over it, and `dir` fsynced. Fails naming the path.
+core::Result<void> WriteFileDurably(const std::string& dir, const std::string& name, std::string_view data);
 
 /// The one-paragraph summary `run` prints on stderr: what happened, where (the first frame in
 /// the user's own code), the kernel log, and where the bundle is ("" when none was written).

@@ -2,8 +2,10 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -108,6 +110,65 @@ TEST(CrashBundle, ACleanExitIsNotAFailure) {
   EXPECT_FALSE(run.failed());
   EXPECT_TRUE(run.findings.empty());
   EXPECT_EQ(ProcessFileOf(run).exit_status, 0);
+}
+
+TEST(CrashBundle, PartialFilesNameTheirWriterAndOnlyStaleOnesAreRemoved) {
+  testing::TempDir tmp;
+  const std::string tag = PartialWriterTag();  // host_pid_starttime of this process
+  EXPECT_EQ(PartialCorePath(tmp.path()), tmp / (".core.partial-" + tag));
+  const std::string host = tag.substr(0, tag.find('_'));
+  for (const std::string& name : std::vector<std::string>{
+           ".core.partial-" + tag, ".core.partial-" + tag + ".tmp.a1B2c3", ".x-1.partial-" + tag + "_a1B2c3",
+           // A writer on this host that is gone (pid 999999999 cannot exist).
+           ".core.partial-" + host + "_999999999_5", ".x-2.partial-" + host + "_999999999_5_zzzzzz",
+           // Not ours to judge, or not a partial file at all.
+           ".core.partial-elsewhere_999999999_5", "20261202T160000Z-x-3", ".core.partial-" + host + "_abc_5",
+           ".core.partial-7"}) {
+    std::ofstream(tmp / name) << "data";
+  }
+  StaleCleanup cleanup = RemoveStalePartials(tmp.path());
+  EXPECT_TRUE(cleanup.errors.empty());
+  std::vector<std::string> removed = cleanup.removed;
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{tmp / (".core.partial-" + host + "_999999999_5"),
+                                               tmp / (".x-2.partial-" + host + "_999999999_5_zzzzzz")}));
+  EXPECT_EQ(cleanup.bytes, 8u);
+  EXPECT_TRUE(std::filesystem::exists(tmp / (".core.partial-" + tag)));
+  EXPECT_TRUE(std::filesystem::exists(tmp / ".core.partial-7"));  // an earlier version's, fresh
+  EXPECT_TRUE(RemoveStalePartials(tmp / "missing").removed.empty());
+}
+
+TEST(CrashBundle, DurableWriteReplacesTheFileWhole) {
+  testing::TempDir tmp;
+  ASSERT_TRUE(WriteFileDurably(tmp.path(), "repeat.json", "old\n").ok());
+  ASSERT_TRUE(WriteFileDurably(tmp.path(), "repeat.json", "new\n").ok());
+  std::ifstream in(tmp / "repeat.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "new\n");
+  size_t entries = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(tmp.path())) ++entries;
+  EXPECT_EQ(entries, 1u);  // no temp file left
+  auto failed = WriteFileDurably(tmp / "missing", "x", "y");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().message.find(tmp / "missing/"), std::string::npos) << failed.error().message;
+}
+
+TEST(CrashBundle, TracingSideEffectsBecomeWarningsAndAreInTheSummary) {
+  SuperviseOutcome o = Segv();
+  o.trace_effects.push_back({"tracer-in-job", 0, "a tracer in the job failed: rerun with --no-trace",
+                             "strace: ptrace(PTRACE_TRACEME, ...): Operation not permitted"});
+  o.timeout = std::chrono::milliseconds(90000);
+  RunAssessment run = Assess(std::move(o));
+  ASSERT_EQ(run.findings.size(), 2u);
+  EXPECT_EQ(run.findings[1].id, "run.trace-side-effect.tracer-in-job");
+  EXPECT_EQ(run.findings[1].severity, core::Severity::kWarning);
+  std::string text = RunSummaryText(run, "");
+  EXPECT_NE(text.find("gputriage: note: a tracer in the job failed: rerun with --no-trace\n"), std::string::npos)
+      << text;
+  run.outcome.timed_out = true;
+  run.outcome.duration_s = 93.4;  // the limit is said, not how long stopping took
+  EXPECT_EQ(RunSummaryText(run, "").rfind("gputriage: timed out after 90 s (--timeout 90s); job terminated", 0), 0u)
+      << RunSummaryText(run, "");  // no hang dump (untraced): no "stacks dumped"
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include "core/fs.h"
 #include "core/signals.h"
 #include "core/text.h"
+#include "forensics/exec_failure.h"
 #include "forensics/gpu_signature.h"
 
 namespace gputriage::forensics {
@@ -23,7 +23,37 @@ void Say(const std::function<void(const std::string&)>& sink, const std::string&
   if (sink) sink(text);
 }
 
+// gputriage's own messages on stderr: the first after a job's unfinished line starts a new one.
+class Speaker {
+ public:
+  explicit Speaker(const RunRequest& request) : request_(request) {}
+  void Progress(const std::string& text) { Say(request_.progress, text); }
+  void Summary(const std::string& text) { Say(request_.summary, text); }
+  void Error(const std::string& text) { Say(request_.error, text); }
+  // After a run: whether the job left stderr mid-line.
+  void AfterJob(bool mid_line) { mid_line_ = mid_line; }
+
+ private:
+  void Say(const std::function<void(const std::string&)>& sink, const std::string& text) {
+    if (!sink) return;
+    if (mid_line_ && request_.write_stderr) request_.write_stderr("\n");
+    mid_line_ = false;
+    sink(text);
+  }
+  const RunRequest& request_;
+  bool mid_line_ = false;
+};
+
 }  // namespace
+
+SigpipeGuard::SigpipeGuard(RunRequest* request) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &old_);
+  request->job_ignores_sigpipe = old_.sa_handler == SIG_IGN;
+}
+
+SigpipeGuard::~SigpipeGuard() { sigaction(SIGPIPE, &old_, nullptr); }
 
 core::Result<void> FinishRunRequest(std::string_view timeout, std::string_view core_limit, RunRequest* request) {
   if (request->command.empty()) {
@@ -64,9 +94,44 @@ core::BundleRecord BundleRecordOf(const RunAssessment& run, const std::string& p
 
 namespace {
 
+// What a series carries from run to run.
+struct Series {
+  const RunRequest& request;
+  const catalog::ErrorCodes& errors;
+  Speaker speaker;
+  std::optional<std::string> core_unavailable;  // why --core cannot write into the bundle directory
+  std::map<std::string, int> counts;            // failures per signature so far
+  bool stdout_mid_line = false;                 // the last job left our stdout mid-line
+  std::optional<int> stop_signal;               // gputriage was told to stop: no further runs
+};
+
+// Removes what killed runs left in the bundle directory; checks that --core has somewhere to
+// write (the job runs either way).
+void PrepareBundleDir(Series& series) {
+  const RunRequest& request = series.request;
+  StaleCleanup cleanup = RemoveStalePartials(request.bundle_dir);
+  if (!cleanup.removed.empty()) {
+    series.speaker.Progress(
+        fmt::format("gputriage: removed {} partial file{} of runs that were killed before "
+                    "finishing ({:.1f} MiB): {}\n",
+                    cleanup.removed.size(), cleanup.removed.size() == 1 ? "" : "s",
+                    static_cast<double>(cleanup.bytes) / (1 << 20), fmt::join(cleanup.removed, ", ")));
+  }
+  for (const std::string& error : cleanup.errors) {
+    series.speaker.Error("cannot remove the partial file of a killed run: " + error);
+  }
+  if (!request.core) return;
+  if (auto made = core::MakeDirectories(request.bundle_dir, 0700); !made.ok()) {
+    series.core_unavailable =
+        fmt::format("{}: cannot create the bundle directory ({})", request.bundle_dir, made.error().message);
+    series.speaker.Error("--core: " + *series.core_unavailable + "; the job runs without writing a core file");
+  }
+}
+
 // Writes the failed run's bundle (with a snapshot when asked) and indexes it; the bundle's path,
-// or "" when it could not be written (the reason goes to request.error).
-std::string WriteRunBundle(const RunRequest& request, const RunAssessment& run) {
+// or "" when it could not be written (the reason goes to the error sink).
+std::string WriteRunBundle(Series& series, const RunAssessment& run) {
+  const RunRequest& request = series.request;
   BundleInput input;
   input.parent_dir = request.bundle_dir;
   input.argv = request.command;
@@ -80,62 +145,79 @@ std::string WriteRunBundle(const RunRequest& request, const RunAssessment& run) 
   }
   auto written = WriteBundle(run, input);
   if (!written.ok()) {
-    Say(request.error, "crash bundle not written: " + written.error().message);
+    series.speaker.Error("crash bundle not written: " + written.error().message);
     return "";
   }
   if (request.index_bundle) {
     auto indexed = request.index_bundle(BundleRecordOf(run, written->path, request.command));
     if (!indexed.ok()) {
-      Say(request.error, "crash bundle written but not indexed in the store: " + indexed.error().message);
+      series.speaker.Error("crash bundle written but not indexed in the store: " + indexed.error().message);
     }
   }
   return written->path;
 }
 
-// One supervised run; writes a bundle when it failed with a signature not seen before.
-core::Result<RunRecord> RunOnce(const RunRequest& request, const catalog::ErrorCodes& errors,
-                                const std::map<std::string, int>& seen, bool* cannot_execute) {
+SuperviseOptions OptionsFor(const Series& series) {
+  const RunRequest& request = series.request;
   SuperviseOptions options;
   options.argv = request.command;
   options.timeout = request.timeout;
   options.trace = request.trace;
-  if (request.core) {
-    if (auto made = core::MakeDirectories(request.bundle_dir, 0700); !made.ok()) return made.error();
-    options.core_path = fmt::format("{}/.core.partial-{}", request.bundle_dir, getpid());
+  options.job_ignores_sigpipe = request.job_ignores_sigpipe;
+  if (request.core && !series.core_unavailable) {
+    options.core_path = PartialCorePath(request.bundle_dir);
     options.core_size_cap_bytes = request.core_cap_bytes;
   }
-  GT_ASSIGN_OR_RETURN(SuperviseOutcome outcome, Supervise(options));
+  return options;
+}
+
+// A run that did not fail: its core is not kept; a non-zero status and tracing side effects are
+// said.
+void PassedRun(Series& series, const RunAssessment& run, const RunRecord& record) {
+  if (run.outcome.core_file) ::unlink(run.outcome.core_file->c_str());
+  if (record.status != 0) {
+    series.speaker.Summary(
+        fmt::format("gputriage: job exited with status {}; no crash and no known error in its "
+                    "output, so no bundle was written\n",
+                    record.status));
+  }
+  if (!record.trace_effects.empty()) series.speaker.Summary(TraceEffectsText(record.trace_effects));
+}
+
+// One supervised run; writes a bundle when it failed with a signature not seen before.
+core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
+  const RunRequest& request = series.request;
+  GT_ASSIGN_OR_RETURN(SuperviseOutcome outcome, Supervise(OptionsFor(series)));
+  series.speaker.AfterJob(outcome.stderr_mid_line);
+  series.stdout_mid_line = outcome.stdout_mid_line;
+  series.stop_signal = outcome.forwarded_signal;
+  if (request.core && series.core_unavailable) outcome.core_note = *series.core_unavailable;
   RunRecord record;
   record.status = outcome.ShellStatus();
+  record.trace_effects = outcome.trace_effects;
   if (outcome.exec_errno) {
-    int err = *outcome.exec_errno;
-    Say(request.error,
-        fmt::format("{}: {}", request.command[0], err == ENOENT ? "command not found" : std::strerror(err)));
+    series.speaker.Error(DescribeExecFailure(request.command[0], *outcome.exec_errno));
     *cannot_execute = true;
     return record;
   }
   RunAssessment run = Assess(std::move(outcome));
   if (!run.failed()) {
-    if (run.outcome.core_file) ::unlink(run.outcome.core_file->c_str());
-    if (record.status != 0) {
-      Say(request.summary, fmt::format("gputriage: job exited with status {}; no crash and no known error in its "
-                                       "output, so no bundle was written\n",
-                                       record.status));
-    }
+    PassedRun(series, run, record);
     return record;
   }
   record.failed = true;
-  run.signature = RunSignature(run, errors);
+  run.signature = RunSignature(run, series.errors);
   record.kind = run.classification->kind;
   record.category = std::string(core::CategoryName(run.classification->category));
   record.summary = run.classification->summary;
   record.signature = run.signature;
-  if (seen.count(run.signature) == 0) {
-    record.bundle = WriteRunBundle(request, run);
-  } else if (run.outcome.core_file) {
-    ::unlink(run.outcome.core_file->c_str());
+  if (series.counts.count(run.signature) == 0) {
+    record.bundle = WriteRunBundle(series, run);
+    record.bundle_not_written = record.bundle.empty();
   }
-  Say(request.summary, RunSummaryText(run, record.bundle));
+  // Taken into the bundle by now; still here when the bundle failed or was not due.
+  if (run.outcome.core_file) ::unlink(run.outcome.core_file->c_str());
+  series.speaker.Summary(RunSummaryText(run, record.bundle));
   core::Json process = core::ToJson(ProcessFileOf(run));
   record.process_summary = {{"signal", process["signal"]},
                             {"si_code", process["si_code"]},
@@ -156,9 +238,8 @@ void WriteRepeatFiles(const RunRequest& request, const RunSeriesOutcome& outcome
                             .same_signature = counts.at(r.signature),
                             .distinct_signatures = static_cast<int64_t>(v.signatures.size()),
                             .verdict = v.verdict};
-    std::ofstream file(r.bundle + "/repeat.json");
-    file << core::ToJson(stats).dump(2) << "\n";
-    if (!file.flush()) Say(request.error, fmt::format("{}/repeat.json: could not be written", r.bundle));
+    auto written = WriteFileDurably(r.bundle, "repeat.json", core::ToJson(stats).dump(2) + "\n");
+    if (!written.ok()) Say(request.error, "repeat.json not written: " + written.error().message);
   }
 }
 
@@ -184,37 +265,49 @@ std::string RunSignature(const RunAssessment& run, const catalog::ErrorCodes& er
 
 core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalog::ErrorCodes& errors) {
   RunSeriesOutcome outcome;
-  std::map<std::string, int> counts;
+  Series series{.request = request, .errors = errors, .speaker = Speaker(request)};
+  PrepareBundleDir(series);
   std::vector<std::string> order;
   std::optional<int> first_failure_status;
   int passes = 0;
+  bool bundle_not_written = false;
   for (int i = 1; i <= request.repeat; ++i) {
-    if (request.repeat > 1) Say(request.progress, fmt::format("gputriage: run {}/{}\n", i, request.repeat));
-    GT_ASSIGN_OR_RETURN(RunRecord record, RunOnce(request, errors, counts, &outcome.cannot_execute));
+    if (request.repeat > 1) series.speaker.Progress(fmt::format("gputriage: run {}/{}\n", i, request.repeat));
+    GT_ASSIGN_OR_RETURN(RunRecord record, RunOnce(series, &outcome.cannot_execute));
     record.index = i;
     outcome.exit_status = record.status;
+    outcome.stdout_mid_line = series.stdout_mid_line;
     if (outcome.cannot_execute) return outcome;
+    bundle_not_written = bundle_not_written || record.bundle_not_written;
     if (record.failed) {
-      if (counts.count(record.signature) == 0) order.push_back(record.signature);
-      ++counts[record.signature];
+      if (series.counts.count(record.signature) == 0) order.push_back(record.signature);
+      ++series.counts[record.signature];
       if (!first_failure_status) first_failure_status = record.status;
     } else if (record.status == 0) {
       ++passes;
     }
     outcome.runs.push_back(std::move(record));
+    if (series.stop_signal && i < request.repeat) {
+      series.speaker.Progress(fmt::format("gputriage: {} received: stopping after run {} of {}\n",
+                                          core::SignalName(*series.stop_signal), i, request.repeat));
+      break;
+    }
   }
-  if (request.repeat <= 1) return outcome;
-  SeriesVerdict v;
-  v.runs = request.repeat;
-  v.passes = passes;
-  for (const std::string& sig : order) {
-    v.signatures.emplace_back(sig, counts[sig]);
-    v.failures += counts[sig];
+  if (request.repeat > 1) {
+    SeriesVerdict v;
+    v.runs = static_cast<int>(outcome.runs.size());
+    v.passes = passes;
+    for (const std::string& sig : order) {
+      v.signatures.emplace_back(sig, series.counts[sig]);
+      v.failures += series.counts[sig];
+    }
+    v.verdict = v.failures == 0 ? "not-reproduced" : v.failures == v.runs ? "deterministic" : "flaky";
+    outcome.verdict = v;
+    outcome.exit_status = first_failure_status.value_or(outcome.exit_status);
+    WriteRepeatFiles(request, outcome, series.counts);
   }
-  v.verdict = v.failures == 0 ? "not-reproduced" : v.failures == v.runs ? "deterministic" : "flaky";
-  outcome.verdict = v;
-  outcome.exit_status = first_failure_status.value_or(outcome.exit_status);
-  WriteRepeatFiles(request, outcome, counts);
+  // A failure whose evidence could not be kept must not look like success.
+  if (bundle_not_written && outcome.exit_status == 0) outcome.exit_status = 3;
   return outcome;
 }
 
@@ -227,6 +320,16 @@ core::Json ToJson(const RunSeriesOutcome& outcome, const std::string& tool_versi
       j["signature"] = r.signature;
       j["bundle"] = r.bundle.empty() ? core::Json(nullptr) : core::Json(r.bundle);
       j.update(r.process_summary);
+    }
+    if (!r.trace_effects.empty()) {
+      core::Json effects = core::Json::array();
+      for (const TraceEffect& e : r.trace_effects) {
+        effects.push_back({{"kind", e.kind},
+                           {"pid", e.pid ? core::Json(e.pid) : core::Json(nullptr)},
+                           {"note", e.note},
+                           {"evidence", e.evidence}});
+      }
+      j["tracing_side_effects"] = effects;
     }
     runs.push_back(std::move(j));
   }

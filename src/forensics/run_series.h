@@ -4,6 +4,8 @@
 // is) comes in as callbacks from the command line.
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -18,6 +20,7 @@
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "forensics/crash_bundle.h"
+#include "forensics/trace_effects.h"
 
 namespace gputriage::forensics {
 
@@ -33,13 +36,36 @@ std::string RunSignature(const RunAssessment& run, const catalog::ErrorCodes& er
 core::BundleRecord BundleRecordOf(const RunAssessment& run, const std::string& bundle_path,
                                   const std::vector<std::string>& argv);
 
+struct RunRequest;
+
+/// Ignores SIGPIPE in this process while it lives, so that writing to a stdout or stderr whose
+/// reader is gone (`gputriage run ... | head -1`) fails with EPIPE instead of killing gputriage
+/// before its bundle and summary are written; remembers how SIGPIPE was set before, which is what
+/// the job inherits (RunRequest::job_ignores_sigpipe).
+class SigpipeGuard {
+ public:
+  /// Also sets request->job_ignores_sigpipe to how SIGPIPE was before.
+  explicit SigpipeGuard(RunRequest* request);
+  ~SigpipeGuard();
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
+
 struct RunRequest {
   std::vector<std::string> command;  ///< the job
   int repeat = 1;
   std::optional<std::chrono::milliseconds> timeout;
+  /// Where bundles go. Partial files that killed runs left there are removed first
+  /// (RemoveStalePartials). When it cannot be created the job still runs: a bundle or core due
+  /// is reported as not written.
   std::string bundle_dir;
   bool trace = true;
   bool core = false;
+  /// Whether the job starts with SIGPIPE ignored; nullopt: as this process has it.
+  std::optional<bool> job_ignores_sigpipe;
   uint64_t core_cap_bytes = 4ull << 30;
   std::string tool_version;
   /// The node's snapshot for a bundle; null: none is taken (the bundle says --no-snapshot).
@@ -47,6 +73,8 @@ struct RunRequest {
   /// Records a written bundle (BundleRecordOf it) in the history database and returns its id;
   /// fails saying why it could not. May be null.
   std::function<core::Result<int64_t>(const core::BundleRecord& record)> index_bundle;
+  /// The three sinks below all write to gputriage's stderr (fd 2): the first text after a job
+  /// whose output left that stream mid-line gets a newline in front.
   /// gputriage's own progress lines for stderr ("run 2/5"); null when quiet.
   std::function<void(const std::string& text)> progress;
   /// What each run was (its summary paragraph, "exited with status 1; no bundle"); null when
@@ -54,6 +82,8 @@ struct RunRequest {
   std::function<void(const std::string& text)> summary;
   /// Errors worth saying even when quiet (a bundle that could not be written).
   std::function<void(const std::string& text)> error;
+  /// Writes text to stderr as it is: the newline after a job's unfinished line. May be null.
+  std::function<void(const std::string& text)> write_stderr;
 };
 
 /// Completes `request` from `gputriage run`'s words and checks it: `timeout` is a duration
@@ -69,7 +99,9 @@ struct RunRecord {
   int status = 0;  ///< as a shell reports it
   bool failed = false;
   std::string kind, category, summary, signature;
-  std::string bundle;  ///< "" when none was written
+  std::string bundle;               ///< "" when none was written
+  bool bundle_not_written = false;  ///< the run failed with a new signature but writing its bundle failed
+  std::vector<TraceEffect> trace_effects;
   /// The process file's signal, si_code, fault_address and crashed_thread (JSON forms).
   core::Json process_summary = core::Json::object();
 };
@@ -90,9 +122,14 @@ struct RunSeriesOutcome {
   /// run's when none failed); 127/126 when the command could not be executed.
   int exit_status = 0;
   bool cannot_execute = false;
+  /// The last job left gputriage's stdout mid-line: output printed there next (--json) must
+  /// start with a newline.
+  bool stdout_mid_line = false;
 };
 
-/// Runs the series. Fails when supervising itself fails (not when the job fails).
+/// Runs the series. Fails when supervising itself fails (not when the job fails). The exit
+/// status is the job's (see RunSeriesOutcome), except that a run whose bundle was due but could
+/// not be written, in a series that would otherwise exit 0, makes it 3.
 core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalog::ErrorCodes& errors);
 
 /// run --json: {schema_version, tool_version, runs: [...], verdict?}.

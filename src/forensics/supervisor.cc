@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include "forensics/capture.h"
 #include "forensics/disasm.h"
 #include "forensics/kmsg_watch.h"
+#include "forensics/process_tree.h"
 
 namespace gputriage::forensics {
 using core::IsCrashSignal;
@@ -85,16 +88,39 @@ void FinishTail(std::string& tail, size_t limit) {
   if (tail.size() > limit) tail.erase(0, tail.size() - limit);
 }
 
-bool WriteAll(int fd, const char* data, size_t size) {
+// Writes everything (waiting when `fd` is non-blocking and full); 0, or the errno that stopped it.
+int WriteAll(int fd, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd out{fd, POLLOUT, 0};
+      poll(&out, 1, -1);
+      continue;
+    }
+    if (n <= 0) return n < 0 ? errno : EIO;
     data += n;
     size -= static_cast<size_t>(n);
   }
-  return true;
+  return 0;
 }
+
+// True when `a` and `b` lead to the same file, pipe or terminal.
+bool SameStream(int a, int b) {
+  if (a == b) return true;
+  struct stat sa {
+  }, sb{};
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// One of the job's output streams, passed through to the supervisor's own.
+struct Relay {
+  ScopedFd read;  // our end of the job's pipe; closed at EOF or when the sink's reader is gone
+  int sink = -1;
+  bool sink_ok = true;
+  char last = '\n';       // the last byte passed on
+  uint64_t last_seq = 0;  // when, counted over both relays; 0: nothing passed on yet
+};
 
 struct Tracee {
   bool started = false;     // its first stop was seen (or it is the seized root)
@@ -108,7 +134,11 @@ class Supervisor {
   core::Result<void> Run();
 
  private:
+  // Blocks the signals read through signalfd, ignores SIGPIPE, becomes the child subreaper.
+  core::Result<void> PrepareSignals();
   core::Result<void> Start();
+  // Seizes the job's first process (before it execs) and opens the kernel log.
+  void Attach(int pid);
   void Loop();
   void Reap();
   void Handle(int tid, int status);
@@ -119,10 +149,19 @@ class Supervisor {
   std::vector<int> StopThreads(int tgid, int except, std::vector<int>* interrupted);
   void ResumeInterrupted(const std::vector<int>& interrupted);
   void OnTimeout();
-  void KillTree(int sig);
+  void OnSignal(const signalfd_siginfo& si);
+  // Every process of the job's tree still alive: the supervisor's descendants (it is their
+  // subreaper) other than those it had before the job, and the traced ones.
+  std::vector<int> TreeProcesses();
+  void SignalTree(int sig);
+  // While stopping (timeout or a forwarded signal): SIGTERM then SIGKILL what is left of the
+  // tree. True when nothing is left, or what is left did not die of SIGKILL either.
+  bool TerminateStep(double now);
+  void Poll(int wait_ms);
   void DetachAll();
+  void Finish();
   int TgidOf(int tid);
-  void ReadPipe(ScopedFd& pipe, int sink, bool& sink_ok, std::string& tail, uint64_t& total);
+  void ReadPipe(int stream);
 
   const SuperviseOptions& options_;
   SuperviseOutcome& outcome_;
@@ -132,33 +171,56 @@ class Supervisor {
   std::deque<std::pair<int, int>> pending_;  // (tid, status) reaped during a capture
   std::set<int> captured_tgids_;
   std::set<std::string> cpu_flags_;
-  ScopedFd out_read_, err_read_, signal_fd_;
-  bool stdout_ok_ = true, stderr_ok_ = true;
+  Relay relays_[2];  // stdout, stderr
+  uint64_t relay_seq_ = 0;
+  ScopedFd signal_fd_;
   KmsgWatch kmsg_;
+  OutputEffectScanner effect_scanner_;
+  bool tracer_capable_ = false;  // CAP_SYS_PTRACE: set-user-ID programs keep their privilege
   sigset_t old_mask_{};
   struct sigaction old_pipe_ {};
+  struct sigaction job_pipe_ {};  // the job's SIGPIPE: as we were started (or as asked)
+  int old_subreaper_ = 0;
+  std::set<int> preexisting_;  // the supervisor's own children from before the job
   double start_mono_ = 0;
   bool timeout_fired_ = false;
-  double kill_at_ = 0;  // monotonic time for the SIGKILL after a timeout's SIGTERM
+  bool stopping_ = false;  // timed out, or told to stop by a signal: the whole tree goes
+  double kill_at_ = 0;     // monotonic time for SIGKILL to what is left of the tree
+  double give_up_at_ = 0;  // after SIGKILL: stop waiting for processes that do not die
 };
 
-core::Result<void> Supervisor::Start() {
-  GT_ASSIGN_OR_RETURN(auto out_pipe, MakePipe());
-  GT_ASSIGN_OR_RETURN(auto err_pipe, MakePipe());
-  GT_ASSIGN_OR_RETURN(auto sync_pipe, MakePipe());
-  GT_ASSIGN_OR_RETURN(auto exec_pipe, MakePipe());
-
+core::Result<void> Supervisor::PrepareSignals() {
+  // Everything Run() restores is saved before anything here can fail.
+  // Our output may go to a pipe that closes early (`| head`): the write fails with EPIPE, and
+  // ReadPipe passes the broken pipe on to the job; the supervisor never dies of SIGPIPE itself.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &old_pipe_);
+  job_pipe_.sa_handler = options_.job_ignores_sigpipe.value_or(old_pipe_.sa_handler == SIG_IGN) ? SIG_IGN : SIG_DFL;
+  // Orphans of the job (a double fork, setsid daemons, workers whose parent died) are
+  // reparented to us instead of init, so a timeout or a stop signal can still reach them.
+  prctl(PR_GET_CHILD_SUBREAPER, &old_subreaper_);
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    outcome_.not_collected.push_back(
+        {"the job's orphaned processes", fmt::format("PR_SET_CHILD_SUBREAPER: {}", std::strerror(errno))});
+  }
   sigset_t mask;
   sigemptyset(&mask);
   for (int sig : {SIGCHLD, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
   sigprocmask(SIG_BLOCK, &mask, &old_mask_);
   signal_fd_ = ScopedFd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signal_fd_.valid()) return core::MakeError("signalfd: {}", std::strerror(errno));
-  // The job's output may go to a pipe that closes early (`| head`); the supervisor keeps
-  // draining so the job is not blocked, and never dies of SIGPIPE itself.
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &ignore, &old_pipe_);
+  for (int pid : LiveDescendants(getpid())) preexisting_.insert(pid);
+  tracer_capable_ = options_.trace && TracerHasCapSysPtrace();
+  return {};
+}
+
+core::Result<void> Supervisor::Start() {
+  GT_RETURN_IF_ERROR(PrepareSignals());
+  GT_ASSIGN_OR_RETURN(auto out_pipe, MakePipe());
+  GT_ASSIGN_OR_RETURN(auto err_pipe, MakePipe());
+  GT_ASSIGN_OR_RETURN(auto sync_pipe, MakePipe());
+  GT_ASSIGN_OR_RETURN(auto exec_pipe, MakePipe());
 
   std::vector<char*> argv;
   for (const std::string& arg : options_.argv) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -174,7 +236,7 @@ core::Result<void> Supervisor::Start() {
   if (pid == 0) {
     // Child: only async-signal-safe calls from here to exec.
     sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-    sigaction(SIGPIPE, &old_pipe_, nullptr);
+    sigaction(SIGPIPE, &job_pipe_, nullptr);
     dup2(out_pipe.second.get(), STDOUT_FILENO);
     dup2(err_pipe.second.get(), STDERR_FILENO);
     char go = 0;
@@ -192,9 +254,30 @@ core::Result<void> Supervisor::Start() {
   err_pipe.second.reset();
   sync_pipe.first.reset();
   exec_pipe.second.reset();
-  out_read_ = std::move(out_pipe.first);
-  err_read_ = std::move(err_pipe.first);
+  relays_[0].read = std::move(out_pipe.first);
+  relays_[0].sink = options_.stdout_fd;
+  relays_[1].read = std::move(err_pipe.first);
+  relays_[1].sink = options_.stderr_fd;
+  Attach(pid);
+  char go = 1;
+  (void)!write(sync_pipe.second.get(), &go, 1);
+  sync_pipe.second.reset();
 
+  int err = 0;
+  ssize_t n;
+  while ((n = read(exec_pipe.first.get(), &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    outcome_.exec_errno = err;
+    int status = 0;
+    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+    }
+    root_done_ = true;
+  }
+  return {};
+}
+
+void Supervisor::Attach(int pid) {
   if (options_.trace) {
     if (ptrace(PTRACE_SEIZE, pid, nullptr, reinterpret_cast<void*>(kTraceOptions)) == 0) {
       outcome_.traced = true;
@@ -219,22 +302,6 @@ core::Result<void> Supervisor::Start() {
     }
   }
   cpu_flags_ = HostCpuFlags();
-  char go = 1;
-  (void)!write(sync_pipe.second.get(), &go, 1);
-  sync_pipe.second.reset();
-
-  int err = 0;
-  ssize_t n;
-  while ((n = read(exec_pipe.first.get(), &err, sizeof err)) < 0 && errno == EINTR) {
-  }
-  if (n == static_cast<ssize_t>(sizeof err)) {
-    outcome_.exec_errno = err;
-    int status = 0;
-    while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
-    }
-    root_done_ = true;
-  }
-  return {};
 }
 
 int Supervisor::TgidOf(int tid) {
@@ -243,17 +310,33 @@ int Supervisor::TgidOf(int tid) {
   return t.tgid.value_or(tid);
 }
 
-void Supervisor::ReadPipe(ScopedFd& pipe, int sink, bool& sink_ok, std::string& tail, uint64_t& total) {
+void Supervisor::ReadPipe(int stream) {
+  Relay& relay = relays_[stream];
   char buffer[65536];
-  ssize_t n = read(pipe.get(), buffer, sizeof buffer);
+  ssize_t n = read(relay.read.get(), buffer, sizeof buffer);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n <= 0) {
-    pipe.reset();
+    relay.read.reset();
     return;
   }
-  total += static_cast<uint64_t>(n);
-  AppendTail(tail, std::string_view(buffer, static_cast<size_t>(n)), options_.tail_bytes);
-  if (sink_ok) sink_ok = WriteAll(sink, buffer, static_cast<size_t>(n));
+  std::string_view bytes(buffer, static_cast<size_t>(n));
+  (stream == 0 ? outcome_.stdout_bytes : outcome_.stderr_bytes) += bytes.size();
+  AppendTail(stream == 0 ? outcome_.stdout_tail : outcome_.stderr_tail, bytes, options_.tail_bytes);
+  effect_scanner_.Feed(stream, bytes);
+  if (!relay.sink_ok) return;
+  int err = WriteAll(relay.sink, bytes.data(), bytes.size());
+  if (err == 0) {
+    relay.last = bytes.back();
+    relay.last_seq = ++relay_seq_;
+    return;
+  }
+  relay.sink_ok = false;  // other errors (a full disk): keep draining so the job is not blocked
+  if (err == EPIPE) {
+    // Whoever read our output is gone (`| head -1`). Without us the job's own write would fail
+    // now; closing our end makes its next one fail with EPIPE (or kill it with SIGPIPE).
+    (stream == 0 ? outcome_.stdout_reader_gone : outcome_.stderr_reader_gone) = true;
+    relay.read.reset();
+  }
 }
 
 void Supervisor::Reap() {
@@ -313,6 +396,11 @@ void Supervisor::Handle(int tid, int status) {
     }
     case PTRACE_EVENT_EXEC:
       tracee.tgid.reset();
+      if (auto effect = PrivilegeLostUnderTrace(tid, tracer_capable_)) {
+        bool known = false;
+        for (const TraceEffect& e : outcome_.trace_effects) known = known || e.note == effect->note;
+        if (!known) outcome_.trace_effects.push_back(std::move(*effect));
+      }
       ContinueIfAlive(tid, 0);
       return;
     case PTRACE_EVENT_STOP:
@@ -417,11 +505,21 @@ void Supervisor::Capture(int tid, const siginfo_t& info) {
   ResumeInterrupted(interrupted);
 }
 
-void Supervisor::KillTree(int sig) {
-  std::set<int> tgids;
-  for (auto& [tid, tracee] : tracees_) tgids.insert(TgidOf(tid));
-  if (tgids.empty() && !root_done_) tgids.insert(root_);
-  for (int tgid : tgids) kill(tgid, sig);
+std::vector<int> Supervisor::TreeProcesses() {
+  std::vector<int> pids = LiveDescendants(getpid(), preexisting_);
+  std::set<int> seen(pids.begin(), pids.end());
+  // Normally all among the descendants already. A tid that vanished without an exit event (a
+  // non-leader thread that exec'd) must not count as a process that is left.
+  for (auto& [tid, tracee] : tracees_) {
+    int tgid = TgidOf(tid);
+    if (!seen.count(tgid) && IsLive(tgid) && seen.insert(tgid).second) pids.push_back(tgid);
+  }
+  if (!root_done_ && !seen.count(root_) && IsLive(root_) && seen.insert(root_).second) pids.push_back(root_);
+  return pids;
+}
+
+void Supervisor::SignalTree(int sig) {
+  for (int pid : TreeProcesses()) kill(pid, sig);
 }
 
 void Supervisor::OnTimeout() {
@@ -443,68 +541,97 @@ void Supervisor::OnTimeout() {
       ResumeInterrupted(interrupted);
     }
   }
-  KillTree(SIGTERM);
+  stopping_ = true;
+  SignalTree(SIGTERM);
+  SignalTree(SIGCONT);  // a stopped process acts on SIGTERM only once continued
   kill_at_ = MonotonicSeconds() + static_cast<double>(options_.kill_grace.count()) / 1000.0;
+}
+
+void Supervisor::OnSignal(const signalfd_siginfo& si) {
+  const int sig = static_cast<int>(si.ssi_signo);
+  if (sig == SIGCHLD) return;  // Reap() runs at the top of the loop
+  if (sig == SIGQUIT) {
+    // A terminal's ^\ already reaches the whole foreground group, the job included.
+    if (si.ssi_code != SI_KERNEL && !root_done_) kill(root_, sig);
+    return;
+  }
+  // SIGTERM, SIGINT, SIGHUP: the job is to stop, all of it; what is left once its main process
+  // has exited gets SIGTERM, then SIGKILL (TerminateStep).
+  stopping_ = true;
+  outcome_.forwarded_signal = sig;
+  const pid_t own_group = getpgrp();
+  for (int pid : TreeProcesses()) {
+    // From a terminal (^C, hangup) the signal already reached the processes of our foreground
+    // group; the others (setsid, setpgid) get it from us. From kill(1), every process does.
+    if (si.ssi_code == SI_KERNEL && getpgid(pid) == own_group) continue;
+    kill(pid, sig);
+  }
+}
+
+bool Supervisor::TerminateStep(double now) {
+  if (!root_done_ && (kill_at_ == 0 || now < kill_at_)) return false;
+  std::vector<int> left = TreeProcesses();
+  if (left.empty()) return true;
+  if (kill_at_ == 0) {
+    // Told to stop by a signal, and the main process has exited: its leftovers follow.
+    for (int pid : left) kill(pid, SIGTERM);
+    for (int pid : left) kill(pid, SIGCONT);
+    kill_at_ = now + static_cast<double>(options_.kill_grace.count()) / 1000.0;
+    return false;
+  }
+  if (now < kill_at_) return false;
+  // Again on every pass: a process forked since the last one gets it too.
+  for (int pid : left) kill(pid, SIGKILL);
+  if (give_up_at_ == 0) give_up_at_ = now + 5.0;
+  if (now < give_up_at_) return false;
+  outcome_.left_running = left;  // in uninterruptible sleep (a GPU driver call) for 5 s
+  return true;
+}
+
+void Supervisor::Poll(int wait_ms) {
+  pollfd fds[4];
+  int n = 0;
+  int relay_i[2] = {-1, -1}, kmsg_i = -1;
+  for (int stream = 0; stream < 2; ++stream) {
+    if (relays_[stream].read.get() < 0) continue;
+    relay_i[stream] = n;
+    fds[n++] = {relays_[stream].read.get(), POLLIN, 0};
+  }
+  const int sig_i = n;
+  fds[n++] = {signal_fd_.get(), POLLIN, 0};
+  if (kmsg_.fd() >= 0) {
+    kmsg_i = n;
+    fds[n++] = {kmsg_.fd(), POLLIN, 0};
+  }
+  if (poll(fds, static_cast<nfds_t>(n), wait_ms) < 0) return;  // EINTR
+  for (int stream = 0; stream < 2; ++stream) {
+    if (relay_i[stream] >= 0 && fds[relay_i[stream]].revents) ReadPipe(stream);
+  }
+  if (kmsg_i >= 0 && fds[kmsg_i].revents) kmsg_.Drain();
+  if (fds[sig_i].revents) {
+    signalfd_siginfo si;
+    while (read(signal_fd_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) OnSignal(si);
+  }
 }
 
 void Supervisor::Loop() {
   const double timeout_at =
       options_.timeout ? start_mono_ + static_cast<double>(options_.timeout->count()) / 1000.0 : 0;
-  double drain_until = 0;  // after the root exits, how long to wait for the pipes' EOF
+  double drain_until = 0;  // after the job is over, how long to wait for the pipes' EOF
   while (true) {
     Reap();
     const double now = MonotonicSeconds();
-    if (root_done_) {
-      if (drain_until == 0) drain_until = now + 0.5;
-      if ((out_read_.get() < 0 && err_read_.get() < 0) || now > drain_until) break;
-    }
     if (options_.timeout && !timeout_fired_ && !root_done_ && now >= timeout_at) OnTimeout();
-    if (timeout_fired_ && kill_at_ > 0 && now >= kill_at_ && !root_done_) {
-      KillTree(SIGKILL);
-      kill_at_ = 0;
+    const bool tree_over = !stopping_ || TerminateStep(now);
+    if (root_done_ && tree_over) {
+      if (drain_until == 0) drain_until = now + 0.5;
+      if ((relays_[0].read.get() < 0 && relays_[1].read.get() < 0) || now > drain_until) break;
     }
     double wake = 1.0;
     if (options_.timeout && !timeout_fired_) wake = std::min(wake, timeout_at - now);
-    if (kill_at_ > 0) wake = std::min(wake, kill_at_ - now);
+    if (stopping_ && (root_done_ || kill_at_ > 0)) wake = std::min(wake, 0.05);  // watching the tree go
     if (drain_until > 0) wake = std::min(wake, drain_until - now);
-    int wait_ms = std::max(0, static_cast<int>(wake * 1000.0) + 1);
-
-    pollfd fds[4];
-    int n = 0;
-    int out_i = -1, err_i = -1, sig_i = -1, kmsg_i = -1;
-    if (out_read_.get() >= 0) {
-      out_i = n;
-      fds[n++] = {out_read_.get(), POLLIN, 0};
-    }
-    if (err_read_.get() >= 0) {
-      err_i = n;
-      fds[n++] = {err_read_.get(), POLLIN, 0};
-    }
-    sig_i = n;
-    fds[n++] = {signal_fd_.get(), POLLIN, 0};
-    if (kmsg_.fd() >= 0) {
-      kmsg_i = n;
-      fds[n++] = {kmsg_.fd(), POLLIN, 0};
-    }
-    int ready = poll(fds, static_cast<nfds_t>(n), wait_ms);
-    if (ready < 0) continue;  // EINTR
-    if (out_i >= 0 && fds[out_i].revents) {
-      ReadPipe(out_read_, options_.stdout_fd, stdout_ok_, outcome_.stdout_tail, outcome_.stdout_bytes);
-    }
-    if (err_i >= 0 && fds[err_i].revents) {
-      ReadPipe(err_read_, options_.stderr_fd, stderr_ok_, outcome_.stderr_tail, outcome_.stderr_bytes);
-    }
-    if (kmsg_i >= 0 && fds[kmsg_i].revents) kmsg_.Drain();
-    if (fds[sig_i].revents) {
-      signalfd_siginfo si;
-      while (read(signal_fd_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-        int sig = static_cast<int>(si.ssi_signo);
-        if (sig == SIGCHLD) continue;  // Reap() runs at the top of the loop
-        // A terminal's ^C/^\ already reaches the whole foreground group, the job included
-        // (SI_KERNEL); a signal sent to the supervisor alone is passed on to the job.
-        if (si.ssi_code != SI_KERNEL && !root_done_) kill(root_, sig);
-      }
-    }
+    Poll(std::max(0, static_cast<int>(wake * 1000.0) + 1));
   }
 }
 
@@ -523,21 +650,42 @@ void Supervisor::DetachAll() {
   tracees_.clear();
 }
 
-core::Result<void> Supervisor::Run() {
-  auto started = Start();
-  if (!started.ok()) {
-    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-    return started;
+// Where each of our own streams stands after the job's output: mid-line or not.
+void Supervisor::Finish() {
+  for (int target : {STDOUT_FILENO, STDERR_FILENO}) {
+    uint64_t latest = 0;
+    bool mid_line = false;
+    for (const Relay& relay : relays_) {
+      if (relay.last_seq > latest && SameStream(relay.sink, target)) {
+        latest = relay.last_seq;
+        mid_line = relay.last != '\n';
+      }
+    }
+    (target == STDOUT_FILENO ? outcome_.stdout_mid_line : outcome_.stderr_mid_line) = mid_line;
   }
-  if (!outcome_.exec_errno) Loop();
-  kmsg_.Drain();
-  DetachAll();
-  outcome_.duration_s = MonotonicSeconds() - start_mono_;
+  for (TraceEffect& effect : effect_scanner_.Finish()) outcome_.trace_effects.push_back(std::move(effect));
   FinishTail(outcome_.stdout_tail, options_.tail_bytes);
   FinishTail(outcome_.stderr_tail, options_.tail_bytes);
   outcome_.kmsg = kmsg_.records();
   outcome_.kmsg_raw = kmsg_.raw();
   outcome_.kmsg_lost = kmsg_.lost();
+}
+
+core::Result<void> Supervisor::Run() {
+  outcome_.timeout = options_.timeout;
+  auto started = Start();
+  if (!started.ok()) {
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
+    prctl(PR_SET_CHILD_SUBREAPER, old_subreaper_);
+    return started;
+  }
+  if (!outcome_.exec_errno) Loop();
+  kmsg_.Drain();
+  DetachAll();
+  Reap();  // children that exited while we detached
+  outcome_.duration_s = MonotonicSeconds() - start_mono_;
+  Finish();
   signal_fd_.reset();
   // Drop SIGCHLDs of our own job that are still pending before unblocking.
   sigset_t pending;
@@ -553,6 +701,7 @@ core::Result<void> Supervisor::Run() {
     sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
   }
   sigaction(SIGPIPE, &old_pipe_, nullptr);
+  prctl(PR_SET_CHILD_SUBREAPER, old_subreaper_);
   return {};
 }
 

@@ -1,6 +1,8 @@
 // `gputriage run`'s engine: start a job, pass its output through, follow its whole process
 // tree with ptrace (PTRACE_SEIZE, no system-call tracing: the job only stops at signals and
-// process events), and capture any process that takes a fatal signal before it dies.
+// process events), and capture any process that takes a fatal signal before it dies. The
+// supervisor is the job's child subreaper while it runs, so every process the job starts stays
+// below it (double-forked and setsid'd ones too) and can be found, signalled and reaped.
 #pragma once
 
 #include <chrono>
@@ -13,15 +15,18 @@
 #include "core/model.h"
 #include "core/process.h"
 #include "core/result.h"
+#include "forensics/trace_effects.h"
 #include "kmsg/kmsg.h"
 
 namespace gputriage::forensics {
 
 struct SuperviseOptions {
   std::vector<std::string> argv;  ///< the job; argv[0] is looked up in PATH like a shell does
-  /// Stop the job after this long: dump every thread's stack, SIGTERM the tree, SIGKILL what
-  /// is left after `kill_grace`.
+  /// Stop the job after this long: dump every thread's stack, SIGTERM every process of the
+  /// tree, SIGKILL what is left after `kill_grace`.
   std::optional<std::chrono::milliseconds> timeout;
+  /// Also how long the processes left after the job's main process exited, following a SIGTERM,
+  /// SIGINT or SIGHUP sent to the supervisor, get between SIGTERM and SIGKILL.
   std::chrono::milliseconds kill_grace{2000};
   bool trace = true;                    ///< false: no ptrace at all (exit status and logs only)
   std::string kmsg_path = "/dev/kmsg";  ///< empty: do not read the kernel log
@@ -32,6 +37,9 @@ struct SuperviseOptions {
   uint64_t core_size_cap_bytes = 4ull << 30;
   int stdout_fd = 1;  ///< where the job's stdout is passed through
   int stderr_fd = 2;
+  /// Whether the job starts with SIGPIPE ignored; nullopt: as this process had it when
+  /// Supervise was called (what the job would inherit without a supervisor).
+  std::optional<bool> job_ignores_sigpipe;
 };
 
 struct SuperviseOutcome {
@@ -39,6 +47,12 @@ struct SuperviseOutcome {
   std::optional<int> exit_code;    ///< the job exited normally
   std::optional<int> term_signal;  ///< the job was killed by this signal
   bool timed_out = false;
+  std::optional<std::chrono::milliseconds> timeout;  ///< the timeout that was in effect
+  /// A SIGTERM, SIGINT or SIGHUP the supervisor received and passed on to the job's tree.
+  std::optional<int> forwarded_signal;
+  /// Processes of the tree still alive after SIGKILL (blocked in the kernel, e.g. in a GPU
+  /// driver call); the supervisor gave up waiting for them.
+  std::vector<int> left_running;
   std::optional<int> exec_errno;  ///< the command could not be executed (errno of execvp)
   bool traced = false;            ///< ptrace was in effect
 
@@ -48,6 +62,16 @@ struct SuperviseOutcome {
 
   std::string stdout_tail, stderr_tail;
   uint64_t stdout_bytes = 0, stderr_bytes = 0;
+  /// Passing the stream on failed with EPIPE (the reader of `| head` exited): the supervisor
+  /// closed its end, so the job's next write got EPIPE/SIGPIPE as it would have without it.
+  bool stdout_reader_gone = false, stderr_reader_gone = false;
+  /// The supervisor's own fd 1 (fd 2) last received a byte of the job's output that was not a
+  /// newline, through either stream when both lead to the same file, pipe or terminal: the
+  /// supervisor's own output there must start on a new line.
+  bool stdout_mid_line = false, stderr_mid_line = false;
+  /// Side effects of the tracing noticed during the run (privilege dropped on exec, tools in the
+  /// job that need ptrace themselves), in the order seen.
+  std::vector<TraceEffect> trace_effects;
 
   std::vector<kmsg::Record> kmsg;
   std::string kmsg_raw;

@@ -143,6 +143,8 @@ int main(int argc, char** argv) {
     return wait_status_to_exit(status);
   }
   if (!strcmp(mode, "int3")) breakpoint_here();
+  if (!strcmp(mode, "raise")) raise(SIGSEGV);              // tgkill to itself: SI_TKILL
+  if (!strcmp(mode, "selfkill")) kill(getpid(), SIGSEGV);  // kill to itself: SI_USER
   if (!strcmp(mode, "vfork")) {
     // vfork + exec, as posix_spawn and Python's subprocess do.
     pid_t child = vfork();

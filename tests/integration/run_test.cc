@@ -28,6 +28,9 @@ using core::Json;
 
 const std::string kCrasher = std::string(GT_CRASHERS_DIR) + "/crasher";
 const std::string kNoPtrace = std::string(GT_CRASHERS_DIR) + "/no_ptrace";
+const std::string kJobTree = std::string(GT_CRASHERS_DIR) + "/job_tree";
+const std::string kPrintIds = std::string(GT_CRASHERS_DIR) + "/print_ids";
+const std::string kLeak = std::string(GT_CRASHERS_DIR) + "/leak";
 
 struct JobRun {
   int status = -1;  // gputriage's exit status
@@ -391,7 +394,8 @@ TEST_F(RunTest, HangStoppedByTimeoutWithStacksFirst) {
   EXPECT_EQ(r.process["classification"].value("kind", ""), "hang");
   EXPECT_EQ(r.process["classification"].value("category", ""), "hang-timeout");
   EXPECT_TRUE(AnyFrame(r.process, "wait_forever")) << r.process["threads"].dump(1);
-  EXPECT_NE(r.err.find("timed out after"), std::string::npos);
+  // The timeout the user gave, not how long stopping the job took.
+  EXPECT_NE(r.err.find("gputriage: timed out after 1 s (--timeout 1s)"), std::string::npos) << r.err;
 }
 
 TEST_F(RunTest, StdinStdoutStderrPassThroughByteExact) {
@@ -459,9 +463,33 @@ TEST_F(RunTest, CommandThatDoesNotExistOrCannotRun) {
   EXPECT_NE(missing.err.find("gputriage-no-such-command: command not found"), std::string::npos) << missing.err;
   std::string text = tmp_ / "not-executable.sh";
   WriteText(text, "echo hi\n");
+  chmod(text.c_str(), 0644);
   JobRun denied = Run({text});
   EXPECT_EQ(denied.status, 126);
-  EXPECT_NE(denied.err.find(text + ": Permission denied"), std::string::npos) << denied.err;
+  EXPECT_NE(denied.err.find(text + ": Permission denied: the file has no execute permission (mode 0644)"),
+            std::string::npos)
+      << denied.err;
+  // A directory is named as one, not as "Permission denied".
+  std::string dir = tmp_ / "a-directory";
+  fs::create_directories(dir);
+  JobRun directory = Run({dir});
+  EXPECT_EQ(directory.status, 126);
+  EXPECT_NE(directory.err.find("gputriage: " + dir + ": is a directory, not a program"), std::string::npos)
+      << directory.err;
+  EXPECT_EQ(directory.err.find("Permission denied"), std::string::npos) << directory.err;
+  // A path that does not exist, and a script whose #! interpreter does not exist.
+  std::string absent = tmp_ / "absent/program";
+  JobRun gone = Run({absent});
+  EXPECT_EQ(gone.status, 127);
+  EXPECT_NE(gone.err.find(absent + ": No such file or directory"), std::string::npos) << gone.err;
+  std::string script = tmp_ / "script.sh";
+  WriteText(script, "#!/nonexistent/interpreter -x\necho hi\n");
+  chmod(script.c_str(), 0755);
+  JobRun interp = Run({script});
+  EXPECT_EQ(interp.status, 127);
+  EXPECT_NE(interp.err.find(script + ": its interpreter /nonexistent/interpreter (the #! line) does not exist"),
+            std::string::npos)
+      << interp.err;
   EXPECT_TRUE(NewestBundle(bundles_).empty());
 }
 
@@ -671,6 +699,332 @@ TEST_F(RunTest, BundlesAreIndexedInTheStore) {
   EXPECT_EQ(rows->front().kind, "integer-divide-by-zero");
   EXPECT_EQ(rows->front().exit_status, 136);
   EXPECT_EQ(rows->front().signature, r.process.value("signature", ""));
+}
+
+// --- The job's processes: the whole tree stops, pipes break as they would, nothing is left. ---
+
+// True while `pid` exists and is not a zombie (a zombie has exited; only its entry is left).
+bool ProcessAlive(int pid) {
+  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return false;
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
+// The pids job_tree wrote ("CHILD GRANDCHILD"); empty when it did not write them.
+std::vector<int> ReadTreePids(const std::string& pidfile) {
+  std::istringstream in(ReadAll(pidfile));
+  std::vector<int> pids;
+  int pid = 0;
+  while (in >> pid) pids.push_back(pid);
+  return pids;
+}
+
+// gputriage started in the background with its output in files, so the test can signal it.
+struct Background {
+  pid_t pid = -1;
+  int status = -1;
+  bool exited = false;
+
+  // Waits up to `seconds` for it to exit.
+  bool Wait(double seconds) {
+    for (int i = 0; i < seconds * 100 && !exited; ++i) {
+      if (waitpid(pid, &status, WNOHANG) == pid) exited = true;
+      if (!exited) usleep(10000);
+    }
+    return exited;
+  }
+  ~Background() {
+    if (pid > 0 && !exited) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+  }
+};
+
+// Starts `gputriage run --bundle-dir BUNDLES --no-snapshot OPTIONS -- JOB` with stdout and stderr
+// going to `out` and `err`.
+void StartBackground(Background& bg, const std::string& bundles, const std::string& home,
+                     std::vector<std::string> options, const std::vector<std::string>& job, const std::string& out,
+                     const std::string& err) {
+  std::vector<std::string> args = {GT_GPUTRIAGE_BIN, "run", "--bundle-dir", bundles, "--no-snapshot"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back("--");
+  args.insert(args.end(), job.begin(), job.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string env = "GPUTRIAGE_HOME=" + home;
+  bg.pid = fork();
+  if (bg.pid == 0) {
+    freopen(out.c_str(), "w", stdout);
+    freopen(err.c_str(), "w", stderr);
+    putenv(env.data());
+    execv(argv[0], argv.data());
+    _exit(126);
+  }
+}
+
+TEST_F(RunTest, TimeoutStopsTheWholeTreeEvenProcessesThatIgnoreSigtermOrDetached) {
+  std::string pidfile = tmp_ / "pids";
+  JobRun r = Run({kJobTree, pidfile}, {"--timeout", "1s"});
+  std::vector<int> pids = ReadTreePids(pidfile);
+  ASSERT_EQ(pids.size(), 2u) << r.err;
+  EXPECT_EQ(r.status, 128 + SIGTERM) << r.err;
+  for (int pid : pids) EXPECT_FALSE(ProcessAlive(pid)) << "pid " << pid << " outlived `run --timeout`";
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "hang");
+}
+
+TEST_F(RunTest, SignalsSentToGputriageReachTheWholeJobTree) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    SCOPED_TRACE(strsignal(sig));
+    std::string pidfile = tmp_ / ("pids-" + std::to_string(sig));
+    std::string out = tmp_ / "bg.out", err = tmp_ / "bg.err";
+    Background bg;
+    StartBackground(bg, bundles_, tmp_ / "home", {}, {kJobTree, pidfile}, out, err);
+    ASSERT_GE(bg.pid, 0);
+    for (int i = 0; i < 1000 && ReadTreePids(pidfile).size() != 2; ++i) usleep(10000);
+    std::vector<int> pids = ReadTreePids(pidfile);
+    ASSERT_EQ(pids.size(), 2u) << ReadAll(err);
+    kill(bg.pid, sig);
+    ASSERT_TRUE(bg.Wait(30)) << "gputriage did not exit after " << strsignal(sig) << "; stderr:\n" << ReadAll(err);
+    // The job's main process died of the forwarded signal; its status is gputriage's.
+    EXPECT_TRUE(WIFEXITED(bg.status)) << bg.status;
+    EXPECT_EQ(WEXITSTATUS(bg.status), 128 + sig) << ReadAll(err);
+    for (int pid : pids) EXPECT_FALSE(ProcessAlive(pid)) << "pid " << pid << " outlived gputriage";
+  }
+}
+
+TEST_F(RunTest, ASignalToGputriageEndsARepeatSeries) {
+  std::string out = tmp_ / "bg.out", err = tmp_ / "bg.err";
+  Background bg;
+  StartBackground(bg, bundles_, tmp_ / "home", {"--repeat", "3"}, {kCrasher, "hang"}, out, err);
+  ASSERT_GE(bg.pid, 0);
+  for (int i = 0; i < 1000 && ReadAll(out).find(" waiting") == std::string::npos; ++i) usleep(10000);
+  ASSERT_NE(ReadAll(out).find(" waiting"), std::string::npos) << ReadAll(err);
+  kill(bg.pid, SIGTERM);
+  ASSERT_TRUE(bg.Wait(30)) << "gputriage went on with the series; stderr:\n" << ReadAll(err);
+  EXPECT_TRUE(WIFEXITED(bg.status) && WEXITSTATUS(bg.status) == 128 + SIGTERM) << bg.status;
+  EXPECT_NE(ReadAll(err).find("gputriage: SIGTERM received: stopping after run 1 of 3"), std::string::npos)
+      << ReadAll(err);
+  EXPECT_NE(ReadAll(err).find("job killed by SIGTERM, sent to gputriage and passed on to the job"), std::string::npos)
+      << ReadAll(err);
+}
+
+TEST_F(RunTest, CoreWithABundleDirectoryThatCannotBeCreatedStillRunsTheJob) {
+  WriteText(tmp_ / "a-file", "x");
+  bundles_ = tmp_ / "a-file/bundles";  // below a regular file: cannot be created, even by root
+  JobRun passed = Run({kCrasher, "exit", "0"}, {"--core"});
+  EXPECT_EQ(passed.status, 0) << passed.err;
+  EXPECT_EQ(passed.out, "crasher exit: stdout\n");
+  EXPECT_NE(passed.err.find("gputriage: --core: " + bundles_ + ": cannot create the bundle directory"),
+            std::string::npos)
+      << passed.err;
+
+  // A crash: the job's own status, and why neither the core nor the bundle was written.
+  JobRun crashed = Run({kCrasher, "null"}, {"--core"});
+  EXPECT_EQ(crashed.status, 139) << crashed.err;
+  EXPECT_EQ(crashed.out, "crasher null: stdout\n");
+  EXPECT_NE(crashed.err.find("cannot create the bundle directory"), std::string::npos) << crashed.err;
+  EXPECT_NE(crashed.err.find("crasher null: stderr\n"), std::string::npos) << crashed.err;
+  EXPECT_NE(crashed.err.find("died of SIGSEGV"), std::string::npos) << crashed.err;
+  EXPECT_NE(crashed.err.find("gputriage: crash bundle not written: " + bundles_), std::string::npos) << crashed.err;
+
+  // A failure the job itself exits 0 from (a child crashed): the unwritten bundle makes it 3.
+  JobRun hidden = Run({"sh", "-c", kCrasher + " null; exit 0"}, {"--core"});
+  EXPECT_EQ(hidden.status, 3) << hidden.err;
+  EXPECT_NE(hidden.err.find("gputriage: crash bundle not written: " + bundles_), std::string::npos) << hidden.err;
+}
+
+// `run -- yes | head -1`: when the reader of gputriage's output goes away, the job gets the
+// broken pipe it would get without gputriage, and gputriage still ends.
+TEST_F(RunTest, ABrokenOutputPipeReachesTheJob) {
+  std::string gt = std::string(GT_GPUTRIAGE_BIN) + " run --bundle-dir " + bundles_ + " --no-snapshot";
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  ro.extra_env = {"GPUTRIAGE_HOME=" + (tmp_ / "home")};
+  auto yes = core::RunWithTimeout(
+      {"bash", "-c", "timeout 20 " + gt + " -- yes | head -1; echo \"status=${PIPESTATUS[0]}\" >&2"}, ro);
+  ASSERT_TRUE(yes.ok());
+  EXPECT_EQ(yes->stdout_data, "y\n");
+  // 141 = 128 + SIGPIPE: `yes` died of the broken pipe; 124 would be timeout(1) killing gputriage.
+  EXPECT_NE(yes->stderr_tail.find("status=141"), std::string::npos) << yes->stderr_tail;
+  EXPECT_TRUE(NewestBundle(bundles_).empty()) << "a job stopped by a closed reader did not fail";
+
+  // gputriage does not die of SIGPIPE itself: the job crashes after the reader left, the bundle
+  // is written, and the status is the job's (139), not 141, although --json cannot be printed.
+  auto crash = core::RunWithTimeout({"bash", "-c",
+                                     "timeout 20 " + gt + " --json -- sh -c 'echo a; sleep 0.5; exec " + kCrasher +
+                                         " null >/dev/null 2>&1' | head -c 2; echo \"status=${PIPESTATUS[0]}\" >&2"},
+                                    ro);
+  ASSERT_TRUE(crash.ok());
+  EXPECT_EQ(crash->stdout_data, "a\n");
+  EXPECT_NE(crash->stderr_tail.find("status=139"), std::string::npos) << crash->stderr_tail;
+  EXPECT_FALSE(NewestBundle(bundles_).empty()) << crash->stderr_tail;
+}
+
+// Leftovers of a gputriage killed with SIGKILL are removed by the next run when their writer is
+// gone; a live writer's files stay.
+TEST_F(RunTest, StalePartialFilesOfKilledRunsAreRemovedByTheNextRun) {
+  fs::create_directories(bundles_);
+  char host_buf[256] = {};
+  gethostname(host_buf, sizeof host_buf - 1);
+  std::string host;
+  for (char c : std::string(host_buf)) host.push_back(isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '-');
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  std::string self_stat = ReadAll("/proc/self/stat");
+  std::istringstream fields(self_stat.substr(self_stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) fields >> field;  // field 22: start time in clock ticks
+  const std::string live = host + "_" + std::to_string(getpid()) + "_" + field;
+  const std::string stale = host + "_" + std::to_string(dead) + "_12345";
+  auto put = [&](const std::string& name, size_t bytes) {
+    WriteText(bundles_ + "/" + name, std::string(bytes, 'c'));
+    return bundles_ + "/" + name;
+  };
+  std::string stale_core = put(".core.partial-" + stale, 1 << 20);
+  std::string stale_tmp = put(".core.partial-" + stale + ".tmp.AbC123", 1 << 20);
+  std::string stale_dir = bundles_ + "/.20261203T120000Z-train-77.partial-" + stale + "_XyZ789";
+  fs::create_directories(stale_dir);
+  WriteText(stale_dir + "/process.json", "{}");
+  std::string live_core = put(".core.partial-" + live, 1024);
+  std::string live_dir = bundles_ + "/.20261203T120000Z-train-78.partial-" + live + "_Qwe456";
+  fs::create_directories(live_dir);
+  // Another host's leftovers (a bundle directory on a shared filesystem) are not ours to judge.
+  std::string other_host = put(".core.partial-otherhost.example_" + std::to_string(dead) + "_12345", 1024);
+  // Earlier versions' names carry no writer: removed once a day old, kept while fresh.
+  std::string old_legacy = put(".core.partial-" + std::to_string(dead), 1024);
+  fs::last_write_time(old_legacy, fs::file_time_type::clock::now() - std::chrono::hours(48));
+  std::string new_legacy = put(".core.partial-" + std::to_string(dead + 1), 1024);
+
+  JobRun r = Run({kCrasher, "exit", "0"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const std::string& gone : {stale_core, stale_tmp, stale_dir, old_legacy}) {
+    EXPECT_FALSE(fs::exists(gone)) << gone;
+  }
+  for (const std::string& kept : {live_core, live_dir, other_host, new_legacy}) EXPECT_TRUE(fs::exists(kept)) << kept;
+  EXPECT_NE(r.err.find("gputriage: removed 4 partial files of runs that were killed"), std::string::npos) << r.err;
+}
+
+// Each bundle file and the directory reach the disk before the rename, and the rename after it:
+// observed with strace on gputriage itself (not its job, so gputriage can still trace it).
+TEST_F(RunTest, BundleFilesAndDirectoryAreFsyncedAroundTheRename) {
+  if (system("strace -V >/dev/null 2>&1") != 0) GTEST_SKIP() << "strace is not installed";
+  std::string trace = tmp_ / "strace.txt";
+  JobRun r = Run({kCrasher, "fpe"}, {}, std::nullopt, {"strace", "-y", "-e", "trace=fsync,rename", "-o", trace});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  std::string text = ReadAll(trace);
+  const std::string rename_call = "rename(\"";
+  size_t rename_at = text.find(rename_call + bundles_ + "/.");
+  ASSERT_NE(rename_at, std::string::npos) << text;
+  std::string staging = text.substr(rename_at + rename_call.size());
+  staging = staging.substr(0, staging.find('"'));
+  for (const char* file : {"process.json", "stdout.tail", "stderr.tail", "findings.json", "manifest.json"}) {
+    EXPECT_LT(text.find(staging + "/" + file + ">) = 0"), rename_at) << file << " not fsynced first\n" << text;
+  }
+  EXPECT_LT(text.find(staging + ">) = 0"), rename_at) << "staging directory not fsynced first\n" << text;
+  EXPECT_NE(text.find(bundles_ + ">) = 0", rename_at), std::string::npos) << "parent not fsynced after\n" << text;
+}
+
+// --- Side effects of tracing, named with the way around them. ---
+
+TEST_F(RunTest, LeakSanitizerRefusingToRunUnderPtraceIsNamedWithNoTrace) {
+  JobRun traced = Run({kLeak});
+  EXPECT_NE(traced.err.find("LeakSanitizer has encountered a fatal error"), std::string::npos) << traced.err;
+  EXPECT_NE(traced.err.find("gputriage: note: LeakSanitizer cannot work while gputriage traces the job"),
+            std::string::npos)
+      << traced.err;
+  EXPECT_NE(traced.err.find("--no-trace"), std::string::npos) << traced.err;
+  JobRun json = Run({kLeak}, {"--json"});
+  Json j = TrailingJson(json.out);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  EXPECT_EQ(j["runs"][0]["tracing_side_effects"][0].value("kind", ""), "lsan-under-ptrace") << j.dump(1);
+  JobRun untraced = Run({kLeak}, {"--no-trace"});
+  EXPECT_NE(untraced.err.find("ERROR: LeakSanitizer: detected memory leaks"), std::string::npos) << untraced.err;
+  EXPECT_EQ(untraced.err.find("gputriage: note:"), std::string::npos) << untraced.err;
+}
+
+TEST_F(RunTest, StraceInsideTheJobIsNamedWithNoTrace) {
+  if (system("strace -V >/dev/null 2>&1") != 0) GTEST_SKIP() << "strace is not installed";
+  JobRun r = Run({"strace", "-o", "/dev/null", "true"});
+  EXPECT_NE(r.err.find("Operation not permitted"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gputriage: note: a debugger or tracer inside the job could not use ptrace"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--no-trace"), std::string::npos) << r.err;
+  JobRun untraced = Run({"strace", "-o", "/dev/null", "true"}, {"--no-trace"});
+  EXPECT_EQ(untraced.status, 0) << untraced.err;
+  EXPECT_EQ(untraced.err.find("gputriage: note:"), std::string::npos) << untraced.err;
+}
+
+TEST_F(RunTest, SetuidProgramRunWithoutItsPrivilegeIsNamed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to make a set-user-ID root copy of print_ids";
+  if (system("setpriv --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  // gputriage runs as nobody (no CAP_SYS_PTRACE); the job is a set-user-ID root program.
+  chmod(tmp_.path().c_str(), 0755);
+  std::string program = tmp_ / "print_ids";
+  fs::copy_file(kPrintIds, program);
+  ASSERT_EQ(chown(program.c_str(), 0, 0), 0);
+  ASSERT_EQ(chmod(program.c_str(), 04755), 0);
+  fs::create_directories(tmp_ / "home");
+  fs::create_directories(bundles_);
+  chmod((tmp_ / "home").c_str(), 0777);
+  chmod(bundles_.c_str(), 0777);
+  std::vector<std::string> as_nobody = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  JobRun traced = Run({program}, {}, std::nullopt, as_nobody);
+  EXPECT_EQ(traced.out, "uid=65534 euid=65534 gid=65534 egid=65534\n") << traced.err;
+  EXPECT_NE(traced.err.find("gputriage: note: " + program +
+                            " is set-user-ID root, but a traced program runs without that privilege"),
+            std::string::npos)
+      << traced.err;
+  EXPECT_NE(traced.err.find("--no-trace"), std::string::npos) << traced.err;
+  JobRun untraced = Run({program}, {"--no-trace"}, std::nullopt, as_nobody);
+  EXPECT_EQ(untraced.out, "uid=65534 euid=0 gid=65534 egid=65534\n") << untraced.err;
+  EXPECT_EQ(untraced.status, 0) << untraced.err;
+}
+
+// --- Wording. ---
+
+TEST_F(RunTest, ASignalTheProcessSentItselfIsNotSaidToComeFromAnother) {
+  for (const char* mode : {"raise", "selfkill"}) {
+    SCOPED_TRACE(mode);
+    JobRun r = Run({kCrasher, mode});
+    ASSERT_FALSE(r.bundle.empty()) << r.err;
+    EXPECT_EQ(r.status, 139);
+    const Json& c = r.process["classification"];
+    EXPECT_EQ(c.value("kind", ""), "signal-sent") << c.dump();
+    EXPECT_EQ(c.value("summary", ""),
+              "the process sent SIGSEGV to itself (raise(), kill(getpid())), not a memory fault")
+        << c.dump();
+    EXPECT_EQ(r.err.find("another process"), std::string::npos) << r.err;
+  }
+  // Sent by the job's shell: another process of the job, named by its pid.
+  JobRun shell = Run({"sh", "-c", kCrasher + " hang & sleep 0.5; kill -SEGV $!; wait $!"});
+  ASSERT_FALSE(shell.bundle.empty()) << shell.err;
+  std::string summary = shell.process["classification"].value("summary", "");
+  EXPECT_EQ(summary.rfind("SIGSEGV was sent by another process of the job (pid ", 0), 0u) << summary;
+}
+
+TEST_F(RunTest, GputriagesOwnOutputStartsOnANewLine) {
+  JobRun json = Run({"sh", "-c", "printf 'no newline'"}, {"--json"});
+  EXPECT_EQ(json.out.rfind("no newline\n{\n", 0), 0u) << json.out;
+  EXPECT_FALSE(TrailingJson(json.out).is_discarded()) << json.out;
+  JobRun summary = Run({"sh", "-c", "printf 'partial line' >&2; exec " + kCrasher + " null >/dev/null 2>&1"});
+  EXPECT_EQ(summary.err.rfind("partial line\ngputriage: pid ", 0), 0u) << summary.err;
+  // stdout and stderr on one stream (2>&1): the summary follows the job's unfinished stdout line.
+  std::string both = tmp_ / "both.txt";
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  ro.extra_env = {"GPUTRIAGE_HOME=" + (tmp_ / "home")};
+  auto run = core::RunWithTimeout(
+      {"sh", "-c",
+       std::string(GT_GPUTRIAGE_BIN) + " run --no-snapshot --bundle-dir " + bundles_ +
+           " -- sh -c 'printf out-no-newline; exec " + kCrasher + " null >/dev/null 2>&1' >" + both + " 2>&1"},
+      ro);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(ReadAll(both).rfind("out-no-newline\ngputriage: pid ", 0), 0u) << ReadAll(both);
 }
 
 }  // namespace
