@@ -121,26 +121,34 @@ struct Rule {
 // grow (GitHub: up to 255 characters). No entropy threshold: a placeholder such as
 // ghp_EXAMPLE... is redacted too, which costs nothing.
 constexpr Rule kRules[] = {
-    // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens.
+    // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens; fine-grained
+    // PATs. https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/ and
+    // https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/about-authentication-to-github#githubs-token-formats
     {"github", R"((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,})", 0, true, true},
     {"github", R"(github_pat_[A-Za-z0-9_]{60,})", 0, true, true},
     // GitLab: personal, deploy, runner, trigger, CI job, feed, mail, agent, OAuth, SCIM tokens.
     {"gitlab", R"(gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[A-Za-z0-9_.-]{20,})", 0, true, true},
     {"gitlab", R"(GR1348941[A-Za-z0-9_-]{20,})", 0, true, true},
     // Slack: bot, user, workspace, refresh, config tokens; app-level tokens.
+    // https://api.slack.com/concepts/token-types
     {"slack", R"(xox[abeprs]-[A-Za-z0-9][A-Za-z0-9-]{8,})", 0, true, true},
     {"slack", R"(xapp-[0-9]-[A-Za-z0-9-]{10,})", 0, true, true},
     // AWS access key ids (long-term AKIA, STS ASIA, ABIA, ACCA); always 20 characters.
+    // https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-unique-ids
+    // (their secret access keys: kAwsSecretPattern).
     {"aws_access_key_id", R"((?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})", 0, true, true},
     {"google_api_key", R"(AIza[A-Za-z0-9_-]{35})", 0, true, true},
     // Anthropic before OpenAI: both start with sk-, the first rule names the span.
     {"anthropic", R"(sk-ant-[A-Za-z0-9_-]{32,})", 0, true, true},
     // OpenAI: project/service/admin keys, legacy sk-<48 alnum>, and anything carrying the
-    // T3BlbkFJ marker. A bare "sk-" + words (sk-hynix-...) is not enough.
+    // T3BlbkFJ marker ("OpenAI" in base64). A bare "sk-" + words (sk-hynix-...) is not enough.
+    // https://platform.openai.com/docs/api-reference/authentication
     {"openai",
      R"(sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{32,})"
      R"(|sk-[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,})",
      0, true, true},
+    // Hugging Face user access tokens (hf_) and organisation API tokens (api_org_).
+    // https://huggingface.co/docs/hub/security-tokens
     {"huggingface", R"((?:hf_|api_org_)[A-Za-z0-9]{30,})", 0, true, true},
     {"npm", R"(npm_[A-Za-z0-9]{36})", 0, true, true},
     // PyPI API tokens are macaroons whose fixed header encodes "pypi.org" / "test.pypi.org".
@@ -150,6 +158,8 @@ constexpr Rule kRules[] = {
     // Weights & Biases keys issued since 2025 (86 characters); the legacy 40-hex form is judged
     // by name in RedactValue, since 40 hex digits alone are as often a git commit.
     {"wandb", R"(wandb_v1_[A-Za-z0-9_-]{20,})", 0, true, true},
+    // JSON Web Tokens: base64url('{"...') header and payload, then the signature (RFC 7519,
+    // section 3; RFC 7515 compact serialization).
     {"jwt", R"(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)", 0, true, true},
     // PEM private keys (RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK): everything after the BEGIN
     // line, the END line included, so that a token overlapping the END line cannot leave half
@@ -160,8 +170,10 @@ constexpr Rule kRules[] = {
      R"((<redacted>|[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)))",
      1, false, true},
     // scheme://user:password@host: only the password (the last '@' ends it, as in browsers).
+    // The userinfo of RFC 3986, section 3.2.1.
     {"url_password", R"([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:([^/?#\s]*)@)", 1, false, false},
-    // HTTP authorization with a bearer token anywhere in the text.
+    // HTTP authorization with a bearer token anywhere in the text (RFC 6750, section 2.1:
+    // b64token characters).
     {"bearer", R"((?i)bearer[ \t]+([A-Za-z0-9._~+/=-]{8,}))", 1, true, false},
     // Command lines joined into one string (/proc/PID/cmdline, a core's NT_PRPSINFO): the
     // password glued to -p of the MySQL and MariaDB clients ("-p[password]": a separate word is
