@@ -528,8 +528,10 @@ bool ContainsKnownToken(std::string_view text) {
   return false;
 }
 
-std::string RedactText(std::string_view text, bool* changed) {
-  std::vector<SecretSpan> spans = FindSecrets(text);
+namespace {
+
+// One pass: every span of FindSecrets replaced.
+std::string RedactOnce(std::string_view text, const std::vector<SecretSpan>& spans) {
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
@@ -539,6 +541,31 @@ std::string RedactText(std::string_view text, bool* changed) {
     pos = span.end;
   }
   out.append(text.substr(pos));
+  return out;
+}
+
+// Passes after the first, at most: the fuzzers' worst inputs settle in two or three.
+constexpr int kMaxExtraPasses = 8;
+
+}  // namespace
+
+std::string RedactText(std::string_view text, bool* changed) {
+  std::vector<SecretSpan> spans = FindSecrets(text);
+  if (spans.empty()) {
+    if (changed != nullptr) *changed = false;
+    return std::string(text);
+  }
+  std::string out = RedactOnce(text, spans);
+  // A replacement can join what was apart: removing a span may remove the '/' that ended a URL
+  // password around it, or put "<redacted>" where a key's value now begins, so that a second
+  // pass reads further. Passes repeat until one finds nothing, so that redacting the result
+  // again changes nothing (the fuzzers check it); real text settles after the first.
+  for (int pass = 0; pass < kMaxExtraPasses; ++pass) {
+    spans = FindSecrets(out);
+    std::string next = RedactOnce(out, spans);
+    if (next == out) break;
+    out = std::move(next);
+  }
   if (changed != nullptr) *changed = out != text;
   return out;
 }

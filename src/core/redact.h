@@ -63,8 +63,10 @@ bool ContainsKnownToken(std::string_view text);
 
 /// `text` with every span of FindSecrets(text) replaced by kRedacted; everything else is kept
 /// byte for byte. Meant for log text and command lines. Sets `*changed` (when given) to whether
-/// the result differs from `text`. For real text, redacting again changes nothing more; not for
-/// every byte string (a redaction may remove the '/' that ended a URL password around it).
+/// the result differs from `text`. Redacting the result again changes nothing more: when a
+/// replacement makes a new secret appear (it may remove the '/' that ended a URL password
+/// around it), the text is redacted again, until a pass finds nothing (at most 9 passes; real
+/// text needs one, and a second that finds nothing only when the first found something).
 std::string RedactText(std::string_view text, bool* changed = nullptr);
 
 /// The value of variable `name` as it may be shown: kRedacted as a whole when
