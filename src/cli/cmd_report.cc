@@ -30,18 +30,18 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     PrintError("refusing to report: " + analyzer.error().message);
     return kExitInternal;
   }
-  std::optional<store::SnapshotStore> db;
-  if (auto opened = store::SnapshotStore::OpenDefault(); opened.ok()) db = std::move(*opened);
+  // Only read (a stored --snapshot, earlier bundles with the same signature): read-only.
+  store::SnapshotStore db = store::SnapshotStore::OpenDefaultReadOnlyOrUnavailable();
   report::ReportRequest request{.paths = paths};
   if (!snapshot_path.empty()) {
-    auto snapshot = store::LoadSnapshotArg(db ? &*db : nullptr, snapshot_path);
+    auto snapshot = store::LoadSnapshotArg(&db, snapshot_path);
     if (!snapshot.ok()) {
       PrintError(snapshot.error().message);
       return kExitUsage;
     }
     request.snapshot = std::move(*snapshot);
   }
-  auto r = report::MakeReport(**analyzer, request, db ? &*db : nullptr);
+  auto r = report::MakeReport(**analyzer, request, &db);
   if (!r.ok()) {
     PrintError(r.error().message);
     return kExitUsage;

@@ -29,10 +29,10 @@ int RunTake(const SnapshotFlags& flags, bool json, bool save) {
   return kExitOk;
 }
 
+// list, show and diff only read: the database is opened read-only (it may be in a read-only
+// directory or file) and never created; a database that is not there lists nothing.
 int RunList(bool json, size_t limit) {
-  auto db = store::SnapshotStore::OpenDefault();
-  if (!db.ok()) return Fail(db.error().message, kExitInternal);
-  auto rows = db->List(limit);
+  auto rows = store::ListDefaultStore(limit);
   if (!rows.ok()) return Fail(rows.error().message, kExitInternal);
   if (json) {
     PrintJson(store::SnapshotRowsToJson(*rows));
@@ -43,7 +43,8 @@ int RunList(bool json, size_t limit) {
 }
 
 int RunShow(const std::string& arg, bool json) {
-  auto snapshot = store::LoadSnapshotArgFromDefaultStore(arg);
+  store::SnapshotStore db = store::SnapshotStore::OpenDefaultReadOnlyOrUnavailable();
+  auto snapshot = store::LoadSnapshotArg(&db, arg);
   if (!snapshot.ok()) return Fail(snapshot.error().message, kExitUsage);
   if (json) {
     PrintJson(core::ToJson(*snapshot));
@@ -54,9 +55,10 @@ int RunShow(const std::string& arg, bool json) {
 }
 
 int RunDiff(const std::string& a, const std::string& b, bool json) {
-  auto before = store::LoadSnapshotArgFromDefaultStore(a);
+  store::SnapshotStore db = store::SnapshotStore::OpenDefaultReadOnlyOrUnavailable();
+  auto before = store::LoadSnapshotArg(&db, a);
   if (!before.ok()) return Fail(before.error().message, kExitUsage);
-  auto after = store::LoadSnapshotArgFromDefaultStore(b);
+  auto after = store::LoadSnapshotArg(&db, b);
   if (!after.ok()) return Fail(after.error().message, kExitUsage);
   std::vector<store::Change> changes = store::DiffSnapshots(*before, *after);
   if (json) {

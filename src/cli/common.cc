@@ -7,10 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "core/terminal.h"
+
 namespace gputriage::cli {
 
 void PrintError(std::string_view message) {
-  std::fprintf(stderr, "gputriage: %.*s\n", static_cast<int>(message.size()), message.data());
+  // Messages name files and quote inputs: no escape sequence of theirs reaches the terminal.
+  std::string safe = core::SanitizeForTerminal(message, /*keep_newlines=*/true);
+  std::fprintf(stderr, "gputriage: %.*s\n", static_cast<int>(safe.size()), safe.data());
 }
 
 int Fail(std::string_view message, int exit_code) {

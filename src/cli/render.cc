@@ -3,13 +3,24 @@
 #include <fmt/format.h>
 
 #include "cli/common.h"
+#include "core/redact.h"
 #include "core/signals.h"
 #include "core/snapshot.h"
+#include "core/terminal.h"
 #include "core/text.h"
 
 namespace gputriage::cli {
 
 namespace {
+
+// Every string the job or the machine controls (thread and file names, command lines, host
+// names, log lines, signatures) reaches the terminal through these (core/terminal.h): escape
+// sequences, C1 and bidi controls become U+FFFD, and T() also keeps a field on its line. Each
+// rendering function passes its whole text through Terminal() as well, so a field added later
+// without T() still cannot move the cursor or retitle the window. Only Colored() adds escapes,
+// after that.
+std::string T(std::string_view text) { return core::SanitizeForTerminal(text); }
+std::string Terminal(std::string_view text) { return core::SanitizeForTerminal(text, /*keep_newlines=*/true); }
 
 std::string LinkText(const core::Gpu& gpu) {
   if (!gpu.link) return "";
@@ -29,13 +40,13 @@ std::string LinkText(const core::Gpu& gpu) {
 void RenderHost(const core::Host& host, std::string& out) {
   std::string os = host.os ? host.os->pretty_name.value_or("") : "";
   std::string kernel = host.kernel ? host.kernel->release.value_or("") : "";
-  std::string line = "host      " + host.hostname.value_or("?");
-  if (!os.empty() || !kernel.empty()) line += " (" + os + (kernel.empty() ? "" : ", kernel " + kernel) + ")";
+  std::string line = "host      " + T(host.hostname.value_or("?"));
+  if (!os.empty() || !kernel.empty()) line += " (" + T(os) + (kernel.empty() ? "" : ", kernel " + T(kernel)) + ")";
   if (host.cpu && host.cpu->logical_cpus) line += fmt::format(", {} CPUs", *host.cpu->logical_cpus);
   if (host.memory && host.memory->total_bytes)
     line += ", " + FormatBytes(static_cast<double>(*host.memory->total_bytes));
   if (host.virtualization) {
-    if (host.virtualization->container) line += ", container: " + *host.virtualization->container;
+    if (host.virtualization->container) line += ", container: " + T(*host.virtualization->container);
     if (host.virtualization->is_vm.value_or(false)) line += ", VM";
   }
   out += line + "\n";
@@ -48,9 +59,9 @@ void RenderGpus(const std::vector<core::Gpu>& gpus, std::string& out) {
   }
   for (const core::Gpu& gpu : gpus) {
     std::string name = gpu.name ? *gpu.name : gpu.pci_name.value_or("unknown GPU");
-    std::string line = fmt::format("gpu       {}  {}", gpu.pci_address.value_or("?"), name);
-    if (gpu.gfx_arch) line += " (" + *gpu.gfx_arch + ")";
-    line += "  driver " + gpu.driver.value_or("none");
+    std::string line = fmt::format("gpu       {}  {}", T(gpu.pci_address.value_or("?")), T(name));
+    if (gpu.gfx_arch) line += " (" + T(*gpu.gfx_arch) + ")";
+    line += "  driver " + T(gpu.driver.value_or("none"));
     std::string link = LinkText(gpu);
     if (!link.empty()) line += "  " + link;
     out += line + "\n";
@@ -85,7 +96,7 @@ void RenderSoftware(const core::Software& software, std::string& out) {
   if (software.libraries) parts.push_back(fmt::format("{} GPU libraries", software.libraries->size()));
   if (software.packages) parts.push_back(fmt::format("{} GPU packages", software.packages->size()));
   std::string line = "software  ";
-  for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
+  for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + T(parts[i]);
   out += line + "\n";
 }
 
@@ -98,7 +109,7 @@ void RenderKernelLog(const std::optional<core::KernelLog>& log, std::string& out
                                  log->gpu_records_total.value_or(0));
   if (log->counts && !log->counts->empty()) {
     std::string counts;
-    for (const auto& [cls, n] : *log->counts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", cls, n);
+    for (const auto& [cls, n] : *log->counts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", T(cls), n);
     line += " (" + counts + ")";
   }
   out += line + "\n";
@@ -132,23 +143,23 @@ std::string RenderSnapshotSummary(const core::Snapshot& snapshot) {
                        snapshot.env->redacted ? snapshot.env->redacted->size() : 0);
   }
   for (const core::NotCollected& note : snapshot.not_collected) {
-    out += fmt::format("not collected: {}: {}\n", note.item, note.reason);
+    out += fmt::format("not collected: {}: {}\n", T(note.item), T(note.reason));
   }
   if (!snapshot.read_problems.empty()) {
     out += fmt::format("ignored: {} member{} of an unexpected type (a damaged or hand-edited snapshot):\n",
                        snapshot.read_problems.size(), snapshot.read_problems.size() == 1 ? "" : "s");
-    for (const std::string& problem : snapshot.read_problems) out += "  " + problem + "\n";
+    for (const std::string& problem : snapshot.read_problems) out += "  " + T(problem) + "\n";
   }
-  return out;
+  return Terminal(out);
 }
 
 namespace {
 
 std::string FrameLine(size_t index, const core::Frame& f) {
-  std::string name = f.function.empty() ? "??" : f.function;
+  std::string name = f.function.empty() ? "??" : T(f.function);
   std::string where;
-  if (f.file) where = fmt::format(" at {}{}", *f.file, f.line ? fmt::format(":{}", *f.line) : "");
-  std::string module = f.module.empty() ? "" : f.module.substr(f.module.rfind('/') + 1);
+  if (f.file) where = fmt::format(" at {}{}", T(*f.file), f.line ? fmt::format(":{}", *f.line) : "");
+  std::string module = f.module.empty() ? "" : T(f.module.substr(f.module.rfind('/') + 1));
   std::string offset = f.offset ? "+" + core::Hex(*f.offset) : "";
   return fmt::format("  #{:<2} {} {}{} ({}{})\n", index, core::Hex(f.pc), name, where, module.empty() ? "?" : module,
                      offset);
@@ -157,8 +168,9 @@ std::string FrameLine(size_t index, const core::Frame& f) {
 }  // namespace
 
 std::string RenderProcessReport(const std::string& source, const core::ProcessReport& r) {
-  std::string out =
-      fmt::format("{}: pid {}{}\n", source, r.pid, r.command.empty() ? "" : fmt::format(" \"{}\"", r.command));
+  // The command line is redacted here too: a report may come from anywhere (a core's NT_PRPSINFO).
+  std::string out = fmt::format("{}: pid {}{}\n", T(source), r.pid,
+                                r.command.empty() ? "" : fmt::format(" \"{}\"", T(core::RedactText(r.command))));
   if (r.signal) {
     std::string code = r.si_code ? fmt::format(" ({}: {})", core::SiCodeName(*r.signal, *r.si_code),
                                                core::SiCodeMeaning(*r.signal, *r.si_code))
@@ -167,35 +179,35 @@ std::string RenderProcessReport(const std::string& source, const core::ProcessRe
                        r.fault_address ? " at " + core::Hex(*r.fault_address) : "");
   }
   if (r.classification) {
-    out += fmt::format("what: {} ({})\n", r.classification->summary, r.classification->kind);
-    if (!r.classification->detail.empty()) out += fmt::format("  {}\n", r.classification->detail);
+    out += fmt::format("what: {} ({})\n", T(r.classification->summary), T(r.classification->kind));
+    if (!r.classification->detail.empty()) out += fmt::format("  {}\n", T(r.classification->detail));
   }
   if (!r.threads.empty()) {
     const core::ThreadState& t = r.threads.front();
-    out += fmt::format("thread {}{} (crashed):\n", t.tid, t.name.empty() ? "" : " \"" + t.name + "\"");
+    out += fmt::format("thread {}{} (crashed):\n", t.tid, t.name.empty() ? "" : " \"" + T(t.name) + "\"");
     size_t shown = std::min<size_t>(t.frames.size(), 24);
     for (size_t i = 0; i < shown; ++i) out += FrameLine(i, t.frames[i]);
     if (t.frames.size() > shown) out += fmt::format("  ... {} more frames (--json)\n", t.frames.size() - shown);
-    if (t.unwind_error) out += fmt::format("  (unwinding stopped: {})\n", *t.unwind_error);
+    if (t.unwind_error) out += fmt::format("  (unwinding stopped: {})\n", T(*t.unwind_error));
   }
   if (r.disassembly) {
     out += "disassembly:\n";
     for (const core::Instruction& i : r.disassembly->instructions) {
-      out += fmt::format("  {} {}: {}\n", i.faulting ? "=>" : "  ", core::Hex(i.address), i.text);
+      out += fmt::format("  {} {}: {}\n", i.faulting ? "=>" : "  ", core::Hex(i.address), T(i.text));
     }
-    if (r.disassembly->note) out += fmt::format("  ({})\n", *r.disassembly->note);
+    if (r.disassembly->note) out += fmt::format("  ({})\n", T(*r.disassembly->note));
   }
   if (r.threads.size() > 1) out += fmt::format("{} other threads (see --json)\n", r.threads.size() - 1);
   for (const core::NotCollected& n : r.not_collected) {
-    out += fmt::format("not collected: {}: {}\n", n.item, n.reason);
+    out += fmt::format("not collected: {}: {}\n", T(n.item), T(n.reason));
   }
-  return out;
+  return Terminal(out);
 }
 
 std::string RenderAnalysis(const kb::Analysis& a) {
   std::string out = fmt::format("category: {} (confidence {:.2f})\nverdict: {}\n", core::CategoryName(a.category),
                                 a.confidence, core::VerdictName(a.verdict));
-  for (const std::string& r : a.verdict_reasons) out += fmt::format("  {}\n", r);
+  for (const std::string& r : a.verdict_reasons) out += fmt::format("  {}\n", T(r));
   if (a.matches.empty()) {
     out += "known issues: none matched\n";
   } else {
@@ -210,9 +222,9 @@ std::string RenderAnalysis(const kb::Analysis& a) {
       out += fmt::format("  {}. {} [{}] ({}, {})\n", shown, i.title, i.id, core::CategoryName(i.category),
                          core::VerdictName(i.verdict));
       for (const kb::Hit& h : m.hits) {
-        out += fmt::format("     evidence {}:{}: {}\n", h.input, h.line_number, h.line);
+        out += fmt::format("     evidence {}:{}: {}\n", T(h.input), h.line_number, T(h.line));
       }
-      for (const std::string& c : m.condition_notes) out += fmt::format("     condition {}\n", c);
+      for (const std::string& c : m.condition_notes) out += fmt::format("     condition {}\n", T(c));
       out += fmt::format("     why: {}\n", core::Trim(i.explanation));
       for (const kb::Fix& f : i.fixes) out += fmt::format("     fix ({}): {} — cost: {}\n", f.kind, f.action, f.cost);
       for (const kb::Reference& r : i.references) out += fmt::format("     see {}\n", r.url);
@@ -221,32 +233,33 @@ std::string RenderAnalysis(const kb::Analysis& a) {
   if (a.matches.empty() && !a.evidence.empty()) {
     out += "evidence:\n";
     for (size_t i = 0; i < a.evidence.size() && i < 5; ++i) {
-      out += fmt::format("  {}: {}\n", a.evidence[i].source, a.evidence[i].text);
+      out += fmt::format("  {}: {}\n", T(a.evidence[i].source), T(a.evidence[i].text));
     }
   }
-  if (!a.signature.empty()) out += fmt::format("signature: {}\n", a.signature);
+  if (!a.signature.empty()) out += fmt::format("signature: {}\n", T(a.signature));
   out += "next steps:\n";
-  for (const std::string& s : a.next_steps) out += fmt::format("  - {}\n", s);
-  for (const std::string& l : a.search_links) out += fmt::format("  search: {}\n", l);
-  return out;
+  for (const std::string& s : a.next_steps) out += fmt::format("  - {}\n", T(s));
+  for (const std::string& l : a.search_links) out += fmt::format("  search: {}\n", T(l));
+  return Terminal(out);
 }
 
 std::string RenderFindings(const std::vector<core::Finding>& findings, size_t max_evidence) {
   std::string out;
   for (const core::Finding& f : findings) {
     std::string tag = fmt::format("[{}]", core::SeverityName(f.severity));
-    out += Colored(f.severity, tag) + " " + f.title + "\n";
-    if (!f.detail.empty()) out += "    " + f.detail + "\n";
+    // Sanitised piece by piece: the colour's own escapes come after.
+    out += Colored(f.severity, tag) + " " + T(f.title) + "\n";
+    if (!f.detail.empty()) out += "    " + Terminal(f.detail) + "\n";
     // The newest evidence is last; show the last few.
     size_t first = f.evidence.size() > max_evidence ? f.evidence.size() - max_evidence : 0;
     if (first > 0) {
       out += fmt::format("    ... {} earlier evidence lines (--json shows all kept)\n", first);
     }
     for (size_t i = first; i < f.evidence.size(); ++i) {
-      out += "    evidence (" + f.evidence[i].source + "): " + f.evidence[i].text + "\n";
+      out += "    evidence (" + T(f.evidence[i].source) + "): " + T(f.evidence[i].text) + "\n";
     }
-    if (!f.fix.empty()) out += "    fix: " + f.fix + "\n";
-    for (const std::string& ref : f.references) out += "    see: " + ref + "\n";
+    if (!f.fix.empty()) out += "    fix: " + Terminal(f.fix) + "\n";
+    for (const std::string& ref : f.references) out += "    see: " + T(ref) + "\n";
   }
   return out;
 }
@@ -264,8 +277,8 @@ std::string RenderSnapshotList(const std::vector<store::SnapshotRow>& rows) {
   if (rows.empty()) return "no saved snapshots (take one with `gputriage snapshot --save`)\n";
   std::string text;
   for (const store::SnapshotRow& row : rows) {
-    text += fmt::format("{:>5}  {}  {} {}\n", row.id, row.created_at, PadBytes(row.hostname.value_or("?"), 20),
-                        row.summary);
+    text += fmt::format("{:>5}  {}  {} {}\n", row.id, T(row.created_at), PadBytes(T(row.hostname.value_or("?")), 20),
+                        T(row.summary));
   }
   return text;
 }
@@ -273,7 +286,7 @@ std::string RenderSnapshotList(const std::vector<store::SnapshotRow>& rows) {
 std::string RenderChanges(const std::vector<store::Change>& changes) {
   if (changes.empty()) return "no changes\n";
   std::string text;
-  for (const store::Change& change : changes) text += PadBytes(change.kind, 26) + " " + change.summary + "\n";
+  for (const store::Change& change : changes) text += PadBytes(T(change.kind), 26) + " " + T(change.summary) + "\n";
   return text;
 }
 

@@ -121,26 +121,34 @@ struct Rule {
 // grow (GitHub: up to 255 characters). No entropy threshold: a placeholder such as
 // ghp_EXAMPLE... is redacted too, which costs nothing.
 constexpr Rule kRules[] = {
-    // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens.
+    // GitHub: personal, OAuth, user-to-server, server-to-server and refresh tokens; fine-grained
+    // PATs. https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/ and
+    // https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/about-authentication-to-github#githubs-token-formats
     {"github", R"((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,})", 0, true, true},
     {"github", R"(github_pat_[A-Za-z0-9_]{60,})", 0, true, true},
     // GitLab: personal, deploy, runner, trigger, CI job, feed, mail, agent, OAuth, SCIM tokens.
     {"gitlab", R"(gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[A-Za-z0-9_.-]{20,})", 0, true, true},
     {"gitlab", R"(GR1348941[A-Za-z0-9_-]{20,})", 0, true, true},
     // Slack: bot, user, workspace, refresh, config tokens; app-level tokens.
+    // https://api.slack.com/concepts/token-types
     {"slack", R"(xox[abeprs]-[A-Za-z0-9][A-Za-z0-9-]{8,})", 0, true, true},
     {"slack", R"(xapp-[0-9]-[A-Za-z0-9-]{10,})", 0, true, true},
     // AWS access key ids (long-term AKIA, STS ASIA, ABIA, ACCA); always 20 characters.
+    // https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-unique-ids
+    // (their secret access keys: kAwsSecretPattern).
     {"aws_access_key_id", R"((?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})", 0, true, true},
     {"google_api_key", R"(AIza[A-Za-z0-9_-]{35})", 0, true, true},
     // Anthropic before OpenAI: both start with sk-, the first rule names the span.
     {"anthropic", R"(sk-ant-[A-Za-z0-9_-]{32,})", 0, true, true},
     // OpenAI: project/service/admin keys, legacy sk-<48 alnum>, and anything carrying the
-    // T3BlbkFJ marker. A bare "sk-" + words (sk-hynix-...) is not enough.
+    // T3BlbkFJ marker ("OpenAI" in base64). A bare "sk-" + words (sk-hynix-...) is not enough.
+    // https://platform.openai.com/docs/api-reference/authentication
     {"openai",
      R"(sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{32,})"
      R"(|sk-[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,})",
      0, true, true},
+    // Hugging Face user access tokens (hf_) and organisation API tokens (api_org_).
+    // https://huggingface.co/docs/hub/security-tokens
     {"huggingface", R"((?:hf_|api_org_)[A-Za-z0-9]{30,})", 0, true, true},
     {"npm", R"(npm_[A-Za-z0-9]{36})", 0, true, true},
     // PyPI API tokens are macaroons whose fixed header encodes "pypi.org" / "test.pypi.org".
@@ -150,6 +158,8 @@ constexpr Rule kRules[] = {
     // Weights & Biases keys issued since 2025 (86 characters); the legacy 40-hex form is judged
     // by name in RedactValue, since 40 hex digits alone are as often a git commit.
     {"wandb", R"(wandb_v1_[A-Za-z0-9_-]{20,})", 0, true, true},
+    // JSON Web Tokens: base64url('{"...') header and payload, then the signature (RFC 7519,
+    // section 3; RFC 7515 compact serialization).
     {"jwt", R"(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)", 0, true, true},
     // PEM private keys (RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK): everything after the BEGIN
     // line, the END line included, so that a token overlapping the END line cannot leave half
@@ -160,11 +170,30 @@ constexpr Rule kRules[] = {
      R"((<redacted>|[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)))",
      1, false, true},
     // scheme://user:password@host: only the password (the last '@' ends it, as in browsers).
+    // The userinfo of RFC 3986, section 3.2.1.
     {"url_password", R"([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:([^/?#\s]*)@)", 1, false, false},
-    // HTTP authorization with a bearer token anywhere in the text.
+    // HTTP authorization with a bearer token anywhere in the text (RFC 6750, section 2.1:
+    // b64token characters).
     {"bearer", R"((?i)bearer[ \t]+([A-Za-z0-9._~+/=-]{8,}))", 1, true, false},
+    // Command lines joined into one string (/proc/PID/cmdline, a core's NT_PRPSINFO): the
+    // password glued to -p of the MySQL and MariaDB clients ("-p[password]": a separate word is
+    // the database; https://dev.mysql.com/doc/refman/8.0/en/connection-options.html#option_general_password),
+    // sshpass's -p (sshpass(1): "-p password"), and curl's -u/--user and -U/--proxy-user
+    // USER:PASSWORD (https://curl.se/docs/manpage.html#-u). RedactArgv does the same per argv.
+    {"command_password",
+     R"((?:^|[\s/"'])(?:mysql[A-Za-z_-]*|mariadb[A-Za-z_-]*)[ \t]+(?:[^\s;&|]+[ \t]+)*?-p([^\s"';&|]+))", 1, false,
+     false},
+    {"command_password", R"((?:^|[\s/"'])sshpass[ \t]+(?:[^\s;&|]+[ \t]+)*?-p[ \t]*([^\s"';&|-][^\s"';&|]*))", 1, false,
+     false},
+    {"command_password",
+     R"((?:^|[\s/"'])curl[ \t]+(?:[^\s;&|]+[ \t]+)*?(?:-u|-U|--user|--proxy-user)(?:[ \t]+|=)?[^\s:"';&|-][^\s:"';&|]*:([^\s"';&|]+))",
+     1, false, false},
 };
 constexpr size_t kRuleCount = std::size(kRules);
+// Prefilter targets beyond the rules: the key=value scan and the AWS secret key context.
+constexpr size_t kKeyValueTarget = kRuleCount;
+constexpr size_t kAwsContextTarget = kRuleCount + 1;
+constexpr size_t kTargetCount = kRuleCount + 2;
 
 // Candidate keys of key=value forms; IsSecretName then decides. The keyword list only keeps the
 // scan cheap: it must cover every word IsSecretName accepts.
@@ -173,6 +202,16 @@ constexpr std::string_view kKeyValuePattern =
     R"((["']?[ \t]*[:=][ \t]*|[ \t]+))";
 
 constexpr std::string_view kWandbLegacyKeyPattern = R"((?:[A-Za-z0-9]+-)?[0-9A-Fa-f]{40})";
+
+// AWS secret access keys have no prefix: 40 characters of base64 ("wJalrXUtnFEMI/K7MDENG/
+// bPxRfiCYEXAMPLEKEY" in https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_access-keys.html),
+// which alone would also match innocent strings. So they are looked for only on a line that says
+// what they are: one holding an access key id (the aws_access_key_id rule) or the words
+// "secret access key" (the credentials CSV's header, `aws configure`'s prompt, SecretAccessKey,
+// aws_secret_access_key). A candidate must mix upper and lower case and not be all hex digits:
+// random base64 of 40 characters is that with near certainty, a SHA-1 or an address never is.
+constexpr std::string_view kAwsContextPattern = R"((?i)secret[ _-]?access[ _-]?key)";
+constexpr std::string_view kAwsSecretPattern = R"((?:^|[^A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z))";
 
 // HTTP authorization schemes that precede the credential in a value ("Authorization: Basic x").
 constexpr std::array<std::string_view, 6> kAuthSchemes = {"bearer", "basic", "token", "digest", "negotiate", "bot"};
@@ -207,11 +246,14 @@ class Patterns {
   const RE2* rule(size_t i) const { return rules_[i]->ok() ? rules_[i].get() : nullptr; }
   const RE2& key_value() const { return key_value_; }
   const RE2& wandb_legacy_key() const { return wandb_legacy_key_; }
+  const RE2& aws_context() const { return aws_context_; }
+  const RE2& aws_secret() const { return aws_secret_; }
 
-  // Which of kRules (index kRuleCount: the key=value scan) may match in `text`. Errs on the
-  // side of "all": a prefilter that ran out of memory must not hide a secret.
-  std::array<bool, kRuleCount + 1> Candidates(std::string_view text) const {
-    std::array<bool, kRuleCount + 1> out{};
+  // Which of kRules (index kKeyValueTarget: the key=value scan, kAwsContextTarget: the words
+  // "secret access key") may match in `text`. Errs on the side of "all": a prefilter that ran
+  // out of memory must not hide a secret.
+  std::array<bool, kTargetCount> Candidates(std::string_view text) const {
+    std::array<bool, kTargetCount> out{};
     std::vector<int> hits;
     RE2::Set::ErrorInfo error{};
     if (!set_ok_ || !set_.Match(re2::StringPiece(text.data(), text.size()), &hits, &error)) {
@@ -229,13 +271,16 @@ class Patterns {
       : key_value_(re2::StringPiece(kKeyValuePattern.data(), kKeyValuePattern.size()), PatternOptions()),
         wandb_legacy_key_(re2::StringPiece(kWandbLegacyKeyPattern.data(), kWandbLegacyKeyPattern.size()),
                           PatternOptions()),
+        aws_context_(re2::StringPiece(kAwsContextPattern.data(), kAwsContextPattern.size()), PatternOptions()),
+        aws_secret_(re2::StringPiece(kAwsSecretPattern.data(), kAwsSecretPattern.size()), PatternOptions()),
         set_(PatternOptions(), RE2::UNANCHORED) {
     for (size_t i = 0; i < kRuleCount; ++i) {
       const std::string pattern = CompiledPattern(kRules[i]);
       rules_[i] = std::make_unique<RE2>(pattern, PatternOptions());
       AddToSet(kRules[i].pattern, i);
     }
-    AddToSet(kKeyValuePattern, kRuleCount);
+    AddToSet(kKeyValuePattern, kKeyValueTarget);
+    AddToSet(kAwsContextPattern, kAwsContextTarget);
     set_ok_ = set_.Compile();
   }
 
@@ -249,6 +294,8 @@ class Patterns {
   std::array<std::unique_ptr<RE2>, kRuleCount> rules_;
   RE2 key_value_;
   RE2 wandb_legacy_key_;
+  RE2 aws_context_;
+  RE2 aws_secret_;
   RE2::Set set_;
   std::vector<size_t> set_targets_;  // set index -> rule index
   bool set_ok_ = false;
@@ -358,6 +405,60 @@ void ScanKeyValues(const RE2& re, std::string_view text, std::vector<SecretSpan>
   }
 }
 
+// The [begin, end) of the line around byte `at`.
+std::pair<size_t, size_t> LineAround(std::string_view text, size_t at) {
+  size_t begin = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+  begin = begin == std::string_view::npos ? 0 : begin + 1;
+  size_t end = text.find('\n', at);
+  return {begin, end == std::string_view::npos ? text.size() : end};
+}
+
+bool LooksLikeRandomBase64(std::string_view token) {
+  bool upper = false, lower = false, non_hex = false;
+  for (char c : token) {
+    upper = upper || IsUpper(c);
+    lower = lower || IsLower(c);
+    non_hex = non_hex || !(IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
+  }
+  return upper && lower && non_hex;
+}
+
+// AWS secret access keys on the lines that give them away (kAwsSecretPattern's comment). Each
+// line is scanned once, however many key ids or context words it holds.
+void ScanAwsSecrets(const Patterns& patterns, std::string_view text, bool context_words,
+                    std::vector<SecretSpan>* spans) {
+  std::vector<std::pair<size_t, size_t>> lines;
+  size_t covered = 0;  // the key ids' spans come in order: skip those on the line just added
+  for (const SecretSpan& span : *spans) {
+    if (span.rule != "aws_access_key_id" || (!lines.empty() && span.begin < covered)) continue;
+    lines.push_back(LineAround(text, span.begin));
+    covered = lines.back().second;
+  }
+  const re2::StringPiece input(text.data(), text.size());
+  re2::StringPiece match;
+  size_t pos = 0;
+  while (context_words && pos < text.size() &&
+         patterns.aws_context().Match(input, pos, text.size(), RE2::UNANCHORED, &match, 1)) {
+    lines.push_back(LineAround(text, Offset(text, match)));
+    pos = lines.back().second + 1;
+  }
+  std::sort(lines.begin(), lines.end());
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+  std::array<re2::StringPiece, 2> groups;
+  for (auto [begin, end] : lines) {
+    // With the '\n' on either side: RE2 takes ^ and \z for the whole text's, not the line's.
+    size_t at = begin > 0 ? begin - 1 : 0;
+    size_t stop = std::min(end + 1, text.size());
+    while (at < stop && patterns.aws_secret().Match(input, at, stop, RE2::UNANCHORED, groups.data(), 2)) {
+      size_t token = Offset(text, groups[1]);
+      std::string_view candidate(groups[1].data(), groups[1].size());
+      if (LooksLikeRandomBase64(candidate))
+        spans->push_back({token, token + candidate.size(), "aws_secret_access_key"});
+      at = token + candidate.size();
+    }
+  }
+}
+
 std::vector<SecretSpan> MergeSpans(std::vector<SecretSpan> spans) {
   std::stable_sort(spans.begin(), spans.end(),
                    [](const SecretSpan& a, const SecretSpan& b) { return a.begin < b.begin; });
@@ -404,8 +505,11 @@ std::vector<SecretSpan> FindSecrets(std::string_view text) {
     const RE2* re = patterns.rule(i);
     if (candidates[i] && re != nullptr) ScanRule(kRules[i], *re, text, &spans);
   }
-  if (candidates[kRuleCount] && patterns.key_value().ok()) {
+  if (candidates[kKeyValueTarget] && patterns.key_value().ok()) {
     ScanKeyValues(patterns.key_value(), text, &spans);
+  }
+  if (patterns.aws_context().ok() && patterns.aws_secret().ok()) {
+    ScanAwsSecrets(patterns, text, candidates[kAwsContextTarget], &spans);
   }
   return MergeSpans(std::move(spans));
 }
@@ -424,8 +528,10 @@ bool ContainsKnownToken(std::string_view text) {
   return false;
 }
 
-std::string RedactText(std::string_view text, bool* changed) {
-  std::vector<SecretSpan> spans = FindSecrets(text);
+namespace {
+
+// One pass: every span of FindSecrets replaced.
+std::string RedactOnce(std::string_view text, const std::vector<SecretSpan>& spans) {
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
@@ -435,6 +541,31 @@ std::string RedactText(std::string_view text, bool* changed) {
     pos = span.end;
   }
   out.append(text.substr(pos));
+  return out;
+}
+
+// Passes after the first, at most: the fuzzers' worst inputs settle in two or three.
+constexpr int kMaxExtraPasses = 8;
+
+}  // namespace
+
+std::string RedactText(std::string_view text, bool* changed) {
+  std::vector<SecretSpan> spans = FindSecrets(text);
+  if (spans.empty()) {
+    if (changed != nullptr) *changed = false;
+    return std::string(text);
+  }
+  std::string out = RedactOnce(text, spans);
+  // A replacement can join what was apart: removing a span may remove the '/' that ended a URL
+  // password around it, or put "<redacted>" where a key's value now begins, so that a second
+  // pass reads further. Passes repeat until one finds nothing, so that redacting the result
+  // again changes nothing (the fuzzers check it); real text settles after the first.
+  for (int pass = 0; pass < kMaxExtraPasses; ++pass) {
+    spans = FindSecrets(out);
+    std::string next = RedactOnce(out, spans);
+    if (next == out) break;
+    out = std::move(next);
+  }
   if (changed != nullptr) *changed = out != text;
   return out;
 }
@@ -457,6 +588,114 @@ std::string RedactAssignment(std::string_view entry, bool* changed) {
   if (eq == std::string_view::npos) return RedactText(entry, changed);
   std::string out(entry.substr(0, eq + 1));
   out += RedactValue(entry.substr(0, eq), entry.substr(eq + 1), changed);
+  return out;
+}
+
+namespace {
+
+// The programs whose own options carry a password (see the command_password rules).
+struct ArgvContext {
+  bool mysql = false;    // mysql, mysqldump, mariadb, mariadb-dump, ...: -pPASSWORD
+  bool sshpass = false;  // sshpass -p PASSWORD / -pPASSWORD
+  bool curl = false;     // curl -u USER:PASSWORD
+};
+
+void NoteProgram(std::string_view word, ArgvContext& context) {
+  std::string_view base = word.substr(word.rfind('/') == std::string_view::npos ? 0 : word.rfind('/') + 1);
+  auto only_name_chars = [](std::string_view rest) {
+    return std::all_of(rest.begin(), rest.end(),
+                       [](char c) { return IsUpper(c) || IsLower(c) || c == '_' || c == '-'; });
+  };
+  for (std::string_view client : {"mysql", "mariadb"}) {
+    if (base.substr(0, client.size()) == client && only_name_chars(base.substr(client.size()))) context.mysql = true;
+  }
+  context.sshpass = context.sshpass || base == "sshpass";
+  context.curl = context.curl || base == "curl";
+}
+
+// An option whose value is the next element and a secret by its name ("--password", "-token").
+bool IsSecretOption(std::string_view word) {
+  if (word.size() < 2 || word[0] != '-' || word.find('=') != std::string_view::npos) return false;
+  std::string_view name =
+      word.substr(word.find_first_not_of('-') == std::string_view::npos ? word.size() : word.find_first_not_of('-'));
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!IsAlnum(c) && c != '_' && c != '-' && c != '.') return false;
+  }
+  return IsSecretName(name);
+}
+
+// "USER:PASSWORD" with the password redacted ("USER" alone is kept).
+std::string RedactUserPassword(std::string_view value) {
+  size_t colon = value.find(':');
+  if (colon == std::string_view::npos || colon + 1 == value.size() || value.substr(colon + 1) == kRedacted) {
+    return std::string(value);
+  }
+  return std::string(value.substr(0, colon + 1)) + std::string(kRedacted);
+}
+
+bool IsCurlUserOption(std::string_view word) {
+  return word == "-u" || word == "-U" || word == "--user" || word == "--proxy-user";
+}
+
+// One element of argv after `previous`, in `context`.
+std::string RedactArgvElement(std::string_view previous, std::string_view word, const ArgvContext& context) {
+  // A value that starts with '-' is taken for the next option, as RedactText does.
+  bool value = !word.empty() && word[0] != '-';
+  if (value && IsSecretOption(previous)) return std::string(kRedacted);
+  if (value && context.sshpass && previous == "-p") return std::string(kRedacted);
+  if (value && context.curl && IsCurlUserOption(previous)) return RedactUserPassword(word);
+  if ((context.mysql || context.sshpass) && word.size() > 2 && word.substr(0, 2) == "-p" && word[2] != '-' &&
+      word.substr(2) != kRedacted) {
+    return "-p" + std::string(kRedacted);
+  }
+  if (context.curl && word.size() > 2 && (word[1] == 'u' || word[1] == 'U') && word[0] == '-' && word[2] != '-') {
+    return std::string(word.substr(0, 2)) + RedactUserPassword(word.substr(2));
+  }
+  for (std::string_view option : {"--user=", "--proxy-user="}) {
+    if (context.curl && word.substr(0, option.size()) == option) {
+      return std::string(option) + RedactUserPassword(word.substr(option.size()));
+    }
+  }
+  return RedactText(word);
+}
+
+// Characters no POSIX shell gives a meaning to, in any position of a word.
+bool IsShellSafe(char c) { return IsAlnum(c) || std::string_view("-_./:=,@%+").find(c) != std::string_view::npos; }
+
+}  // namespace
+
+std::vector<std::string> RedactArgv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  ArgvContext context;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string_view previous = i > 0 ? std::string_view(argv[i - 1]) : std::string_view();
+    out.push_back(RedactArgvElement(previous, argv[i], context));
+    NoteProgram(argv[i], context);
+  }
+  return out;
+}
+
+std::string ShellQuote(std::string_view word) {
+  if (!word.empty() && std::all_of(word.begin(), word.end(), IsShellSafe)) return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string RedactedShellCommand(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& word : RedactArgv(argv)) {
+    if (!out.empty()) out += ' ';
+    out += ShellQuote(word);
+  }
   return out;
 }
 

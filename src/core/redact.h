@@ -46,7 +46,10 @@ struct SecretSpan {
 
 /// The secrets in `text`: known token formats (as whole words: "xghp_..." is not one), URL
 /// passwords, PEM private keys (everything after the BEGIN line, END line included, or to the
-/// end of the text when cut short), "Bearer <token>", and the values of secret-named keys
+/// end of the text when cut short), "Bearer <token>", the password glued to a MySQL client's
+/// `-p` ("mysql -u root -pVALUE"), AWS secret access keys (40 characters of mixed-case base64,
+/// on a line that also holds an AWS access key id or says "secret access key"; hex digests and
+/// addresses never qualify), and the values of secret-named keys
 /// (IsSecretName) in `key=value`, `key: value`, `"key": "value"` and command-line `--key value`
 /// forms; an HTTP scheme word before the value ("Basic x") is kept. Overlapping finds are merged
 /// into one span whose rule is the first one's. A find that already reads kRedacted is skipped.
@@ -60,8 +63,10 @@ bool ContainsKnownToken(std::string_view text);
 
 /// `text` with every span of FindSecrets(text) replaced by kRedacted; everything else is kept
 /// byte for byte. Meant for log text and command lines. Sets `*changed` (when given) to whether
-/// the result differs from `text`. For real text, redacting again changes nothing more; not for
-/// every byte string (a redaction may remove the '/' that ended a URL password around it).
+/// the result differs from `text`. Redacting the result again changes nothing more: when a
+/// replacement makes a new secret appear (it may remove the '/' that ended a URL password
+/// around it), the text is redacted again, until a pass finds nothing (at most 9 passes; real
+/// text needs one, and a second that finds nothing only when the first found something).
 std::string RedactText(std::string_view text, bool* changed = nullptr);
 
 /// The value of variable `name` as it may be shown: kRedacted as a whole when
@@ -74,5 +79,26 @@ std::string RedactValue(std::string_view name, std::string_view value, bool* cha
 /// `entry` ("NAME=value", as in environ or /proc/PID/environ) with its value redacted by
 /// RedactValue; an entry without '=' is treated as text (RedactText).
 std::string RedactAssignment(std::string_view entry, bool* changed = nullptr);
+
+/// A command line (argv, one element per word) as it may be shown: every element through
+/// RedactText, and, because an option and its value are separate elements there:
+///   - the element after an option whose name is secret (`--password VALUE`, `--api-key VALUE`,
+///     `-token VALUE`: IsSecretName of the name without its dashes) becomes kRedacted, unless it
+///     looks like the next option (`--token --verbose`);
+///   - from a MySQL/MariaDB client or sshpass on (`mysql`, `mysqldump`, `mariadb-dump`, ...,
+///     also after `env`, `sudo`), the password glued to `-p` (`-pVALUE` -> `-p<redacted>`), and
+///     sshpass's `-p VALUE`;
+///   - from curl on, the password of `-u`/`--user`/`--proxy-user USER:PASSWORD`.
+/// Same length and order as `argv`; RedactArgv(RedactArgv(x)) == RedactArgv(x).
+std::vector<std::string> RedactArgv(const std::vector<std::string>& argv);
+
+/// `word` as one word for POSIX sh: unchanged when it has only characters no shell treats
+/// specially (letters, digits, and `-_./:=,@%+`), else in single quotes with each `'` written
+/// `'\''`; "" becomes `''`.
+std::string ShellQuote(std::string_view word);
+
+/// The command line `argv` as one line to paste into a POSIX shell: RedactArgv, then
+/// ShellQuote of each element, joined by spaces.
+std::string RedactedShellCommand(const std::vector<std::string>& argv);
 
 }  // namespace gputriage::core

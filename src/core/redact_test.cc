@@ -411,5 +411,120 @@ TEST(RedactText, LargeInputStaysLinear) {
   EXPECT_EQ(out.substr(out.size() - 17), "token=<redacted>\n");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Command lines
+
+TEST(RedactArgv, SecretOptionTakesTheNextElement) {
+  const std::vector<std::string> argv = {"python",       "train.py",  "--password",
+                                         "hunter2 x",    "--api-key", "k3y-v4lue",
+                                         "--auth-token", "t0k3n",     "--aws-secret-access-key",
+                                         "s3cr3t/ABC",   "--epochs",  "3",
+                                         "-token",       "abc"};
+  EXPECT_EQ(RedactArgv(argv),
+            (std::vector<std::string>{"python", "train.py", "--password", "<redacted>", "--api-key", "<redacted>",
+                                      "--auth-token", "<redacted>", "--aws-secret-access-key", "<redacted>", "--epochs",
+                                      "3", "-token", "<redacted>"}));
+}
+
+TEST(RedactArgv, OtherFormsAndNegatives) {
+  // --name=value, tokens and URL passwords inside any element, as RedactText does.
+  const std::string github = "ghp_" + Chars(kAlnum, 36, 70);
+  EXPECT_EQ(
+      RedactArgv({"run", "--password=abc", "--url", "https://u:pw@host/x", github}),
+      (std::vector<std::string>{"run", "--password=<redacted>", "--url", "https://u:<redacted>@host/x", "<redacted>"}));
+  // A switch followed by the next option, a path option, a count, and a last option without value.
+  for (const std::vector<std::string>& argv :
+       std::vector<std::vector<std::string>>{{"tool", "--token", "--verbose"},
+                                             {"tool", "--password-file", "/run/secrets/pw"},
+                                             {"tool", "--max-tokens", "512"},
+                                             {"tool", "--password"},
+                                             {"ssh", "-p2222", "host"},
+                                             {"tar", "-pxf", "a.tar"},
+                                             {"mkdir", "-p", "/tmp/x"},
+                                             {"nvcc", "-arch=sm_90", "-o", "a.out", "kernel.cu"}}) {
+    EXPECT_EQ(RedactArgv(argv), argv) << argv[1];
+  }
+  EXPECT_EQ(RedactArgv({}), std::vector<std::string>{});
+}
+
+TEST(RedactArgv, ClientPasswordOptions) {
+  // mysql and its tools take the password glued to -p (a separate word is the database).
+  EXPECT_EQ(RedactArgv({"/usr/bin/mysql", "-u", "root", "-pS3cretPw", "db"}),
+            (std::vector<std::string>{"/usr/bin/mysql", "-u", "root", "-p<redacted>", "db"}));
+  EXPECT_EQ(RedactArgv({"env", "TZ=UTC", "mysqldump", "-pS3cret", "-P3306"}),
+            (std::vector<std::string>{"env", "TZ=UTC", "mysqldump", "-p<redacted>", "-P3306"}));
+  EXPECT_EQ(RedactArgv({"sshpass", "-p", "S3cret", "ssh", "host"}),
+            (std::vector<std::string>{"sshpass", "-p", "<redacted>", "ssh", "host"}));
+  // curl -u USER:PASSWORD keeps the user.
+  EXPECT_EQ(RedactArgv({"curl", "-u", "alice:S3cret", "https://x"}),
+            (std::vector<std::string>{"curl", "-u", "alice:<redacted>", "https://x"}));
+  EXPECT_EQ(RedactArgv({"curl", "--user", "alice:S3cret"}),
+            (std::vector<std::string>{"curl", "--user", "alice:<redacted>"}));
+  EXPECT_EQ(RedactArgv({"curl", "-u", "alice"}), (std::vector<std::string>{"curl", "-u", "alice"}));
+}
+
+TEST(RedactArgv, TwiceIsOnceAndJoinedTextAgrees) {
+  const std::vector<std::string> argv = {"mysql", "-pS3cret", "--password", "x y", "--token=abc", "--api-key", "k"};
+  std::vector<std::string> once = RedactArgv(argv);
+  EXPECT_EQ(RedactArgv(once), once);
+  // The joined form (a core's or /proc's command line) is redacted alike by RedactText.
+  EXPECT_EQ(RedactText("mysql -u root -pS3cretPw db"), "mysql -u root -p<redacted> db");
+  EXPECT_EQ(RedactText("/usr/bin/mysqldump --user=root -pS3cret db > out.sql"),
+            "/usr/bin/mysqldump --user=root -p<redacted> db > out.sql");
+  EXPECT_EQ(RedactText("python train.py --password hunter2 --epochs 3"),
+            "python train.py --password <redacted> --epochs 3");
+  EXPECT_EQ(RedactText("ssh -p 2222 host; mkdir -p /x; tar -pxf a.tar"),
+            "ssh -p 2222 host; mkdir -p /x; tar -pxf a.tar");
+}
+
+TEST(ShellQuote, QuotesForPosixSh) {
+  EXPECT_EQ(ShellQuote("plain-word_1.2/x:y=z,@%+"), "plain-word_1.2/x:y=z,@%+");
+  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(ShellQuote("two words"), "'two words'");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellQuote("$(rm -rf ~)`x`;|&<>*?[]{}!#~\"\\"), "'$(rm -rf ~)`x`;|&<>*?[]{}!#~\"\\'");
+  EXPECT_EQ(ShellQuote("<redacted>"), "'<redacted>'");
+  EXPECT_EQ(RedactedShellCommand({"python", "-c", "print('hi there')", "--password", "x"}),
+            "python -c 'print('\\''hi there'\\'')' --password '<redacted>'");
+}
+
+// ---------------------------------------------------------------------------------------------
+// AWS secret access keys: 40 characters of base64, known only by what stands next to them.
+
+TEST(AwsSecretAccessKey, RedactedNextToItsKeyIdOrItsName) {
+  const std::string id = "AKIA" + Chars(kUpperBase32, 16, 80);
+  const std::string secret = Chars(kAlnum, 12, 81) + "/" + Chars(kAlnum, 10, 82) + "+" + Chars(kAlnum, 16, 83);  // 40
+  ASSERT_EQ(secret.size(), 40u);
+  EXPECT_EQ(RedactText("creds " + id + " " + secret + " ok"), "creds <redacted> <redacted> ok");
+  // The credentials CSV the console downloads.
+  EXPECT_EQ(RedactText("User name,Password,Access key ID,Secret access key\nml,," + id + "," + secret + "\n"),
+            "User name,Password,Access key ID,Secret access key\nml,,<redacted>,<redacted>\n");
+  // aws configure's prompt.
+  EXPECT_EQ(RedactText("AWS Secret Access Key [None]: " + secret), "AWS Secret Access Key [None]: <redacted>");
+  EXPECT_EQ(RedactText("SecretAccessKey " + secret), "SecretAccessKey <redacted>");
+  std::string out = RedactText(id + " " + secret);
+  EXPECT_EQ(RedactText(out), out);
+}
+
+TEST(AwsSecretAccessKey, DiagnosticHashesAndAddressesStay) {
+  const std::string id = "AKIA" + Chars(kUpperBase32, 16, 84);
+  const std::string sha1 = Chars(kHex, 40, 85);
+  const std::string sha256 = Chars(kHex, 64, 86);
+  const std::string base64_40 = Chars(kAlnum, 40, 87);
+  // A git commit next to a key id stays; the key id goes.
+  EXPECT_EQ(RedactText(id + " commit " + sha1), "<redacted> commit " + sha1);
+  for (const std::string& text : {
+           "model.safetensors sha256:" + sha256,
+           "layer weights digest " + sha256.substr(0, 40) + " ok",
+           "checkpoint " + base64_40 + " loaded",  // no AWS context: not a key
+           std::string("illegal address 0x7f3a2c000000 in kernel at 0x00007f12abcd0000 pc 0x7f12abcd0040"),
+           "HIP error: hipErrorIllegalAddress; GPU UUID GPU-" + Chars(kHex, 8, 88) + "-" + Chars(kHex, 4, 89),
+           "secret access key rotation: " + std::string(40, 'A'),  // no lower case: not random base64
+           "secret access key file: /home/ml/.aws/credentials/" + Chars(kLetters, 20, 90),
+       }) {
+    EXPECT_EQ(RedactText(text), text) << text;
+  }
+}
+
 }  // namespace
 }  // namespace gputriage::core

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "core/redact.h"
 #include "core/signals.h"
+#include "core/text.h"
 #include "kb/next_steps.h"
 #include "kb/scan.h"
 #include "kb/verdict.h"
@@ -74,6 +76,15 @@ void DecideCategory(const ScanFindings& found, Analysis& a) {
     a.confidence = 0.05;
     a.verdict_reasons.push_back("no known issue matched and no GPU error signal was found");
   }
+}
+
+// The signature of a key line: redacted first, then cut to 400 bytes and normalised (digit runs
+// become N: normalised first, a token would be shortened below its format and shown), and
+// valid UTF-8 without control bytes (the line may be binary, the cut may split a character).
+std::string Signature(std::string_view line) {
+  std::string redacted = core::RedactText(line);
+  if (redacted.size() > 400) redacted.resize(400);
+  return core::SanitizeUtf8(forensics::NormalizeLine(redacted));
 }
 
 }  // namespace
@@ -154,7 +165,7 @@ Analysis Analyzer::Finish(const Facts* facts) {
   a.evidence = found.evidence;
   DecideCategory(found, a);
   AddVerdictEvidence(found, kb_->catalog.xid, facts, a);
-  a.signature = forensics::NormalizeLine(found.key_line.empty() ? found.fallback_line : found.key_line);
+  a.signature = Signature(found.key_line.empty() ? found.fallback_line : found.key_line);
   a.gpu_signature =
       facts ? scan_->signature().Finish(facts->gpu_archs, facts->versions) : scan_->signature().Finish({}, {});
   a.group_key = a.gpu_signature.empty() ? a.signature : a.gpu_signature.Key();

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "core/redact_job.h"
 #include "forensics/core_analysis.h"
 #include "store/diff.h"
 
@@ -46,6 +47,7 @@ core::Result<AnalyzedInput> AddInput(Analyzer& analyzer, const std::string& path
   if (path != "-" && ::stat(path.c_str(), &st) != 0) return core::MakeError("{}: {}", path, std::strerror(errno));
   if (path != "-" && S_ISDIR(st.st_mode)) {
     GT_ASSIGN_OR_RETURN(core::Bundle bundle, core::ReadBundle(path));
+    core::RedactBundle(bundle);  // before anything is derived from it, shown or stored
     analyzer.AddBundle(bundle);
     input.kind = AnalyzedInput::Kind::kBundle;
     input.process = bundle.process.primary;
@@ -54,6 +56,7 @@ core::Result<AnalyzedInput> AddInput(Analyzer& analyzer, const std::string& path
   }
   if (path != "-" && IsElfCoreFile(path)) {
     GT_ASSIGN_OR_RETURN(core::ProcessReport report, forensics::AnalyzeCore(path, request.exe));
+    core::RedactProcessReport(report);
     analyzer.AddProcess(report, path);
     input.kind = AnalyzedInput::Kind::kCore;
     input.process = std::move(report);

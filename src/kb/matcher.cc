@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "core/redact.h"
 #include "core/text.h"
 
 namespace gputriage::kb {
@@ -218,7 +219,9 @@ size_t Matcher::Feed(LineSource source, std::string_view line, size_t line_numbe
     Hit hit;
     hit.signal = ref.signal;
     hit.line_number = line_number;
-    hit.line = core::SanitizeUtf8(line.substr(0, 400));
+    // Redacted before it is cut: cut first, a token across the cut would not be recognised.
+    std::string redacted = core::RedactText(line);
+    hit.line = core::SanitizeUtf8(std::string_view(redacted).substr(0, 400));
     hit.input = std::string(input);
     slot = std::move(hit);
     ++fresh;

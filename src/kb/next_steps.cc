@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/redact.h"
 #include "core/text.h"
 
 namespace gputriage::kb {
@@ -101,9 +102,12 @@ core::Verdict DefaultVerdict(Category category) {
 }
 
 std::vector<std::string> SearchLinks(const std::string& signature) {
-  // Search on the stable words of the signature (placeholders dropped).
+  // Search on the stable words of the signature (placeholders dropped), redacted first: once
+  // URL-encoded, a password or token is no longer recognisable ("https%3A%2F%2Fu%3Apw%40host").
+  const std::string redacted = core::RedactText(signature);
   std::string query;
-  for (std::string_view word : core::SplitWhitespace(signature)) {
+  for (std::string_view word : core::SplitWhitespace(redacted)) {
+    if (word.find(core::kRedacted) != std::string_view::npos) continue;
     while (!word.empty() && std::string_view("()[]{},:;.'\"`").find(word.front()) != std::string_view::npos) {
       word.remove_prefix(1);
     }

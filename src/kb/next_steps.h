@@ -18,7 +18,8 @@ std::vector<std::string> NextSteps(core::Category category, bool matched);
 core::Verdict DefaultVerdict(core::Category category);
 
 /// Issue-search links (GitHub, and the PyTorch, ROCm and NCCL trackers) for the stable words of
-/// a normalised signature; empty when it has none.
+/// a normalised signature, after core::RedactText (a word holding a secret is left out); empty
+/// when the signature is empty.
 std::vector<std::string> SearchLinks(const std::string& signature);
 
 }  // namespace gputriage::kb

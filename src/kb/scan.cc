@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "core/redact.h"
 #include "core/text.h"
 #include "kmsg/classify.h"
 
@@ -20,11 +21,18 @@ bool IsPythonExceptionLine(std::string_view line) {
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), kException);
 }
 
+// An evidence line: secrets redacted before it is cut (cut first, a token across the cut would
+// no longer be recognised and its head would be shown).
 std::string Clip(std::string_view line) {
-  std::string s = core::SanitizeUtf8(core::Trim(line));
+  std::string s = core::SanitizeUtf8(core::RedactText(core::Trim(line)));
   if (s.size() > 400) s = s.substr(0, 400) + "...";
   return s;
 }
+
+// The key and fallback lines are kept raw (they are redacted once, when the analysis derives
+// the signature from one), with room past the 400 bytes the signature keeps for a token that
+// starts before the cut.
+std::string KeyLine(std::string_view line) { return std::string(line.substr(0, kKeyLineBytes)); }
 
 size_t Index(core::Category category) { return static_cast<size_t>(category); }
 
@@ -157,7 +165,7 @@ void LineScan::ScoreErrorCode(std::string_view line, uint64_t number, std::strin
   }
   if (key_weight_ < 3) {
     if (found_.key_line.empty()) filter_stale_ = true;
-    found_.key_line = std::string(line.substr(0, 400));
+    found_.key_line = KeyLine(line);
     key_weight_ = 3;
   }
 }
@@ -181,7 +189,7 @@ void LineScan::ScoreGeneralSignals(std::string_view line, uint64_t number, std::
     const catalog::GeneralSignal& g = general_.signal(static_cast<size_t>(index));
     if (g.weight == 0 || !g.category) {
       // No category: remember the last line that reads like an error, for the signature.
-      if (hits_.size() == 1) found_.fallback_line.assign(line.substr(0, 400));
+      if (hits_.size() == 1) found_.fallback_line.assign(line.substr(0, kKeyLineBytes));
       continue;
     }
     int& count = general_counts_[static_cast<size_t>(index)];
@@ -199,7 +207,7 @@ void LineScan::ScoreGeneralSignals(std::string_view line, uint64_t number, std::
       }
       if (found_.key_line.empty() || g.weight > key_weight_) {
         if (found_.key_line.empty()) filter_stale_ = true;  // the fallback line is no longer wanted
-        found_.key_line = std::string(line.substr(0, 400));
+        found_.key_line = KeyLine(line);
         key_weight_ = g.weight;
       }
     }
@@ -208,7 +216,7 @@ void LineScan::ScoreGeneralSignals(std::string_view line, uint64_t number, std::
   // exception occurred") the last one raised is the one that counts: it becomes the key line
   // and its category breaks ties.
   if (line_weight >= 2 && line_weight >= key_weight_ && IsPythonExceptionLine(line)) {
-    found_.key_line = std::string(line.substr(0, 400));
+    found_.key_line = KeyLine(line);
     key_weight_ = line_weight;
     found_.last_exception_category = line_category;
   }

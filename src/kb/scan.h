@@ -41,15 +41,20 @@ struct XidSeen {
   std::string first_line;         ///< "input:line"
 };
 
+/// The key and fallback lines are kept raw, at most this long: the 400 bytes a signature keeps,
+/// and room for a token that starts before that cut to be recognised whole when the analysis
+/// redacts the line (Analyzer::Finish).
+inline constexpr size_t kKeyLineBytes = 400 + 1024;
+
 /// What a scan found, for the verdict.
 struct ScanFindings {
   std::array<int, core::kCategoryCount> scores{};         ///< by category
   std::array<int, core::kCategoryCount> strong{};         ///< lines of weight >= 2, by category
   std::optional<core::Category> last_exception_category;  ///< of the last Python exception line
   std::vector<core::Evidence> evidence;                   ///< the lines the general classifier keyed on (12 at most)
-  std::string key_line;                                   ///< the most telling error line
-  std::string fallback_line;                              ///< the last line that reads like an error, when no key line
-  bool asynchronous = false;                              ///< the runtime says the error was reported asynchronously
+  std::string key_line;                                   ///< the most telling error line, raw (kKeyLineBytes at most)
+  std::string fallback_line;  ///< the last line that reads like an error, when no key line (raw, likewise)
+  bool asynchronous = false;  ///< the runtime says the error was reported asynchronously
   std::map<uint32_t, XidSeen> xids;
   std::vector<VmFault> vm_faults;  ///< the first kMaxVmFaults
   uint64_t vm_fault_count = 0;

@@ -12,7 +12,25 @@ namespace {
 
 using core::Json;
 
-std::string Safe(std::string_view text) { return core::RedactText(core::SanitizeUtf8(text)); }
+// Text from the job or the machine as the report may show it: secrets redacted in the raw bytes
+// first (sanitising first would turn a '\r' inside a token into U+FFFD and split it), then
+// control bytes and invalid UTF-8 replaced (nothing reaches a terminal or a paste as escapes).
+std::string Safe(std::string_view text) { return core::SanitizeUtf8(core::RedactText(text)); }
+
+Json SafeList(const std::vector<std::string>& texts) {
+  Json out = Json::array();
+  for (const std::string& text : texts) out.push_back(Safe(text));
+  return out;
+}
+
+// `text` cut to at most `max` bytes, not inside a UTF-8 sequence.
+std::string Cut(std::string text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  text.resize(end);
+  return text;
+}
 
 std::string LastLines(std::string_view text, size_t n) {
   std::vector<std::string_view> lines = core::SplitLines(text);
@@ -33,7 +51,7 @@ std::string InstallationText(const core::Installation& i) {
 Json Installations(const std::optional<core::Installations>& installs) {
   Json out = Json::array();
   if (!installs || !installs->installations) return out;
-  for (const core::Installation& i : *installs->installations) out.push_back(InstallationText(i));
+  for (const core::Installation& i : *installs->installations) out.push_back(Safe(InstallationText(i)));
   return out;
 }
 
@@ -45,16 +63,16 @@ Json Environment(const std::optional<core::Snapshot>& snapshot) {
   }
   const core::Snapshot& s = *snapshot;
   const core::Host host = s.host.value_or(core::Host{});
-  env["os"] = host.os ? host.os->pretty_name.value_or("") : "";
-  env["kernel"] = host.kernel ? host.kernel->release.value_or("") : "";
-  env["hostname"] = host.hostname.value_or("");
+  env["os"] = Safe(host.os ? host.os->pretty_name.value_or("") : "");
+  env["kernel"] = Safe(host.kernel ? host.kernel->release.value_or("") : "");
+  env["hostname"] = Safe(host.hostname.value_or(""));
   Json gpus = Json::array();
   for (const core::Gpu& g : s.GpuList()) {
     std::string line = g.name ? *g.name : g.pci_name.value_or("");
     if (g.gfx_arch && !g.gfx_arch->empty()) line += " (" + *g.gfx_arch + ")";
     if (g.pci_address && !g.pci_address->empty()) line += " at " + *g.pci_address;
     if (g.driver && !g.driver->empty()) line += ", driver " + *g.driver;
-    gpus.push_back(line);
+    gpus.push_back(Safe(line));
   }
   env["gpus"] = gpus;
   const core::Software software = s.software.value_or(core::Software{});
@@ -63,21 +81,21 @@ Json Environment(const std::optional<core::Snapshot>& snapshot) {
   Json rocm = Json::array();
   if (software.amd && software.amd->rocm && software.amd->rocm->installations) {
     for (const core::Installation& i : *software.amd->rocm->installations) {
-      rocm.push_back(i.version.value_or("") + " at " + i.path.value_or(""));
+      rocm.push_back(Safe(i.version.value_or("") + " at " + i.path.value_or("")));
     }
   }
   env["rocm"] = rocm;
   env["cuda_toolkits"] = Installations(software.cuda);
   if (const core::TorchInstall* torch = s.Torch()) {
-    env["torch"] = fmt::format("{} (CUDA {}, HIP {})", torch->version.value_or("?"), torch->cuda.value_or("-"),
-                               torch->hip.value_or("-"));
+    env["torch"] = Safe(fmt::format("{} (CUDA {}, HIP {})", torch->version.value_or("?"), torch->cuda.value_or("-"),
+                                    torch->hip.value_or("-")));
   }
   Json vars = Json::object();
   if (s.env && s.env->variables) {
     for (const auto& [name, raw] : *s.env->variables) {
-      std::string value = core::RedactValue(name, raw);
-      if (value.size() > 120) value = value.substr(0, 117) + "...";
-      vars[name] = value;
+      std::string value = core::SanitizeUtf8(core::RedactValue(name, raw));
+      if (value.size() > 120) value = Cut(std::move(value), 117) + "...";
+      vars[Safe(name)] = value;
     }
   }
   env["gpu_environment_variables"] = vars;
@@ -101,19 +119,21 @@ std::string Title(const ReportInput& in) {
   if (in.process && in.process->primary.classification) title = in.process->primary.classification->summary;
   if (title.empty() && !a.matches.empty()) title = a.matches.front().issue->title;
   if (title.empty()) title = a.signature.empty() ? "GPU job failure" : a.signature;
-  return Safe(title.substr(0, 200));
+  // Redacted before it is cut: cut first, a token across the cut would not be recognised.
+  return Cut(Safe(title), 200);
 }
 
 Json Reproduction(const ReportInput& in) {
   Json repro = Json::object();
   if (in.manifest) {
     const core::BundleManifest& m = *in.manifest;
-    Json cmd = Json::array();
-    for (const std::string& part : m.command.value_or(std::vector<std::string>{})) cmd.push_back(Safe(part));
-    repro["command"] = cmd;
+    // Redacted as argv ("--password VALUE" spans two elements), then quoted for sh.
+    const std::vector<std::string> argv = m.command.value_or(std::vector<std::string>{});
+    repro["command"] = SafeList(core::RedactArgv(argv));
+    repro["command_line"] = core::SanitizeUtf8(core::RedactedShellCommand(argv));
     repro["exit_status"] = m.exit_status ? Json(*m.exit_status) : Json(nullptr);
     repro["started_at"] = m.timings ? m.timings->started_at.value_or("") : "";
-    repro["signature"] = m.signature.value_or("");
+    repro["signature"] = Safe(m.signature.value_or(""));
   } else {
     repro["not_collected"] = "a log only: the command and its exit status are not known (`gputriage run` records them)";
   }
@@ -142,6 +162,15 @@ void AddProcess(const core::ProcessFile& file, Json& failure) {
   failure["si_code"] = pj["si_code"];
   failure["fault_address"] = pj["fault_address"];
   failure["classification"] = pj["classification"];
+  if (p.classification) {
+    failure["classification"]["summary"] = Safe(p.classification->summary);
+    failure["classification"]["detail"] = Safe(p.classification->detail);
+    Json evidence = Json::array();
+    for (const core::Evidence& e : p.classification->evidence) {
+      evidence.push_back({{"source", Safe(e.source)}, {"text", Safe(e.text)}});
+    }
+    failure["classification"]["evidence"] = evidence;
+  }
   Json frames = Json::array();
   if (!p.threads.empty()) {
     for (const core::Frame& f : p.threads.front().frames) {
@@ -153,7 +182,7 @@ void AddProcess(const core::ProcessFile& file, Json& failure) {
   Json dis = Json::array();
   if (p.disassembly) {
     for (const core::Instruction& i : p.disassembly->instructions) {
-      dis.push_back(fmt::format("{} {}: {}", i.faulting ? "=>" : "  ", core::Hex(i.address), i.text));
+      dis.push_back(fmt::format("{} {}: {}", i.faulting ? "=>" : "  ", core::Hex(i.address), Safe(i.text)));
     }
   }
   failure["disassembly"] = dis;
@@ -170,12 +199,12 @@ Json Failure(const ReportInput& in) {
   failure["category"] = core::CategoryName(a.category);
   failure["confidence"] = a.confidence;
   failure["verdict"] = core::VerdictName(a.verdict);
-  failure["verdict_reasons"] = a.verdict_reasons;
+  failure["verdict_reasons"] = SafeList(a.verdict_reasons);
   if (!a.gpu_signature.empty()) failure["gpu_signature"] = Safe(a.gpu_signature.Key());
   if (in.process) AddProcess(*in.process, failure);
   failure["stderr_excerpt"] = Safe(LastLines(in.stderr_tail, 30));
   Json evidence = Json::array();
-  for (const core::Evidence& e : a.evidence) evidence.push_back(e.source + ": " + Safe(e.text));
+  for (const core::Evidence& e : a.evidence) evidence.push_back(Safe(e.source + ": " + e.text));
   failure["evidence"] = evidence;
   return failure;
 }
@@ -200,7 +229,9 @@ Json Troubleshooting(const ReportInput& in) {
     for (const char* name :
          {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING", "HSA_OVERRIDE_GFX_VERSION",
           "PYTORCH_CUDA_ALLOC_CONF", "NCCL_P2P_DISABLE", "TORCH_USE_CUDA_DSA", "HSA_ENABLE_SDMA"}) {
-      if (auto value = in.snapshot->EnvValue(name)) tried.push_back(fmt::format("{}={} was set", name, Safe(*value)));
+      if (auto value = in.snapshot->EnvValue(name)) {
+        tried.push_back(fmt::format("{}={} was set", name, core::SanitizeUtf8(core::RedactValue(name, *value))));
+      }
     }
   }
   if (in.manifest && in.manifest->signature && in.same_signature_count) {
@@ -217,7 +248,7 @@ Json KnownIssues(const kb::Analysis& a) {
     Json refs = Json::array();
     for (const kb::Reference& ref : m.issue->references) refs.push_back(ref.url);
     Json lines = Json::array();
-    for (const kb::Hit& h : m.hits) lines.push_back(fmt::format("{}:{}: {}", h.input, h.line_number, Safe(h.line)));
+    for (const kb::Hit& h : m.hits) lines.push_back(Safe(fmt::format("{}:{}: {}", h.input, h.line_number, h.line)));
     known.push_back({{"id", m.issue->id},
                      {"title", m.issue->title},
                      {"category", core::CategoryName(m.issue->category)},
@@ -233,15 +264,15 @@ Json KnownIssues(const kb::Analysis& a) {
 Json BuildReport(const ReportInput& in) {
   Json r;
   r["title"] = Title(in);
-  r["source"] = in.source;
+  r["source"] = Safe(in.source);
   r["environment"] = Environment(in.snapshot);
   r["reproduction"] = Reproduction(in);
   r["failure"] = Failure(in);
   r["diagnostics"] = Diagnostics(in);
   r["troubleshooting"] = Troubleshooting(in);
   r["known_issues"] = KnownIssues(in.analysis);
-  r["next_steps"] = in.analysis.next_steps;
-  r["search_links"] = in.analysis.search_links;
+  r["next_steps"] = SafeList(in.analysis.next_steps);
+  r["search_links"] = SafeList(in.analysis.search_links);
   return r;
 }
 
@@ -335,9 +366,7 @@ std::string RenderMarkdown(const Json& r) {
   if (rep.contains("not_collected")) {
     md += "_" + Val(rep["not_collected"]) + "_\n\n";
   } else {
-    std::string cmd;
-    for (const Json& c : rep["command"]) cmd += (cmd.empty() ? "" : " ") + Val(c);
-    md += Code(cmd);
+    md += Code(Val(rep["command_line"]));
     md += fmt::format("\nExit status {}; started {}.", Val(rep["exit_status"]), Val(rep["started_at"]));
     if (rep.contains("same_signature_bundles") && rep["same_signature_bundles"].is_number() &&
         rep["same_signature_bundles"].get<int>() > 0)

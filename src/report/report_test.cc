@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kb/next_steps.h"
+
 namespace gputriage::report {
 namespace {
 
@@ -97,6 +99,60 @@ TEST(Report, KernelLogTickedOnlyWhenTheManifestSaysPresent) {
   in.manifest->files["kmsg.log"] = core::BundleFile{.present = true, .bytes = 0};
   std::string present = RenderMarkdown(BuildReport(in));
   EXPECT_NE(present.find("- [x] kernel log during the run"), std::string::npos) << present;
+}
+
+// A token whose digit runs the signature's normalisation shortens ("Xy1234" -> "XyN"), and a
+// URL password, in every place the report takes text from the job.
+std::string HfToken() {
+  std::string token = "hf_";
+  for (int i = 0; i < 6; ++i) token += "Xy" + std::to_string(1234 + i);
+  return token;
+}
+
+void ExpectNoSecret(const std::string& text, const std::string& what) {
+  for (const char* piece : {"Xy12", "XyN", "cretPw", "hunter2", "S3cret", "alice:pw"}) {
+    EXPECT_EQ(text.find(piece), std::string::npos) << what << " shows " << piece << ":\n" << text;
+  }
+}
+
+TEST(Report, TitleLinksCommandAndEveryJobStringAreRedacted) {
+  ReportInput in = Sample();
+  const std::string line =
+      "worker 3: nan at step 1200 pushing to https://ml:S3cretPw0rd@metrics.example.org " + HfToken();
+  in.process->primary.classification->summary.clear();  // the title comes from the signature
+  in.analysis.signature = "worker N: nan at step N pushing to https://ml:<redacted>@metrics.example.org <redacted>";
+  in.analysis.search_links = kb::SearchLinks(line);
+  in.analysis.evidence = {{"stderr:3", line}};
+  in.manifest->command = {"mysql", "-uroot", "-pS3cret", "--password", "hunter2", "-e", "select 'x y'"};
+  in.manifest->signature = "exit " + line;
+  in.process->primary.command = "mysql -uroot -pS3cret --password hunter2";
+  in.snapshot->host->hostname = "node\x1b]0;title\a-1";
+  (*in.snapshot->env->variables)["NCCL_SOCKET_IFNAME"] = "eth0";
+  (*in.snapshot->env->variables)["AMD_SERIALIZE_KERNEL"] = "token=hunter2";
+  in.source = "/bundles/https://alice:pw@x";
+  Json r = BuildReport(in);
+  const std::string json = r.dump();
+  const std::string md = RenderMarkdown(r);
+  ExpectNoSecret(json, "json");
+  ExpectNoSecret(md, "markdown");
+  ExpectNoSecret(RenderHtml(r), "html");
+  EXPECT_EQ(r["title"], "worker N: nan at step N pushing to https://ml:<redacted>@metrics.example.org <redacted>");
+  // The reproduction command, redacted, then quoted for sh.
+  EXPECT_NE(md.find("mysql -uroot '-p<redacted>' --password '<redacted>' -e 'select '\\''x y'\\'''\n"),
+            std::string::npos)
+      << md;
+  // Control characters from the machine do not reach the report.
+  EXPECT_EQ(md.find('\x1b'), std::string::npos);
+  EXPECT_EQ(md.find('\a'), std::string::npos);
+}
+
+TEST(Report, ATitleIsRedactedBeforeItIsCut) {
+  ReportInput in = Sample();
+  // The summary's token straddles byte 200, where the title is cut.
+  in.process->primary.classification->summary = std::string(190, 'x') + " " + HfToken();
+  Json r = BuildReport(in);
+  ExpectNoSecret(r["title"].get<std::string>(), "title");
+  EXPECT_LE(r["title"].get<std::string>().size(), 200u);
 }
 
 }  // namespace

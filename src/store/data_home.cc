@@ -53,7 +53,10 @@ std::optional<std::string> ChooseDataHome(const DataHomeEnv& env) {
   return std::nullopt;
 }
 
-core::Result<std::string> DataHome() {
+namespace {
+
+// The process's data home, not created.
+core::Result<std::string> ChosenDataHome() {
   DataHomeEnv env{EnvVar("GPUTRIAGE_HOME"), EnvVar("XDG_DATA_HOME"), EnvVar("HOME")};
   if (!Usable(env.home)) env.home = PasswdHome();
   std::optional<std::string> chosen = ChooseDataHome(env);
@@ -63,13 +66,25 @@ core::Result<std::string> DataHome() {
         "uid {} has no home directory",
         ::getuid());
   }
-  core::Result<void> made = core::MakeDirectories(*chosen, 0700);
-  if (!made.ok()) return core::MakeError("data directory: {}", made.error().message);
   return *chosen;
+}
+
+}  // namespace
+
+core::Result<std::string> DataHome() {
+  GT_ASSIGN_OR_RETURN(std::string chosen, ChosenDataHome());
+  core::Result<void> made = core::MakeDirectories(chosen, 0700);
+  if (!made.ok()) return core::MakeError("data directory: {}", made.error().message);
+  return chosen;
 }
 
 core::Result<std::string> DefaultDatabasePath() {
   GT_ASSIGN_OR_RETURN(std::string home, DataHome());
+  return JoinPath(std::move(home), "snapshots.db");
+}
+
+core::Result<std::string> LocateDefaultDatabase() {
+  GT_ASSIGN_OR_RETURN(std::string home, ChosenDataHome());
   return JoinPath(std::move(home), "snapshots.db");
 }
 

@@ -30,4 +30,8 @@ core::Result<std::string> DataHome();
 /// DataHome()/snapshots.db: the default snapshot database.
 core::Result<std::string> DefaultDatabasePath();
 
+/// Where the default snapshot database is, without creating anything (for commands that only
+/// read it). Fails as DataHome does when no data home can be chosen.
+core::Result<std::string> LocateDefaultDatabase();
+
 }  // namespace gputriage::store

@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <thread>
 #include <utility>
 
+#include "core/redact.h"
 #include "core/text.h"
 #include "store/data_home.h"
 
@@ -157,6 +161,17 @@ bool Expect(std::string_view text, size_t* pos, char c) {
   return true;
 }
 
+// True when the first statement on a read-only `connection` to `path` failed because SQLite
+// could not create the WAL index (-shm) next to a WAL database (a directory the reader cannot
+// write), and no -wal file exists: then the database file holds every committed transaction
+// and reading it as an immutable file is exact.
+bool ReadableOnlyAsImmutable(const sqlite::Connection& connection, const std::string& path) {
+  int code = sqlite3_extended_errcode(connection.get()) & 0xff;
+  if (code != SQLITE_READONLY && code != SQLITE_CANTOPEN) return false;
+  struct stat st {};
+  return ::stat((path + "-wal").c_str(), &st) != 0 && errno == ENOENT;
+}
+
 std::string ShortGpuName(const core::Gpu& gpu) {
   if (gpu.name && !gpu.name->empty()) return *gpu.name;
   if (gpu.pci_name && !gpu.pci_name->empty()) return *gpu.pci_name;
@@ -263,6 +278,13 @@ Result<int64_t> IndexBundleInDefaultStore(const BundleRow& row) {
   return store.SaveBundle(row);
 }
 
+Result<std::vector<SnapshotRow>> ListDefaultStore(size_t limit) {
+  Result<SnapshotStore> store = SnapshotStore::OpenDefaultReadOnly();
+  if (!store.ok() && store.error().code == core::ErrorCode::kNotFound) return std::vector<SnapshotRow>{};
+  if (!store.ok()) return store.error();
+  return store->List(limit);
+}
+
 core::Json SnapshotRowsToJson(const std::vector<SnapshotRow>& rows) {
   core::Json out = core::Json::array();
   for (const SnapshotRow& row : rows) {
@@ -280,6 +302,39 @@ Result<SnapshotStore> SnapshotStore::OpenDefault() {
   return Open(path);
 }
 
+Result<SnapshotStore> SnapshotStore::OpenReadOnly(const std::string& db_path) {
+  GT_ASSIGN_OR_RETURN(auto connection, sqlite::Connection::OpenReadOnly(db_path));
+  sqlite3_busy_timeout(connection.get(), kBusyTimeoutMs);
+  Result<int64_t> version = ReadUserVersion(connection);
+  if (!version.ok() && ReadableOnlyAsImmutable(connection, db_path)) {
+    GT_ASSIGN_OR_RETURN(connection, sqlite::Connection::OpenImmutable(db_path));
+    version = ReadUserVersion(connection);
+  }
+  if (!version.ok()) return version.error();
+  Result<void> checked = CheckNotNewer(connection, *version);
+  if (!checked.ok()) return checked.error();
+  SnapshotStore store(std::move(connection));
+  store.schema_version_ = *version;
+  return store;
+}
+
+Result<SnapshotStore> SnapshotStore::OpenDefaultReadOnly() {
+  GT_ASSIGN_OR_RETURN(std::string path, LocateDefaultDatabase());
+  return OpenReadOnly(path);
+}
+
+SnapshotStore SnapshotStore::Unavailable(core::Error why) {
+  SnapshotStore store(sqlite::Connection::NotOpen(""));
+  store.unavailable_ = std::move(why);
+  return store;
+}
+
+SnapshotStore SnapshotStore::OpenDefaultReadOnlyOrUnavailable() {
+  Result<SnapshotStore> store = OpenDefaultReadOnly();
+  if (!store.ok()) return Unavailable(store.error());
+  return std::move(store).value();
+}
+
 Result<SnapshotStore> SnapshotStore::Open(const std::string& db_path) {
   GT_ASSIGN_OR_RETURN(auto connection, sqlite::Connection::Open(db_path));
   sqlite3_busy_timeout(connection.get(), kBusyTimeoutMs);
@@ -292,10 +347,13 @@ Result<SnapshotStore> SnapshotStore::Open(const std::string& db_path) {
   if (!foreign_keys.ok()) return foreign_keys.error();
   Result<void> migrated = Migrate(&connection);
   if (!migrated.ok()) return migrated.error();
-  return SnapshotStore(std::move(connection));
+  SnapshotStore store(std::move(connection));
+  store.schema_version_ = KnownSchemaVersion();
+  return store;
 }
 
 Result<int64_t> SnapshotStore::Save(const core::Snapshot& snapshot) {
+  if (unavailable_) return *unavailable_;
   std::optional<std::string> created_at;
   if (snapshot.collected_at) created_at = NormalizeIsoUtc(*snapshot.collected_at);
   std::optional<std::string> hostname = snapshot.host ? snapshot.host->hostname : std::nullopt;
@@ -303,6 +361,10 @@ Result<int64_t> SnapshotStore::Save(const core::Snapshot& snapshot) {
   if (snapshot.gpus) gpu_count = static_cast<int64_t>(snapshot.gpus->size());
   core::Snapshot stored = snapshot;
   stored.id.reset();  // the row's id is the id
+  // A snapshot read from a file may not have been redacted by our collector.
+  if (stored.env && stored.env->variables) {
+    for (auto& [name, value] : *stored.env->variables) value = core::RedactValue(name, value);
+  }
   // Replace (not throw on) invalid UTF-8 that a collector let through.
   std::string text = core::ToJson(stored).dump(-1, ' ', false, Json::error_handler_t::replace);
 
@@ -332,6 +394,8 @@ Result<int64_t> SnapshotStore::Save(const core::Snapshot& snapshot) {
 }
 
 Result<std::vector<SnapshotRow>> SnapshotStore::List(size_t limit) {
+  if (unavailable_) return *unavailable_;
+  if (schema_version_ < 1) return std::vector<SnapshotRow>{};  // an empty file, read-only
   GT_ASSIGN_OR_RETURN(auto query,
                       sqlite::Statement::Prepare(connection_,
                                                  "SELECT id, created_at, hostname, gpu_count, summary "
@@ -354,6 +418,8 @@ Result<std::vector<SnapshotRow>> SnapshotStore::List(size_t limit) {
 }
 
 Result<core::Snapshot> SnapshotStore::Load(int64_t id) {
+  if (unavailable_) return *unavailable_;
+  if (schema_version_ < 1) return MakeError("no snapshot with id {} in {}", id, path());
   GT_ASSIGN_OR_RETURN(auto query, sqlite::Statement::Prepare(connection_, "SELECT json FROM snapshots WHERE id = ?"));
   query.BindInt64(1, id);
   GT_ASSIGN_OR_RETURN(bool row, query.Step("cannot load a snapshot"));
@@ -376,13 +442,14 @@ Result<core::Snapshot> SnapshotStore::Latest() {
 }
 
 Result<int64_t> SnapshotStore::SaveBundle(const BundleRow& row) {
+  if (unavailable_) return *unavailable_;
   GT_ASSIGN_OR_RETURN(auto statement,
                       sqlite::Statement::Prepare(connection_,
                                                  "INSERT INTO bundles (created_at, path, command, exit_status, signal, "
                                                  "kind, category, signature, summary) VALUES (?,?,?,?,?,?,?,?,?)"));
   statement.BindText(1, row.created_at);
   statement.BindText(2, row.path);
-  statement.BindText(3, row.command);
+  statement.BindText(3, core::RedactText(row.command));
   if (row.exit_status) {
     statement.BindInt64(4, *row.exit_status);
   } else {
@@ -391,14 +458,18 @@ Result<int64_t> SnapshotStore::SaveBundle(const BundleRow& row) {
   statement.BindText(5, row.signal);
   statement.BindText(6, row.kind);
   statement.BindText(7, row.category);
-  statement.BindText(8, row.signature);
-  statement.BindText(9, row.summary);
+  std::optional<std::string> signature;
+  if (row.signature) signature = core::RedactText(*row.signature);
+  statement.BindText(8, signature);
+  statement.BindText(9, core::RedactText(row.summary));
   GT_ASSIGN_OR_RETURN(bool has_row, statement.Step("cannot index the crash bundle"));
   (void)has_row;
   return static_cast<int64_t>(sqlite3_last_insert_rowid(connection_.get()));
 }
 
 Result<std::vector<BundleRow>> SnapshotStore::ListBundles(size_t limit) {
+  if (unavailable_) return *unavailable_;
+  if (schema_version_ < 2) return std::vector<BundleRow>{};  // no bundles table yet, read-only
   GT_ASSIGN_OR_RETURN(auto statement,
                       sqlite::Statement::Prepare(connection_,
                                                  "SELECT id, created_at, path, command, exit_status, signal, kind, "
@@ -426,9 +497,11 @@ Result<std::vector<BundleRow>> SnapshotStore::ListBundles(size_t limit) {
 }
 
 Result<int64_t> SnapshotStore::CountBundlesWithSignature(std::string_view signature) {
+  if (unavailable_) return *unavailable_;
+  if (schema_version_ < 2) return 0;
   GT_ASSIGN_OR_RETURN(auto statement,
                       sqlite::Statement::Prepare(connection_, "SELECT COUNT(*) FROM bundles WHERE signature = ?"));
-  statement.BindText(1, signature);
+  statement.BindText(1, core::RedactText(signature));
   GT_ASSIGN_OR_RETURN(bool has_row, statement.Step("cannot count crash bundles"));
   return has_row ? statement.ColumnInt64(0) : 0;
 }

@@ -47,10 +47,32 @@ class SnapshotStore {
   /// usable data home) or as Open does.
   static core::Result<SnapshotStore> OpenDefault();
 
+  /// Opens the existing database `db_path` for reading only: creates, migrates and writes
+  /// nothing, so it works on a database in a read-only directory or a read-only file. A WAL
+  /// database whose -shm file cannot be created there (a directory the reader cannot write) and
+  /// that has no -wal file (so every committed transaction is in the file) is read as an
+  /// immutable file. A schema older than KnownSchemaVersion() is read as far as it goes (an
+  /// empty file lists no snapshots). Fails naming `db_path` and the cause: kNotFound
+  /// ("<path>: No such file or directory") when there is no file, SQLite's message with the
+  /// system's reason otherwise, and as Open for a newer schema or a file that is not a database.
+  static core::Result<SnapshotStore> OpenReadOnly(const std::string& db_path);
+
+  /// OpenReadOnly on LocateDefaultDatabase() (data_home.h: nothing is created).
+  static core::Result<SnapshotStore> OpenDefaultReadOnly();
+
+  /// A store that could not be opened: every query fails with `why`, path() is "". For callers
+  /// that resolve operands of which only some need the database (LoadSnapshotArg), so that one
+  /// naming a stored snapshot fails with the real cause.
+  static SnapshotStore Unavailable(core::Error why);
+
+  /// OpenDefaultReadOnly, or Unavailable with its error.
+  static SnapshotStore OpenDefaultReadOnlyOrUnavailable();
+
   /// Stores `snapshot` and returns its id, which grows with every save. created_at is the
   /// snapshot's collected_at in UTC (the current time when it has none or it does not parse);
   /// hostname, root, tool_version, the GPU count and a summary line are taken from the snapshot
-  /// when known. Fails on a database error.
+  /// when known. Environment values are stored redacted (core::RedactValue), whoever collected
+  /// the snapshot. Fails on a database error.
   core::Result<int64_t> Save(const core::Snapshot& snapshot);
 
   /// At most `limit` rows (all when 0), newest created_at first, ties by newest id.
@@ -63,13 +85,14 @@ class SnapshotStore {
   /// The newest snapshot (List's first row). Fails with "no snapshots in <path>" when empty.
   core::Result<core::Snapshot> Latest();
 
-  /// Indexes a crash bundle (row.id is ignored) and returns its id.
+  /// Indexes a crash bundle (row.id is ignored) and returns its id. The command line, signature
+  /// and summary are stored redacted (core::RedactText: the command is argv joined by spaces).
   core::Result<int64_t> SaveBundle(const BundleRow& row);
 
   /// At most `limit` indexed bundles (all when 0), newest first.
   core::Result<std::vector<BundleRow>> ListBundles(size_t limit);
 
-  /// How many indexed bundles have `signature`.
+  /// How many indexed bundles have `signature` (redacted as SaveBundle stores it).
   core::Result<int64_t> CountBundlesWithSignature(std::string_view signature);
 
   /// The database file this store was opened on.
@@ -78,11 +101,17 @@ class SnapshotStore {
  private:
   explicit SnapshotStore(sqlite::Connection connection) : connection_(std::move(connection)) {}
   sqlite::Connection connection_;
+  int64_t schema_version_ = 0;              // what the database holds (read-only stores may be older)
+  std::optional<core::Error> unavailable_;  // set for Unavailable: every query fails with it
 };
 
 /// Indexes a crash bundle in the default database (SnapshotStore::OpenDefault, then SaveBundle)
 /// and returns its id. Fails as those do.
 core::Result<int64_t> IndexBundleInDefaultStore(const BundleRow& row);
+
+/// `snapshot list`: List(limit) of the default database opened read-only (OpenDefaultReadOnly);
+/// no rows when there is no database file yet. Fails as OpenDefaultReadOnly or List do.
+core::Result<std::vector<SnapshotRow>> ListDefaultStore(size_t limit);
 
 /// `snapshot list --json`: {"snapshots": [{id, created_at, hostname, gpu_count, summary}]} in the
 /// order of `rows`; an unknown hostname or GPU count is null.

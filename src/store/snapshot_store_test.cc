@@ -279,7 +279,7 @@ TEST(SnapshotStore, OpenInAMissingDirectoryNamesThePath) {
   std::string path = tmp / "missing/snapshots.db";
   auto store = SnapshotStore::Open(path);
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.error().message, path + ": cannot open: unable to open database file (SQLite code 14)");
+  EXPECT_EQ(store.error().message, path + ": cannot create: No such file or directory");
 }
 
 constexpr int kWritersSaves = 40;

@@ -1,6 +1,12 @@
 #include "store/sqlite.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace gputriage::store::sqlite {
 
@@ -13,18 +19,87 @@ core::Error DbError(sqlite3* db, const std::string& path, std::string_view what)
     case SQLITE_CORRUPT:
       return core::MakeError("{}: the database is corrupt ({}); move it aside to start afresh", path, message);
     default:
-      return core::MakeError("{}: {}: {} (SQLite code {})", path, what, message, code);
+      break;
   }
+  // "unable to open database file" alone does not say why: the failed system call's errno does.
+  int sys_errno = db != nullptr ? sqlite3_system_errno(db) : 0;
+  if (sys_errno != 0) {
+    core::Error error =
+        core::MakeError("{}: {}: {} (SQLite code {}: {})", path, what, message, code, std::strerror(sys_errno));
+    error.code = core::ErrorCodeFromErrno(sys_errno);
+    error.sys_errno = sys_errno;
+    return error;
+  }
+  return core::MakeError("{}: {}: {} (SQLite code {})", path, what, message, code);
 }
 
-core::Result<Connection> Connection::Open(const std::string& path) {
+namespace {
+
+core::Error ErrnoError(const std::string& path, std::string_view what, int err) {
+  core::Error error = what.empty() ? core::MakeError("{}: {}", path, std::strerror(err))
+                                   : core::MakeError("{}: {}: {}", path, what, std::strerror(err));
+  error.code = core::ErrorCodeFromErrno(err);
+  error.sys_errno = err;
+  return error;
+}
+
+// Creates the database file owner-only before SQLite opens it. SQLite would create it with 0644
+// minus the umask, and it gives the -wal, -shm and -journal files it creates the database file's
+// mode (os_unix.c, findCreateFileMode), so this one file's mode decides all of them.
+core::Result<void> CreateOwnerOnly(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return {};  // there already, its mode is its owner's choice
+    return ErrnoError(path, "cannot create", errno);
+  }
+  // The umask may have taken the owner's bits too; 0600 exactly, whatever it is.
+  int changed = ::fchmod(fd, 0600);
+  int err = errno;
+  ::close(fd);
+  if (changed != 0) return ErrnoError(path, "cannot set mode 0600", err);
+  return {};
+}
+
+core::Result<Connection> OpenWith(const std::string& name, const std::string& path, int flags) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
   // sqlite3_open_v2 hands back a handle (to be closed) even when it fails.
-  Connection connection(raw, path);
+  Connection connection = Connection::Adopt(raw, path);
   if (rc != SQLITE_OK) return DbError(raw, path, "cannot open");
   sqlite3_extended_result_codes(raw, 1);
   return connection;
+}
+
+// `path` as the path of a file: URI ('%', '?' and '#' escaped; https://sqlite.org/uri.html).
+std::string FileUri(const std::string& path) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      uri += c;
+    }
+  }
+  return uri;
+}
+
+}  // namespace
+
+core::Result<Connection> Connection::Open(const std::string& path) {
+  core::Result<void> created = CreateOwnerOnly(path);
+  if (!created.ok()) return created.error();
+  return OpenWith(path, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+}
+
+core::Result<Connection> Connection::OpenReadOnly(const std::string& path) {
+  // SQLite says "unable to open database file" for a missing file; say what it is.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoError(path, "", errno);
+  return OpenWith(path, path, SQLITE_OPEN_READONLY);
+}
+
+core::Result<Connection> Connection::OpenImmutable(const std::string& path) {
+  return OpenWith(FileUri(path) + "?immutable=1", path, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
 }
 
 core::Result<void> Connection::Exec(const std::string& sql, std::string_view what) {

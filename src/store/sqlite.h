@@ -22,17 +22,38 @@ struct StmtFinalizer {
   void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
 };
 
-/// "<path>: <what>: <sqlite message> (SQLite code N)"; NOTADB and CORRUPT get a plainer
+/// "<path>: <what>: <sqlite message> (SQLite code N)", with the operating system's reason when a
+/// system call failed ("(SQLite code 14: Permission denied)"); NOTADB and CORRUPT get a plainer
 /// wording, since they mean the file itself is wrong rather than the query.
 core::Error DbError(sqlite3* db, const std::string& path, std::string_view what);
 
 /// An open connection; owns the handle.
 class Connection {
  public:
-  /// Opens (creating if missing) the database file at `path` for reading and writing. Fails
-  /// naming `path`. SQLite reads the file lazily, so a non-database file is only detected by
-  /// the first statement.
+  /// Opens (creating if missing) the database file at `path` for reading and writing. A file it
+  /// creates is mode 0600 whatever the umask, and so are the -wal, -shm and -journal files SQLite
+  /// creates next to it (SQLite gives them the database file's mode). Fails naming `path` and the
+  /// cause. SQLite reads the file lazily, so a non-database file is only detected by the first
+  /// statement.
   static core::Result<Connection> Open(const std::string& path);
+
+  /// Opens the existing database file at `path` for reading only: nothing is created or
+  /// written. Fails with kNotFound ("<path>: No such file or directory") when there is no file.
+  /// A database in WAL mode needs its -shm file, which SQLite creates on the first statement:
+  /// in a directory the reader cannot write, that statement fails (SQLITE_READONLY or
+  /// SQLITE_CANTOPEN) and OpenImmutable is the way to read it.
+  static core::Result<Connection> OpenReadOnly(const std::string& path);
+
+  /// Opens `path` read-only as an immutable file (URI parameter immutable=1): no locks, no -wal
+  /// or -shm. Only right when nothing can be writing it: the caller checks that no -wal file
+  /// exists (so every committed transaction is in the file) in a directory it cannot write.
+  static core::Result<Connection> OpenImmutable(const std::string& path);
+
+  /// A connection that is not open, for a store that could not be opened; `path` names it.
+  static Connection NotOpen(std::string path) { return Connection(nullptr, std::move(path)); }
+
+  /// Takes ownership of an open handle.
+  static Connection Adopt(sqlite3* db, std::string path) { return Connection(db, std::move(path)); }
 
   sqlite3* get() const { return db_.get(); }
   const std::string& path() const { return path_; }
