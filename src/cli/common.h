@@ -31,6 +31,9 @@ struct Command {
   const char* help;
   std::function<std::function<int()>(CLI::App& app)> setup;
   bool hidden = false;
+  /// The exit status is the job's (run): output that could not be written turns only a 0 into
+  /// 3, so a job's failure status is never replaced.
+  bool status_is_the_jobs = false;
 };
 
 /// The command table (main.cc).

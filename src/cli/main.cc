@@ -10,8 +10,12 @@
 namespace gputriage::cli {
 
 const std::vector<Command>& Commands() {
-  static const std::vector<Command> kCommands = {DoctorCommand(), SnapshotCommand(), RunCommand(), AnalyzeCommand(),
-                                                 ReportCommand(), InspectCommand(),  KbCommand(),  ProbeCommand()};
+  static const std::vector<Command> kCommands = [] {
+    Command run = RunCommand();
+    run.status_is_the_jobs = true;
+    return std::vector<Command>{DoctorCommand(), SnapshotCommand(), run,         AnalyzeCommand(),
+                                ReportCommand(), InspectCommand(),  KbCommand(), ProbeCommand()};
+  }();
   return kCommands;
 }
 
@@ -52,6 +56,22 @@ std::optional<int> RejectUnknownCommand(int argc, char** argv) {
   return kExitUsage;
 }
 
+// Every command's output ends here: a short write (a full disk, a closed pipe whose SIGPIPE is
+// ignored) leaves a truncated answer, so it is an internal failure (exit 3), never a success;
+// for run, whose status is the job's, only a success becomes 3.
+int FinishStandardOutput(int rc, bool status_is_the_jobs) {
+  std::cout.flush();
+  int flush_errno = std::fflush(stdout) != 0 ? errno : 0;
+  if (flush_errno == 0 && !std::ferror(stdout) && !std::cout.fail()) return rc;
+  if (status_is_the_jobs && rc != kExitOk) {
+    PrintError("could not write standard output: the output is incomplete");
+    return rc;
+  }
+  PrintError(flush_errno != 0 ? fmt::format("could not write standard output: {}", std::strerror(flush_errno))
+                              : std::string("could not write standard output: the output is incomplete"));
+  return kExitInternal;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -76,31 +96,15 @@ int Main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+    return FinishStandardOutput(rc == 0 ? kExitOk : kExitUsage, false);
   }
-  for (auto& [sub, handler] : handlers) {
-    if (sub->parsed()) return handler();
+  for (size_t i = 0; i < handlers.size(); ++i) {
+    if (handlers[i].first->parsed())
+      return FinishStandardOutput(handlers[i].second(), Commands()[i].status_is_the_jobs);
   }
   return kExitUsage;
 }
 
-}  // namespace gputriage::cli
-
-namespace gputriage::cli {
-namespace {
-
-// Every command's output ends here: a short write (a full disk, a closed pipe whose SIGPIPE is
-// ignored) leaves a truncated answer, so it is an internal failure (exit 3), never a success.
-int FinishStandardOutput(int rc) {
-  std::cout.flush();
-  int flush_errno = std::fflush(stdout) != 0 ? errno : 0;
-  if (flush_errno == 0 && !std::ferror(stdout) && !std::cout.fail()) return rc;
-  PrintError(flush_errno != 0 ? fmt::format("could not write standard output: {}", std::strerror(flush_errno))
-                              : std::string("could not write standard output: the output is incomplete"));
-  return kExitInternal;
-}
-
-}  // namespace
 }  // namespace gputriage::cli
 
 int main(int argc, char** argv) {
@@ -110,6 +114,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     gputriage::cli::PrintError(std::string("internal error: ") + e.what());
     rc = gputriage::cli::kExitInternal;
+    std::fflush(stdout);
   }
-  return gputriage::cli::FinishStandardOutput(rc);
+  return rc;
 }

@@ -152,6 +152,17 @@ TEST(CliTest, AFullDiskOnStandardOutputIsAnError) {
     EXPECT_EQ(outcome->exit_code.value_or(-1), 3) << args << ": " << outcome->stderr_tail;
     EXPECT_NE(outcome->stderr_tail.find("standard output"), std::string::npos) << args << ": " << outcome->stderr_tail;
   }
+  // run's status is the job's: a lost --json turns a success into 3 but keeps a failure's status.
+  std::string home = ::testing::TempDir() + "/full-home-" + std::to_string(::getpid());
+  for (auto [job, status] : {std::pair{"true", 3}, std::pair{"false", 1}}) {
+    auto outcome = core::RunWithTimeout(
+        {"/bin/sh", "-c", "exec \"$0\" run --no-snapshot --json -- " + std::string(job) + " > /dev/full", bin},
+        {.extra_env = {"GPUTRIAGE_HOME=" + home}});
+    ASSERT_TRUE(outcome.ok());
+    EXPECT_EQ(outcome->exit_code.value_or(-1), status) << job << ": " << outcome->stderr_tail;
+    EXPECT_NE(outcome->stderr_tail.find("could not write standard output"), std::string::npos) << outcome->stderr_tail;
+  }
+  fs::remove_all(home);
 }
 
 TEST(CliTest, SnapshotHumanOutputIsShort) {

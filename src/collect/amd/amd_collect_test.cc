@@ -304,7 +304,7 @@ TEST(AmdCollect, DamagedFilesBecomeOneNoteEachAndNoValue) {
            "/0/properties: line 1: not a property name: \"\xEF\xBF\xBD"
            "ELF" +
            Fffd(8) + "\"; line 2: not a property name: \"" + Fffd(2) + " 7\"; no \"name value\" line in 18 bytes"},
-      {"amd.kfd.nodes[1]", "cannot read " + n + "/1/properties: read failed after 0 bytes: Is a directory"},
+      {"amd.kfd.nodes[1]", "cannot read " + n + "/1/properties: not read: it is a directory, not a regular file"},
       {"amd.gpus[0000:02:00.0].vram_total_bytes",
        dev + "/mem_info_vram_total: implausible value 18446744073709551615 (expected <= "
              "1125899906842624)"},
