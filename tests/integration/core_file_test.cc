@@ -1,6 +1,7 @@
 // Core files as users read them: the core `gputriage run --core` writes, opened with gdb and
 // eu-stack (elfutils) next to the kernel's core of the same crash, and `gputriage analyze CORE`
 // on cores whose executable moved or whose file was cut short.
+#include <elf.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/model.h"
@@ -97,10 +99,10 @@ class CoreFileTest : public ::testing::Test {
     fs::remove_all(tmp_, ec);
   }
 
-  // `gputriage run --core -- crasher MODE`: the core in the bundle ("" when none was written).
-  std::string RunCore(const std::string& mode) {
+  // `gputriage run --core -- CRASHER MODE`: the core in the bundle ("" when none was written).
+  std::string RunCore(const std::string& mode, const std::string& crasher = kCrasher) {
     std::string bundles = tmp_ / "bundles";
-    RunOrFail({GT_GPUTRIAGE_BIN, "run", "--core", "--no-snapshot", "--bundle-dir", bundles, "--", kCrasher, mode},
+    RunOrFail({GT_GPUTRIAGE_BIN, "run", "--core", "--no-snapshot", "--bundle-dir", bundles, "--", crasher, mode},
               {"GPUTRIAGE_HOME=" + (tmp_ / "home").string()});
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(bundles, ec)) {
@@ -127,8 +129,35 @@ class CoreFileTest : public ::testing::Test {
     return "";
   }
 
+  // `gputriage analyze ARGS...` (with --json when `json`), its exit status, stdout and stderr.
+  core::ProcessOutcome Analyze(std::vector<std::string> args, bool json) {
+    args.insert(args.begin(), {GT_GPUTRIAGE_BIN, "analyze"});
+    if (json) args.push_back("--json");
+    return RunOrFail(args, {"GPUTRIAGE_HOME=" + (tmp_ / "home").string()});
+  }
+
   fs::path tmp_;
 };
+
+Json ParseJson(const core::ProcessOutcome& out) {
+  Json j = Json::parse(out.stdout_data, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << out.stdout_data << out.stderr_tail;
+  return j;
+}
+
+std::string TopFunction(const Json& process) {
+  const Json& threads = process["threads"];
+  if (!threads.is_array() || threads.empty() || threads[0]["frames"].empty()) return "";
+  return threads[0]["frames"][0].value("function", "");
+}
+
+bool HasFaultingInstruction(const Json& process) {
+  if (!process["disassembly"].is_object()) return false;
+  for (const Json& i : process["disassembly"]["instructions"]) {
+    if (i.value("faulting", false)) return true;
+  }
+  return false;
+}
 
 std::string GdbBatch(const std::string& exe, const std::string& core) {
   core::ProcessOutcome out = RunOrFail({"gdb", "-batch", "-nx", "-ex", "info sharedlibrary", "-ex", "bt", exe, core});
@@ -183,6 +212,103 @@ TEST_F(CoreFileTest, GdbAndEuStackReadOurCoreAsTheKernels) {
                                   }),
                    ours_notes.end());
   EXPECT_EQ(ours_notes, kernel_notes);
+}
+
+// A core whose executable has moved since: NT_FILE names the old path. --exe gives the file
+// to read symbols and the code at the PC from. Without it, the code is missing and the report
+// says so (no guess: before, a null store in code that could not be read was called "a call
+// through a null function pointer"). Failed before: --exe changed the symbols but not the
+// disassembly, and both runs were classified as a null function-pointer call.
+TEST_F(CoreFileTest, AnalyzeReadsTheCodeOfAMovedExecutableFromExe) {
+  fs::create_directories(tmp_ / "built");
+  fs::create_directories(tmp_ / "moved");
+  std::string built = tmp_ / "built" / "crasher";
+  fs::copy_file(kCrasher, built);
+  std::string core = RunCore("null", built);
+  ASSERT_NE(core, "");
+  std::string moved = tmp_ / "moved" / "crasher-1.2";
+  fs::rename(built, moved);
+
+  Json without = ParseJson(Analyze({core}, true));
+  const Json& p = without["processes"][0];
+  EXPECT_FALSE(HasFaultingInstruction(p)) << p["disassembly"].dump();
+  std::string note = p["disassembly"].value("note", "");
+  EXPECT_NE(note.find("not in the core"), std::string::npos) << note;
+  EXPECT_NE(note.find(built), std::string::npos) << note;
+  EXPECT_NE(note.find("--exe"), std::string::npos) << note;
+  EXPECT_EQ(p["classification"].value("kind", ""), "null-dereference");
+  EXPECT_EQ(p["classification"]["summary"].get<std::string>().find("function pointer"), std::string::npos)
+      << p["classification"].dump();
+
+  core::ProcessOutcome text = Analyze({core, "--exe", moved}, false);
+  EXPECT_NE(text.stdout_data.find("=> "), std::string::npos) << text.stdout_data;
+  Json with = ParseJson(Analyze({core, "--exe", moved}, true));
+  const Json& q = with["processes"][0];
+  EXPECT_EQ(TopFunction(q), "null_deref") << q["threads"][0]["frames"].dump(1);
+  EXPECT_TRUE(HasFaultingInstruction(q)) << q["disassembly"].dump();
+  EXPECT_EQ(q.value("executable", ""), moved);
+  EXPECT_EQ(q["classification"].value("summary", ""), "null pointer dereference (address 0x0)")
+      << q["classification"].dump();
+}
+
+// --exe must be a regular ELF file: a directory, a device or a text file is a clear error
+// naming it (exit 2), read with a bound (/dev/zero never ends). Failed before: all accepted.
+TEST_F(CoreFileTest, AnalyzeRejectsAnExeThatIsNotAnElfFile) {
+  std::string core = RunCore("null");
+  ASSERT_NE(core, "");
+  std::string text_file = tmp_ / "notes.txt";
+  std::ofstream(text_file) << "not an executable\n";
+  struct Case {
+    std::string exe, message;
+  } cases[] = {
+      {"/dev/zero", "--exe /dev/zero: not a regular file"},
+      {tmp_.string(), "--exe " + tmp_.string() + ": is a directory"},
+      {text_file, "--exe " + text_file + ": not an ELF file"},
+      {(tmp_ / "absent").string(), "--exe " + (tmp_ / "absent").string() + ": No such file or directory"},
+  };
+  for (const Case& c : cases) {
+    core::ProcessOutcome out = Analyze({core, "--exe", c.exe}, false);
+    EXPECT_EQ(out.exit_code, 2) << c.exe;
+    EXPECT_NE(out.stderr_tail.find(c.message), std::string::npos) << c.exe << ": " << out.stderr_tail;
+    EXPECT_EQ(out.stdout_data, "") << c.exe;
+  }
+}
+
+// A core shorter than its program headers say is analysed, and the analysis says it is
+// truncated: in the process report (JSON core_truncated, a line of text), a verdict reason, and
+// a lower confidence. Failed before: it read as a complete core.
+TEST_F(CoreFileTest, AnalyzeSaysACoreIsTruncated) {
+  std::string core = RunCore("null");
+  ASSERT_NE(core, "");
+  std::string bytes = ReadAll(core);
+  // Cut one page into the first memory segment: the notes stay whole.
+  Elf64_Ehdr ehdr;
+  std::memcpy(&ehdr, bytes.data(), sizeof(ehdr));
+  uint64_t first_data = bytes.size();
+  for (size_t i = 0; i < ehdr.e_phnum; ++i) {
+    Elf64_Phdr phdr;
+    std::memcpy(&phdr, bytes.data() + ehdr.e_phoff + i * sizeof(phdr), sizeof(phdr));
+    if (phdr.p_type == PT_LOAD && phdr.p_filesz > 0) first_data = std::min<uint64_t>(first_data, phdr.p_offset);
+  }
+  ASSERT_LT(first_data + 4096, bytes.size());
+  std::string cut = tmp_ / "cut.core";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, first_data + 4096);
+
+  Json whole = ParseJson(Analyze({core}, true));
+  EXPECT_FALSE(whole["processes"][0].contains("core_truncated"));
+  Json a = ParseJson(Analyze({cut}, true));
+  const Json& p = a["processes"][0];
+  ASSERT_TRUE(p["core_truncated"].is_object()) << p.dump();
+  EXPECT_EQ(p["core_truncated"].value("file_bytes", 0ull), first_data + 4096);
+  EXPECT_EQ(p["core_truncated"].value("expected_bytes", 0ull), bytes.size());
+  EXPECT_GT(p["core_truncated"].value("segments_cut", 0), 0);
+  EXPECT_LT(a.value("confidence", 1.0), whole.value("confidence", 0.0));
+  bool said = false;
+  for (const Json& r : a["verdict_reasons"]) said = said || r.get<std::string>().find("truncated") != std::string::npos;
+  EXPECT_TRUE(said) << a["verdict_reasons"].dump();
+  core::ProcessOutcome text = Analyze({cut}, false);
+  EXPECT_NE(text.stdout_data.find(fmt::format("{}: the core file is truncated", cut)), std::string::npos)
+      << text.stdout_data;
 }
 
 }  // namespace
