@@ -534,7 +534,9 @@ SegmentPlan PlanSegment(const MapEntry& map, uint32_t filter, CoreFileWriter& wr
     plan.want_bytes = (filter & (shared ? kHugetlbShared : kHugetlbPrivate)) ? size : 0;
     return plan;
   }
-  bool device = map.io || (core::StartsWith(map.path, "/dev/") && !IsAnonymousLike(map));
+  // /dev/shm is tmpfs (POSIX shared memory, NCCL's buffers): files, not devices.
+  bool device = map.io || (core::StartsWith(map.path, "/dev/") && !core::StartsWith(map.path, "/dev/shm/") &&
+                           !IsAnonymousLike(map));
   if (device) {
     plan.skip_reason =
         (map.path.empty() ? fmt::format("0x{:x}-0x{:x}", map.start, map.end) : map.path) + " (device mapping)";

@@ -203,7 +203,7 @@ TEST_F(CoreFileTest, GdbAndEuStackReadOurCoreAsTheKernels) {
   EXPECT_EQ(GdbLibraries(gdb), GdbLibraries(kernel_gdb)) << gdb << "\n---- kernel core:\n" << kernel_gdb;
   EXPECT_LE(Count(gdb, "warning:"), Count(kernel_gdb, "warning:")) << gdb << "\n---- kernel core:\n" << kernel_gdb;
   // Every note the kernel wrote, in its order and size; ours may add NT_X86_XSAVE_LAYOUT (type
-  // 517), which kernels before 6.12 do not write.
+  // 517), which older kernels do not write.
   std::vector<std::string> ours_notes = NoteList(ours), kernel_notes = NoteList(kernel);
   ours_notes.erase(std::remove_if(ours_notes.begin(), ours_notes.end(),
                                   [&](const std::string& n) {
