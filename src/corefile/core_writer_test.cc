@@ -1,7 +1,9 @@
 #include "corefile/core_writer.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -299,6 +301,37 @@ TEST(CorefileWriterTest, FollowsTheProcesssCoredumpFilter) {
   std::string all = crash.dir() + "/mapped-private.core";
   ASSERT_TRUE(WriteCore(crash.pid(), crash.tids(), crash.info(), all, CoreWriteOptions{}).ok());
   EXPECT_TRUE(text_segment_dumped(all));
+}
+
+// A private mapping of a /dev/shm file (tmpfs, where NCCL and POSIX shared memory live) that
+// was written to is dumped like any written private file mapping: /dev/shm is not a device.
+// Failed before: it was skipped as a "device mapping".
+TEST(CorefileWriterTest, DumpsWrittenPrivateDevShmMappings) {
+  std::string name = fmt::format("/dev/shm/gt-corefile-{}", getpid());
+  int fd = open(name.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) GTEST_SKIP() << "no /dev/shm here: " << std::strerror(errno);
+  unlink(name.c_str());
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  void* map = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  close(fd);
+  ASSERT_NE(map, MAP_FAILED);
+  std::memcpy(map, &testing::kMarkerValue, 8);  // the child inherits the written page
+  uint64_t address = reinterpret_cast<uint64_t>(map);
+  {
+    StoppedCrash crash(0);
+    ASSERT_EQ(crash.error(), "");
+    std::string path = crash.dir() + "/shm.core";
+    auto stats = WriteCore(crash.pid(), crash.tids(), crash.info(), path, CoreWriteOptions{});
+    ASSERT_TRUE(stats.ok()) << stats.error().message;
+    auto notes = ReadCoreNotesFile(path);
+    ASSERT_TRUE(notes.ok());
+    CoreNotes only_core = *notes;
+    only_core.files.clear();
+    auto memory = CoreMemory::OpenFile(path, only_core);
+    ASSERT_TRUE(memory.ok());
+    EXPECT_EQ(ReadU64(*memory, address), testing::kMarkerValue);
+  }
+  munmap(map, 4096);
 }
 
 #if defined(__x86_64__)
