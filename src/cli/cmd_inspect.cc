@@ -67,7 +67,7 @@ int Inspect(InspectFlags& flags) {
   std::fflush(stdout);
   auto worst = core::MaxSeverity(outcome.findings);
   if (worst && *worst >= core::Severity::kError) return kExitFindings;
-  return outcome.file_failed && !request.from_process ? kExitUsage : kExitOk;
+  return (outcome.file_failed && !request.from_process) || outcome.file_damaged ? kExitUsage : kExitOk;
 }
 
 }  // namespace
@@ -88,7 +88,8 @@ Command InspectCommand() {
             "machine's GPUs need but the file lacks (\"no kernel image is available\", "
             "hipErrorNoBinaryForGpu), PTX-only coverage (JIT at load), what "
             "HSA_OVERRIDE_GFX_VERSION makes the runtime load, register spills, shared memory/LDS "
-            "near the limit, launch bounds above 1024. Exit status 1 when a finding is an error.");
+            "near the limit, launch bounds above 1024. Exit status 1 when a finding is an error, 2 when a "
+            "file could not be read fully (missing, truncated, damaged headers or GPU code).");
         app.add_option("paths", flags->request.paths, "Files to inspect");
         app.add_option("--pid", flags->pid, "Inspect every file mapped into this running process")->type_name("PID");
         app.add_option("--kernel", flags->request.kernel,

@@ -158,6 +158,11 @@ Json ToJson(const ProcessReport& r) {
     j["classification"] = nullptr;
   }
   j["not_collected"] = r.not_collected;
+  if (r.core_truncated) {
+    j["core_truncated"] = {{"file_bytes", r.core_truncated->file_bytes},
+                           {"expected_bytes", r.core_truncated->expected_bytes},
+                           {"segments_cut", r.core_truncated->segments_cut}};
+  }
   return j;
 }
 
@@ -247,6 +252,13 @@ ProcessReport ProcessReportFromJson(const Json& j) {
   }
   if (auto it = j.find("not_collected"); it != j.end() && it->is_array()) {
     for (const Json& n : *it) r.not_collected.push_back({StringAt(n, "item"), StringAt(n, "reason")});
+  }
+  if (auto it = j.find("core_truncated"); it != j.end() && it->is_object()) {
+    CoreTruncation t;
+    t.file_bytes = static_cast<uint64_t>(Int(*it, "file_bytes").value_or(0));
+    t.expected_bytes = static_cast<uint64_t>(Int(*it, "expected_bytes").value_or(0));
+    t.segments_cut = static_cast<size_t>(Int(*it, "segments_cut").value_or(0));
+    r.core_truncated = t;
   }
   return r;
 }

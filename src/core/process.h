@@ -96,6 +96,14 @@ struct Classification {
   std::vector<Evidence> evidence;
 };
 
+/// A core file shorter than its program headers say (the disk filled up, RLIMIT_CORE or a copy
+/// cut it short): the memory past `file_bytes` is missing from the report's evidence.
+struct CoreTruncation {
+  uint64_t file_bytes = 0;      ///< the core's size
+  uint64_t expected_bytes = 0;  ///< where its last note or segment should end
+  size_t segments_cut = 0;      ///< PT_LOAD segments holding fewer bytes than their p_filesz
+};
+
 /// Everything known about one process of the job. Optional members are absent when unknown.
 struct ProcessReport {
   int pid = 0;
@@ -113,11 +121,14 @@ struct ProcessReport {
   std::optional<Classification> classification;
   /// Parts that could not be collected and why ("registers: PTRACE_GETREGSET: ESRCH").
   std::vector<NotCollected> not_collected;
+  /// From a core file that is truncated; absent for a complete core and a live capture.
+  std::optional<CoreTruncation> core_truncated;
 };
 
 /// process.json: `signal` as a name ("SIGSEGV"), `si_code` as a name ("SEGV_MAPERR") with
 /// `si_code_value` and `si_code_meaning`, addresses as "0x..." strings, frames with
-/// function/module/offset (file/line when known).
+/// function/module/offset (file/line when known), `core_truncated` ({file_bytes,
+/// expected_bytes, segments_cut}) only when set.
 Json ToJson(const ProcessReport& report);
 
 /// Parses what ToJson wrote (for `analyze BUNDLE`, report rendering). Unknown or missing

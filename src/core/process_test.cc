@@ -55,6 +55,12 @@ TEST(Report, JsonRoundTripKeepsTheContract) {
 
   ProcessReport back = ProcessReportFromJson(j);
   EXPECT_EQ(ToJson(back), j);
+  EXPECT_FALSE(j.contains("core_truncated"));
+
+  r.core_truncated = CoreTruncation{4096, 1 << 20, 3};
+  j = ToJson(r);
+  EXPECT_EQ(j["core_truncated"], Json({{"file_bytes", 4096}, {"expected_bytes", 1 << 20}, {"segments_cut", 3}}));
+  EXPECT_EQ(ToJson(ProcessReportFromJson(j)), j);
 }
 
 TEST(Report, UnknownStaysAbsentAndDamagedJsonDoesNotThrow) {

@@ -53,7 +53,14 @@ CoreMemory CoreMemory::Build(const internal::CoreImage& image, const CoreNotes& 
                              std::shared_ptr<const Source> source) {
   CoreMemory memory;
   memory.source_ = std::move(source);
+  core::CoreTruncation truncation{image.file_size, image.file_size, 0};
   for (const GElf_Phdr& phdr : image.phdrs) {
+    // Where the file should end: saturating, a damaged header must not wrap around.
+    uint64_t end = core::CheckedAdd(phdr.p_offset, phdr.p_filesz).value_or(UINT64_MAX);
+    if ((phdr.p_type == PT_LOAD || phdr.p_type == PT_NOTE) && phdr.p_filesz > 0 && end > image.file_size) {
+      truncation.expected_bytes = std::max(truncation.expected_bytes, end);
+      if (phdr.p_type == PT_LOAD) ++truncation.segments_cut;
+    }
     if (phdr.p_type != PT_LOAD || phdr.p_memsz == 0) continue;
     Segment segment;
     segment.vaddr = phdr.p_vaddr;
@@ -68,7 +75,14 @@ CoreMemory CoreMemory::Build(const internal::CoreImage& image, const CoreNotes& 
   std::stable_sort(memory.segments_.begin(), memory.segments_.end(),
                    [](const Segment& a, const Segment& b) { return a.vaddr < b.vaddr; });
   memory.files_ = notes.files;
+  if (truncation.expected_bytes > image.file_size) memory.truncation_ = truncation;
   return memory;
+}
+
+bool CoreMemory::Mapped(uint64_t address) const {
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), address,
+                             [](uint64_t a, const Segment& s) { return a < s.vaddr; });
+  return it != segments_.begin() && address - std::prev(it)->vaddr < std::prev(it)->memsz;
 }
 
 core::Result<CoreMemory> CoreMemory::FromBytes(std::string_view bytes, const CoreNotes& notes,

@@ -44,6 +44,14 @@ class CoreMemory {
   /// Number of PT_LOAD segments.
   size_t segment_count() const { return segments_.size(); }
 
+  /// Set when the core is shorter than its program headers say (a PT_NOTE or PT_LOAD segment's
+  /// p_offset + p_filesz past the end of the file): Read returns less than the process had.
+  const std::optional<core::CoreTruncation>& truncation() const { return truncation_; }
+
+  /// True when a PT_LOAD segment covers `address` (p_vaddr .. p_vaddr + p_memsz), whether or
+  /// not its contents were dumped: the address was mapped in the process.
+  bool Mapped(uint64_t address) const;
+
  private:
   struct Segment {
     uint64_t vaddr = 0;
@@ -63,6 +71,7 @@ class CoreMemory {
   std::shared_ptr<const Source> source_;
   std::vector<Segment> segments_;  // sorted by vaddr
   std::vector<core::Mapping> files_;
+  std::optional<core::CoreTruncation> truncation_;
 };
 
 }  // namespace gputriage::corefile

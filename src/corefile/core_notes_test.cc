@@ -304,6 +304,38 @@ TEST(CorefileBadInputTest, TruncatedCoresGiveClearErrors) {
   }
 }
 
+// A core cut inside its memory segments parses, and CoreMemory says it is truncated: how long
+// the file should be and how many segments lost bytes. Failed before: a truncated core read as a
+// complete one.
+TEST(CorefileBadInputTest, ACoreCutInItsSegmentsSaysSo) {
+  const KernelCore& core = SharedKernelCore();
+  SKIP_WITHOUT_CORE(core);
+  std::string bytes = ReadWholeFile(core.path);
+  Layout layout = LayoutOf(bytes);
+  auto notes = ParseCoreNotes(bytes, "whole");
+  ASSERT_TRUE(notes.ok()) << notes.error().message;
+  auto whole = CoreMemory::FromBytes(bytes, *notes, "whole");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_FALSE(whole->truncation().has_value());
+  EXPECT_TRUE(whole->Mapped(core.markers.stack_address));
+  EXPECT_FALSE(whole->Mapped(0));
+
+  size_t cut_at = layout.note.p_offset + layout.note.p_filesz + 100;
+  auto cut = CoreMemory::FromBytes(std::string_view(bytes).substr(0, cut_at), *notes, "cut");
+  ASSERT_TRUE(cut.ok());
+  ASSERT_TRUE(cut->truncation().has_value());
+  EXPECT_EQ(cut->truncation()->file_bytes, cut_at);
+  EXPECT_EQ(cut->truncation()->expected_bytes, bytes.size());
+  size_t dumped = 0;
+  for (size_t i = 0; i < layout.ehdr.e_phnum; ++i) {
+    Elf64_Phdr phdr;
+    std::memcpy(&phdr, bytes.data() + layout.ehdr.e_phoff + i * sizeof(phdr), sizeof(phdr));
+    if (phdr.p_type == PT_LOAD && phdr.p_filesz > 0 && phdr.p_offset + phdr.p_filesz > cut_at) ++dumped;
+  }
+  EXPECT_EQ(cut->truncation()->segments_cut, dumped);
+  EXPECT_GT(dumped, 0u);
+}
+
 // Finds the note of `type` in a real core: the file offset of its header.
 size_t NoteOffset(const std::string& bytes, uint32_t type) {
   Layout layout = LayoutOf(bytes);

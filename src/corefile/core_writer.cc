@@ -2,6 +2,9 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -42,6 +45,20 @@ constexpr size_t kSiginfoBytes = 128;
 #ifndef NT_X86_XSTATE
 constexpr uint32_t NT_X86_XSTATE = 0x202;
 #endif
+#ifndef NT_386_IOPERM
+constexpr uint32_t NT_386_IOPERM = 0x201;
+#endif
+#ifndef NT_X86_SHSTK
+constexpr uint32_t NT_X86_SHSTK = 0x204;
+#endif
+#ifndef NT_X86_XSAVE_LAYOUT
+constexpr uint32_t NT_X86_XSAVE_LAYOUT = 0x205;
+#endif
+// The XSAVE area is 11008 bytes with AMX today; the kernel caps the read at the real size.
+constexpr size_t kMaxXstateBytes = 64u << 10;
+// Where the XSAVE area of NT_X86_XSTATE has the kernel's user feature mask (XCR0): the first
+// 8 bytes of the software-reserved bytes 464..511 of the legacy region.
+constexpr size_t kXstateXcr0Offset = 464;
 // Bytes read from the tracee per process_vm_readv call: bounds our buffer.
 constexpr size_t kChunkBytes = 1u << 20;
 // The ELF program header count field is 16 bits; PN_XNUM (0xffff) would need a section header.
@@ -82,11 +99,23 @@ core::Result<std::string> ReadProcFile(const std::string& path, size_t max_bytes
   return text;
 }
 
-// One map line of /proc/PID/smaps (or maps), with the VmFlags that matter for dumping.
+// One map line of /proc/PID/smaps (or maps), with what the kernel's vma_dump_size() looks at.
 struct MapEntry : core::Mapping {
   bool dont_dump = false;  // VmFlags "dd" (MADV_DONTDUMP)
   bool io = false;         // VmFlags "io" or "pf": device memory, never read it
+  bool hugetlb = false;    // VmFlags "ht"
+  /// Whether the mapping holds anonymous pages (smaps "Anonymous:" or "Swap:" above 0 kB): a
+  /// private file mapping that was written to (the relocated GOT and .dynamic of a RELRO
+  /// region, now read-only, are), the kernel's "vma->anon_vma". nullopt without smaps.
+  std::optional<bool> anon_pages;
 };
+
+// smaps "Anonymous:   12 kB" / "Swap:   0 kB": true when the size is above 0.
+bool NonZeroKb(std::string_view line, std::string_view key) {
+  if (!core::StartsWith(line, key)) return false;
+  auto words = core::SplitWhitespace(line.substr(key.size()));
+  return !words.empty() && core::ParseU64(words.front()).value_or(0) > 0;
+}
 
 // /proc/PID/smaps gives VmFlags; /proc/PID/maps is the fallback when smaps is not built in.
 core::Result<std::vector<MapEntry>> ReadMaps(int pid) {
@@ -100,11 +129,17 @@ core::Result<std::vector<MapEntry>> ReadMaps(int pid) {
   }
   std::vector<MapEntry> maps;
   for (std::string_view line : core::SplitLines(text)) {
+    if (have_flags && !maps.empty() && (core::StartsWith(line, "Anonymous:") || core::StartsWith(line, "Swap:"))) {
+      bool more = NonZeroKb(line, "Anonymous:") || NonZeroKb(line, "Swap:");
+      maps.back().anon_pages = maps.back().anon_pages.value_or(false) || more;
+      continue;
+    }
     if (have_flags && core::StartsWith(line, "VmFlags:")) {
       if (maps.empty()) continue;
       for (std::string_view flag : core::SplitWhitespace(line.substr(8))) {
         if (flag == "dd") maps.back().dont_dump = true;
         if (flag == "io" || flag == "pf") maps.back().io = true;
+        if (flag == "ht") maps.back().hugetlb = true;
       }
       continue;
     }
@@ -164,7 +199,10 @@ struct ThreadRegs {
   int tid = 0;
   std::string regs;                   // pr_reg
   std::optional<std::string> fpregs;  // NT_PRFPREG
-  std::optional<std::string> xstate;  // NT_X86_XSTATE
+  // x86_64, when the kernel has them for this thread (as its regsets' active() says).
+  std::optional<std::string> ioperm;  // NT_386_IOPERM: only after ioperm(2)
+  std::optional<std::string> xstate;  // NT_X86_XSTATE: the XSAVE area, at the size the kernel uses
+  std::optional<std::string> shstk;   // NT_X86_SHSTK: only with user shadow stacks enabled
   std::string stat, status;           // /proc/PID/task/TID/{stat,status}
 };
 
@@ -200,7 +238,11 @@ core::Result<ThreadRegs> ReadThread(int pid, int tid) {
   thread.regs = std::move(*regs);
   thread.fpregs = GetRegset(tid, NT_PRFPREG, 4096, &error);
 #if defined(__x86_64__)
-  thread.xstate = GetRegset(tid, NT_X86_XSTATE, 64u << 10, &error);
+  // The kernel shortens iov_len to the regset's size: the XSAVE area's size for this CPU and
+  // kernel (CPUID leaf 0xD; 11008 bytes with AMX), which is what its own cores hold.
+  thread.ioperm = GetRegset(tid, NT_386_IOPERM, 8192, &error);
+  thread.xstate = GetRegset(tid, NT_X86_XSTATE, kMaxXstateBytes, &error);
+  thread.shstk = GetRegset(tid, NT_X86_SHSTK, 64, &error);
 #endif
   thread.stat = ReadProcFile(fmt::format("/proc/{}/task/{}/stat", pid, tid)).value_or("");
   thread.status = ReadProcFile(fmt::format("/proc/{}/task/{}/status", pid, tid)).value_or("");
@@ -275,11 +317,35 @@ bool IsAnonymousLike(const MapEntry& map) {
          core::StartsWith(map.path, "/memfd:");
 }
 
+// NT_X86_XSAVE_LAYOUT's records (struct x86_xfeat_component {u32 type, size, offset, flags}),
+// one per extended feature (bit 2 and up) of the XSAVE area's XCR0, with the size and offset
+// CPUID leaf 0xD gives for it, as the kernel's dump_xsave_layout_desc(). "" off x86_64 or when
+// the area is too short to hold XCR0.
+std::string XsaveLayout(std::string_view xstate) {
+  std::string records;
+#if defined(__x86_64__)
+  if (xstate.size() < kXstateXcr0Offset + 8) return records;
+  uint64_t xcr0 = 0;
+  std::memcpy(&xcr0, xstate.data() + kXstateXcr0Offset, 8);
+  for (uint32_t feature = 2; feature < 64; ++feature) {
+    if (!(xcr0 & (1ull << feature))) continue;
+    unsigned size = 0, offset = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(0xd, feature, &size, &offset, &ecx, &edx)) return "";
+    uint32_t record[4] = {feature, size, offset, 0};
+    records.append(reinterpret_cast<const char*>(record), sizeof(record));
+  }
+#else
+  (void)xstate;
+#endif
+  return records;
+}
+
 std::string NtFile(const std::vector<MapEntry>& maps, uint64_t page_size) {
   std::string table, names;
   uint64_t count = 0;
   for (const MapEntry& map : maps) {
-    if (IsAnonymousLike(map) || map.path.empty() || map.path.front() != '/') continue;
+    // As the kernel's fill_files_note(): every mapping of a file, shm and memfd ones too.
+    if (map.path.empty() || map.path.front() != '/') continue;
     uint64_t entry[3] = {map.start, map.end, map.file_offset / page_size};
     table.append(reinterpret_cast<const char*>(entry), sizeof(entry));
     names.append(map.path);
@@ -404,38 +470,87 @@ uint32_t SegmentFlags(const std::string& perms) {
   return flags;
 }
 
-// Decides, without reading memory, what a mapping's PT_LOAD should hold.
-SegmentPlan PlanSegment(const MapEntry& map, CoreFileWriter& writer) {
+// The bits of /proc/PID/coredump_filter (core(5)), which the kernel's vma_dump_size() applies.
+enum DumpFilterBit : uint32_t {
+  kAnonPrivate = 1u << 0,
+  kAnonShared = 1u << 1,
+  kMappedPrivate = 1u << 2,
+  kMappedShared = 1u << 3,
+  kElfHeaders = 1u << 4,
+  kHugetlbPrivate = 1u << 5,
+  kHugetlbShared = 1u << 6,
+};
+// The kernel's default (MMF_DUMP_FILTER_DEFAULT) when the file cannot be read.
+constexpr uint32_t kDefaultDumpFilter = kAnonPrivate | kAnonShared | kElfHeaders | kHugetlbPrivate;
+
+uint32_t ReadDumpFilter(int pid) {
+  auto text = ReadProcFile(fmt::format("/proc/{}/coredump_filter", pid), 64);
+  if (!text.ok()) return kDefaultDumpFilter;
+  auto value = core::ParseU64(core::Trim(*text), 16);
+  return value ? static_cast<uint32_t>(*value) : kDefaultDumpFilter;
+}
+
+std::string Range(const MapEntry& map) {
+  return fmt::format("0x{:x}-0x{:x} {}", map.start, map.end, map.path.empty() ? "" : map.path + " ");
+}
+
+// What the kernel's vma_dump_size() dumps of a private file mapping or a private anonymous one:
+// all of it once written to (it holds anonymous pages: data, the relocated RELRO region with
+// .dynamic and the GOT, the heap), all of a file mapping when the filter asks for them, else
+// only an ELF file's first page (its build id and program headers, for debuggers to find it).
+uint64_t PrivateDumpBytes(const MapEntry& map, uint32_t filter, CoreFileWriter& writer) {
+  uint64_t size = map.end - map.start;
+  bool file_backed = !IsAnonymousLike(map);
+  // Without smaps: anonymous memory and writable file mappings may have been written to.
+  bool written = map.anon_pages.value_or(!file_backed || map.perms[1] == 'w');
+  if (written && (filter & kAnonPrivate)) return size;
+  if (!file_backed) return 0;
+  if (filter & kMappedPrivate) return size;
+  if ((filter & kElfHeaders) && map.file_offset == 0 && map.perms[0] == 'r' && writer.LooksLikeElf(map.start)) {
+    return std::min(size, writer.page_size());
+  }
+  return 0;
+}
+
+// Decides, without reading memory, what a mapping's PT_LOAD should hold: the kernel's
+// vma_dump_size() (fs/binfmt_elf.c) under `filter`.
+SegmentPlan PlanSegment(const MapEntry& map, uint32_t filter, CoreFileWriter& writer) {
   SegmentPlan plan;
   uint64_t size = map.end - map.start;
   if (map.path == "[vvar]" || map.path == "[vvar_vclock]" || map.path == "[vsyscall]") {
     plan.skip_reason = map.path;
     return plan;
   }
-  bool device = map.io || (core::StartsWith(map.path, "/dev/") && !IsAnonymousLike(map));
+  if (map.path == "[vdso]") {
+    plan.want_bytes = size;  // always dumped
+    return plan;
+  }
+  if (map.dont_dump) {
+    plan.skip_reason = Range(map) + "(MADV_DONTDUMP)";
+    return plan;
+  }
+  bool shared = map.perms[3] == 's';
+  if (map.hugetlb) {
+    plan.want_bytes = (filter & (shared ? kHugetlbShared : kHugetlbPrivate)) ? size : 0;
+    return plan;
+  }
+  // /dev/shm is tmpfs (POSIX shared memory, NCCL's buffers): files, not devices.
+  bool device = map.io || (core::StartsWith(map.path, "/dev/") && !core::StartsWith(map.path, "/dev/shm/") &&
+                           !IsAnonymousLike(map));
   if (device) {
     plan.skip_reason =
         (map.path.empty() ? fmt::format("0x{:x}-0x{:x}", map.start, map.end) : map.path) + " (device mapping)";
     return plan;
   }
-  if (map.perms[0] != 'r') return plan;  // guard pages, PROT_NONE reservations
-  if (map.dont_dump) {
-    plan.skip_reason =
-        fmt::format("0x{:x}-0x{:x} {}(MADV_DONTDUMP)", map.start, map.end, map.path.empty() ? "" : map.path + " ");
+  if (shared) {
+    // Shared anonymous memory, SysV shm and memfd are files without a name on disk.
+    bool anon = IsAnonymousLike(map) || core::EndsWith(map.path, " (deleted)");
+    plan.want_bytes = (filter & (anon ? kAnonShared : kMappedShared)) && map.perms[0] == 'r' ? size : 0;
     return plan;
   }
-  if (IsAnonymousLike(map)) {
-    plan.want_bytes = size;
-    return plan;
-  }
-  // File-backed, as the kernel's default coredump_filter (0x33): private writable mappings
-  // (they may hold written pages), and the first page of an ELF file (the build ID and program
-  // headers that debuggers need to find the file); readers take the rest from the file.
-  if (map.perms[3] == 'p' && map.perms[1] == 'w') {
-    plan.want_bytes = size;
-  } else if (map.file_offset == 0 && writer.LooksLikeElf(map.start)) {
-    plan.want_bytes = std::min(size, writer.page_size());
-  }
+  // Never-written PROT_NONE reservations (guard pages, allocator arenas) have no pages to dump.
+  if (map.perms[0] != 'r' && !map.anon_pages.value_or(false)) return plan;
+  plan.want_bytes = PrivateDumpBytes(map, filter, writer);
   return plan;
 }
 
@@ -485,18 +600,27 @@ std::string BuildNotes(int pid, const std::vector<ThreadRegs>& threads, const si
       AppendNote(notes, "CORE", NT_FILE, NtFile(maps, page_size));
     }
     if (thread.fpregs) AppendNote(notes, "CORE", NT_PRFPREG, *thread.fpregs);
+    if (thread.ioperm) AppendNote(notes, "LINUX", NT_386_IOPERM, *thread.ioperm);
     if (thread.xstate) AppendNote(notes, "LINUX", NT_X86_XSTATE, *thread.xstate);
+    if (thread.shstk) AppendNote(notes, "LINUX", NT_X86_SHSTK, *thread.shstk);
+  }
+  // After every thread, as elf_coredump_extra_notes_write() does: where each XSAVE component
+  // is. gdb 15+ reads the XSAVE area through it; without it, it guesses from the area's size and
+  // warns "Unexpected size of section `.reg-xstate'" on a size it does not know (AMX).
+  if (!threads.empty() && threads.front().xstate) {
+    std::string layout = XsaveLayout(*threads.front().xstate);
+    if (!layout.empty()) AppendNote(notes, "LINUX", NT_X86_XSAVE_LAYOUT, layout);
   }
   return notes;
 }
 
 // What to write of each mapping (PlanSegment, in map order); skip reasons go to stats->skipped.
-std::vector<SegmentPlan> PlanSegments(const std::vector<MapEntry>& maps, CoreFileWriter& writer,
+std::vector<SegmentPlan> PlanSegments(const std::vector<MapEntry>& maps, uint32_t filter, CoreFileWriter& writer,
                                       CoreWriteStats* stats) {
   std::vector<SegmentPlan> plans;
   plans.reserve(maps.size());
   for (const MapEntry& map : maps) {
-    SegmentPlan plan = PlanSegment(map, writer);
+    SegmentPlan plan = PlanSegment(map, filter, writer);
     if (!plan.skip_reason.empty()) stats->skipped.push_back(plan.skip_reason);
     plans.push_back(std::move(plan));
   }
@@ -536,15 +660,13 @@ core::Result<uint64_t> WriteSegments(CoreFileWriter& writer, const std::vector<M
     if (plan.want_bytes == 0) continue;
     if (end_offset + plan.want_bytes > options.size_cap_bytes) {
       ++stats->segments_truncated;
-      stats->skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(over the size cap)", maps[i].start, maps[i].end,
-                                           maps[i].path.empty() ? "" : maps[i].path + " "));
+      stats->skipped.push_back(Range(maps[i]) + "(over the size cap)");
       continue;
     }
     GT_ASSIGN_OR_RETURN(uint64_t readable, writer.CopyMemory(maps[i].start, plan.want_bytes, end_offset));
     if (readable == 0) {
       ++stats->segments_truncated;
-      stats->skipped.push_back(fmt::format("0x{:x}-0x{:x} {}(unreadable)", maps[i].start, maps[i].end,
-                                           maps[i].path.empty() ? "" : maps[i].path + " "));
+      stats->skipped.push_back(Range(maps[i]) + "(unreadable)");
       continue;
     }
     plan.filesz = plan.want_bytes;
@@ -621,7 +743,7 @@ core::Result<CoreWriteStats> WriteCore(int pid, const std::vector<int>& tids, co
   uint64_t notes_offset = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
   uint64_t data_offset = (notes_offset + notes.size() + page_size - 1) / page_size * page_size;
 
-  std::vector<SegmentPlan> plans = PlanSegments(maps, writer, &stats);
+  std::vector<SegmentPlan> plans = PlanSegments(maps, ReadDumpFilter(pid), writer, &stats);
   GT_ASSIGN_OR_RETURN(uint64_t end_offset,
                       WriteSegments(writer, maps, WriteOrder(maps, threads), data_offset, options, &plans, &stats));
   GT_RETURN_IF_ERROR(WriteHeaders(writer, maps, plans, notes, notes_offset));

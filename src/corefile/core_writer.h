@@ -36,11 +36,18 @@ struct CoreWriteStats {
 ///
 /// `tids` are all the threads to record, each already ptrace-stopped by the calling thread; the
 /// first is the one that took `info`'s signal (its NT_PRSTATUS comes first and carries the
-/// signal). The core holds NT_PRSTATUS (+ NT_FPREGSET, NT_X86_XSTATE when available) per
-/// thread, NT_PRPSINFO, NT_SIGINFO (`info` as given), NT_AUXV and NT_FILE, then one PT_LOAD per
-/// line of /proc/PID/maps. Like the kernel's default coredump_filter, read-only file mappings
-/// are not dumped except the first page of an ELF file; [vvar]/[vsyscall], device mappings
-/// (/dev/..., VM_IO/VM_PFNMAP) and MADV_DONTDUMP memory are never read.
+/// signal). The notes are the kernel's (fs/binfmt_elf.c), in its order: per thread NT_PRSTATUS
+/// (+ NT_FPREGSET, and on x86_64 NT_386_IOPERM, NT_X86_XSTATE at the kernel's XSAVE size and
+/// NT_X86_SHSTK when the thread has them), NT_PRPSINFO, NT_SIGINFO (`info` as given), NT_AUXV
+/// and NT_FILE after the first thread's NT_PRSTATUS, and NT_X86_XSAVE_LAYOUT (CPUID leaf 0xD)
+/// last. Then one PT_LOAD per line of /proc/PID/maps, with the contents the kernel's
+/// vma_dump_size() would write under the process's /proc/PID/coredump_filter (default 0x33):
+/// memory that was written to (anonymous pages, so also the read-only RELRO regions holding
+/// .dynamic and the GOT, and the loader's data: what gdb walks from DT_DEBUG through r_debug to
+/// the link_map list), shared anonymous memory, the first page of each ELF file, and file
+/// mappings only when the filter asks for them. [vvar]/[vsyscall], device mappings
+/// (/dev/..., VM_IO/VM_PFNMAP) and MADV_DONTDUMP memory are never read. Without
+/// /proc/PID/smaps (no page counts), anonymous and writable private mappings are dumped whole.
 ///
 /// Fails (naming the pid, thread and errno) when there is no thread, the first thread's
 /// registers cannot be read (not stopped by this tracer, or a 32-bit process), /proc/PID/maps

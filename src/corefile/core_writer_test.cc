@@ -1,7 +1,9 @@
 #include "corefile/core_writer.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -11,7 +13,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/uio.h>
+#endif
 
 #include <gtest/gtest.h>
 
@@ -137,6 +145,241 @@ uint64_t ReadU64(const CoreMemory& memory, uint64_t address) {
   std::memcpy(&value, bytes->data(), 8);
   return value;
 }
+
+// The raw notes of a core (owner, type, descriptor), in file order.
+struct RawNote {
+  std::string owner;
+  uint32_t type = 0;
+  std::string desc;
+};
+
+std::vector<RawNote> ReadRawNotes(const std::string& path) {
+  std::string bytes = testing::ReadWholeFile(path);
+  std::vector<RawNote> notes;
+  if (bytes.size() < sizeof(Elf64_Ehdr)) return notes;
+  Elf64_Ehdr ehdr;
+  std::memcpy(&ehdr, bytes.data(), sizeof(ehdr));
+  for (size_t i = 0; i < ehdr.e_phnum; ++i) {
+    Elf64_Phdr phdr;
+    if (ehdr.e_phoff + (i + 1) * sizeof(phdr) > bytes.size()) break;
+    std::memcpy(&phdr, bytes.data() + ehdr.e_phoff + i * sizeof(phdr), sizeof(phdr));
+    if (phdr.p_type != PT_NOTE || phdr.p_offset + phdr.p_filesz > bytes.size()) continue;
+    for (size_t at = phdr.p_offset; at + 12 <= phdr.p_offset + phdr.p_filesz;) {
+      uint32_t header[3];
+      std::memcpy(header, bytes.data() + at, 12);
+      size_t name_at = at + 12, desc_at = name_at + (header[0] + 3) / 4 * 4;
+      if (desc_at + header[1] > bytes.size()) break;
+      notes.push_back({std::string(bytes.data() + name_at, header[0] ? header[0] - 1 : 0), header[2],
+                       bytes.substr(desc_at, header[1])});
+      at = desc_at + (header[1] + 3) / 4 * 4;
+    }
+  }
+  return notes;
+}
+
+uint64_t AuxvValue(const CoreNotes& notes, uint64_t type) {
+  for (const auto& [key, value] : notes.auxv) {
+    if (key == type) return value;
+  }
+  return 0;
+}
+
+// What gdb's solib-svr4 does to list the shared libraries of a core, from the core's own bytes
+// only (no file fallback): the executable's program headers at AT_PHDR, its PT_DYNAMIC,
+// DT_DEBUG's r_debug, then the link_map chain. Returns the l_name of each node; `error` says
+// where the walk stopped.
+std::vector<std::string> LinkMapNamesFromCore(const std::string& path, std::string* error) {
+  auto notes = ReadCoreNotesFile(path);
+  if (!notes.ok()) return *error = notes.error().message, std::vector<std::string>{};
+  CoreNotes only_core = *notes;
+  only_core.files.clear();  // CoreMemory would read what the core lacks from the mapped files
+  auto memory = CoreMemory::OpenFile(path, only_core);
+  if (!memory.ok()) return *error = memory.error().message, std::vector<std::string>{};
+  uint64_t phdr_at = AuxvValue(*notes, AT_PHDR), phnum = AuxvValue(*notes, AT_PHNUM);
+  if (phdr_at == 0 || phnum == 0) return *error = "no AT_PHDR/AT_PHNUM in NT_AUXV", std::vector<std::string>{};
+  auto phdr_bytes = memory->Read(phdr_at, phnum * sizeof(Elf64_Phdr));
+  if (!phdr_bytes || phdr_bytes->size() != phnum * sizeof(Elf64_Phdr)) {
+    return *error = "the program headers at AT_PHDR are not in the core", std::vector<std::string>{};
+  }
+  std::vector<Elf64_Phdr> phdrs(phnum);
+  std::memcpy(phdrs.data(), phdr_bytes->data(), phdr_bytes->size());
+  uint64_t bias = 0, dynamic = 0;
+  for (const Elf64_Phdr& p : phdrs) {
+    if (p.p_type == PT_PHDR) bias = phdr_at - p.p_vaddr;
+  }
+  for (const Elf64_Phdr& p : phdrs) {
+    if (p.p_type == PT_DYNAMIC) dynamic = bias + p.p_vaddr;
+  }
+  uint64_t r_debug = 0;
+  for (uint64_t at = dynamic; dynamic != 0 && at < dynamic + 4096; at += 16) {
+    uint64_t tag = ReadU64(*memory, at), value = ReadU64(*memory, at + 8);
+    if (tag == DT_NULL) break;
+    if (tag == DT_DEBUG) r_debug = value;
+  }
+  if (r_debug == 0) return *error = "DT_DEBUG in the core's .dynamic is 0 or missing", std::vector<std::string>{};
+  std::vector<std::string> names;
+  for (uint64_t node = ReadU64(*memory, r_debug + 8); node != 0 && names.size() < 512;
+       node = ReadU64(*memory, node + 24)) {
+    auto name = memory->Read(ReadU64(*memory, node + 8), 4096);
+    if (!name) return *error = fmt::format("link_map node 0x{:x}: l_name not in the core", node), names;
+    names.emplace_back(reinterpret_cast<const char*>(name->data()),
+                       strnlen(reinterpret_cast<const char*>(name->data()), name->size()));
+  }
+  return names;
+}
+
+// The shared objects /proc/PID/maps lists (ELF files mapped from offset 0, the executable aside).
+std::set<std::string> MappedSharedObjects(int pid) {
+  std::set<std::string> paths;
+  std::string exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid)).string();
+  std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode, path;
+    fields >> range >> perms >> offset >> dev >> inode >> path;
+    if (path.empty() || path[0] != '/' || path == exe || offset != "00000000") continue;
+    if (testing::ReadWholeFile(path, 4) ==
+        "\x7f"
+        "ELF")
+      paths.insert(path);
+  }
+  return paths;
+}
+
+// gdb finds a core's shared libraries through r_debug (DT_DEBUG in the executable's .dynamic,
+// which the loader writes, in the RELRO region it then makes read-only): the core must hold
+// that memory, as the kernel's does. Failed before: the written core left out the read-only
+// private mappings that had been written to, so DT_DEBUG read as 0 (gdb: "No shared libraries
+// loaded at this time").
+TEST(CorefileWriterTest, HoldsTheLoaderDataGdbWalksToFindTheSharedLibraries) {
+  StoppedCrash crash(1);
+  ASSERT_EQ(crash.error(), "");
+  std::string path = crash.dir() + "/written.core";
+  auto stats = WriteCore(crash.pid(), crash.tids(), crash.info(), path, CoreWriteOptions{});
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  std::string error;
+  std::vector<std::string> names = LinkMapNamesFromCore(path, &error);
+  ASSERT_EQ(error, "");
+  std::set<std::string> listed;
+  for (const std::string& name : names) {
+    if (!name.empty() && name[0] == '/') listed.insert(std::filesystem::canonical(name).string());
+  }
+  std::set<std::string> mapped = MappedSharedObjects(crash.pid());
+  ASSERT_FALSE(mapped.empty());
+  for (const std::string& so : mapped) {
+    EXPECT_TRUE(listed.count(std::filesystem::canonical(so).string()))
+        << so << " is mapped but not in the core's link_map";
+  }
+}
+
+// As the kernel (fs/binfmt_elf.c): private file mappings' text is not dumped under the default
+// coredump_filter, and is when the process's /proc/PID/coredump_filter asks for it (bit 2).
+TEST(CorefileWriterTest, FollowsTheProcesssCoredumpFilter) {
+  StoppedCrash crash(0);
+  ASSERT_EQ(crash.error(), "");
+  auto text_segment_dumped = [&](const std::string& path) {
+    std::string bytes = testing::ReadWholeFile(path, 1u << 20);
+    Elf64_Ehdr ehdr;
+    std::memcpy(&ehdr, bytes.data(), sizeof(ehdr));
+    uint64_t rip = 0;
+    auto notes = ReadCoreNotesFile(path);
+    if (notes.ok() && !notes->threads.empty()) rip = Reg(notes->threads[0], "rip").value_or(0);
+    for (size_t i = 0; i < ehdr.e_phnum; ++i) {
+      Elf64_Phdr phdr;
+      std::memcpy(&phdr, bytes.data() + ehdr.e_phoff + i * sizeof(phdr), sizeof(phdr));
+      if (phdr.p_type == PT_LOAD && rip >= phdr.p_vaddr && rip < phdr.p_vaddr + phdr.p_memsz) {
+        return phdr.p_filesz == phdr.p_memsz;
+      }
+    }
+    return false;
+  };
+  std::string plain = crash.dir() + "/default.core";
+  ASSERT_TRUE(WriteCore(crash.pid(), crash.tids(), crash.info(), plain, CoreWriteOptions{}).ok());
+  EXPECT_FALSE(text_segment_dumped(plain));
+  std::ofstream(fmt::format("/proc/{}/coredump_filter", crash.pid())) << "0x37";
+  std::string all = crash.dir() + "/mapped-private.core";
+  ASSERT_TRUE(WriteCore(crash.pid(), crash.tids(), crash.info(), all, CoreWriteOptions{}).ok());
+  EXPECT_TRUE(text_segment_dumped(all));
+}
+
+// A private mapping of a /dev/shm file (tmpfs, where NCCL and POSIX shared memory live) that
+// was written to is dumped like any written private file mapping: /dev/shm is not a device.
+// Failed before: it was skipped as a "device mapping".
+TEST(CorefileWriterTest, DumpsWrittenPrivateDevShmMappings) {
+  std::string name = fmt::format("/dev/shm/gt-corefile-{}", getpid());
+  int fd = open(name.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) GTEST_SKIP() << "no /dev/shm here: " << std::strerror(errno);
+  unlink(name.c_str());
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  void* map = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  close(fd);
+  ASSERT_NE(map, MAP_FAILED);
+  std::memcpy(map, &testing::kMarkerValue, 8);  // the child inherits the written page
+  uint64_t address = reinterpret_cast<uint64_t>(map);
+  {
+    StoppedCrash crash(0);
+    ASSERT_EQ(crash.error(), "");
+    std::string path = crash.dir() + "/shm.core";
+    auto stats = WriteCore(crash.pid(), crash.tids(), crash.info(), path, CoreWriteOptions{});
+    ASSERT_TRUE(stats.ok()) << stats.error().message;
+    auto notes = ReadCoreNotesFile(path);
+    ASSERT_TRUE(notes.ok());
+    CoreNotes only_core = *notes;
+    only_core.files.clear();
+    auto memory = CoreMemory::OpenFile(path, only_core);
+    ASSERT_TRUE(memory.ok());
+    EXPECT_EQ(ReadU64(*memory, address), testing::kMarkerValue);
+  }
+  munmap(map, 4096);
+}
+
+#if defined(__x86_64__)
+// NT_X86_XSTATE holds the XSAVE area at the kernel's size (PTRACE_GETREGSET's), and
+// NT_X86_XSAVE_LAYOUT, after every thread's notes, says where each component is (CPUID leaf
+// 0xD), as the kernel writes them: gdb checks the area's size against the layout. Failed
+// before: there was no layout note (gdb warned "Unexpected size of section `.reg-xstate'").
+TEST(CorefileWriterTest, WritesTheXsaveAreaAndItsLayoutAsTheKernelDoes) {
+  StoppedCrash crash(1);
+  ASSERT_EQ(crash.error(), "");
+  std::string xstate(64u << 10, '\0');
+  struct iovec iov = {xstate.data(), xstate.size()};
+  if (ptrace(PTRACE_GETREGSET, crash.tids()[0], reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0) {
+    GTEST_SKIP() << "no XSAVE on this CPU";
+  }
+  std::string path = crash.dir() + "/xstate.core";
+  ASSERT_TRUE(WriteCore(crash.pid(), crash.tids(), crash.info(), path, CoreWriteOptions{}).ok());
+  std::vector<RawNote> notes = ReadRawNotes(path);
+  ASSERT_FALSE(notes.empty());
+  size_t xstates = 0;
+  for (const RawNote& note : notes) {
+    if (note.type != NT_X86_XSTATE) continue;
+    ++xstates;
+    EXPECT_EQ(note.owner, "LINUX");
+    EXPECT_EQ(note.desc.size(), iov.iov_len);
+  }
+  EXPECT_EQ(xstates, 2u);
+  const RawNote& last = notes.back();
+  ASSERT_EQ(last.type, 0x205u) << "NT_X86_XSAVE_LAYOUT is not the last note";
+  EXPECT_EQ(last.owner, "LINUX");
+  uint64_t xcr0 = 0;
+  std::memcpy(&xcr0, xstate.data() + 464, 8);
+  std::string expected;
+  uint32_t end = 0;
+  for (uint32_t feature = 2; feature < 64; ++feature) {
+    if (!(xcr0 & (1ull << feature))) continue;
+    unsigned size = 0, offset = 0, ecx = 0, edx = 0;
+    ASSERT_TRUE(__get_cpuid_count(0xd, feature, &size, &offset, &ecx, &edx));
+    uint32_t record[4] = {feature, size, offset, 0};
+    expected.append(reinterpret_cast<const char*>(record), sizeof(record));
+    end = std::max(end, offset + size);
+  }
+  EXPECT_EQ(last.desc, expected);
+  if (end != 0) {
+    EXPECT_EQ(end, iov.iov_len);  // the layout covers the area exactly
+  }
+}
+#endif
 
 TEST(CorefileWriterTest, WritesACoreThatWeAndLibdwflRead) {
   StoppedCrash crash(2);

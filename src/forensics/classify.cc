@@ -199,10 +199,17 @@ Classification ClassifySegv(const ProcessReport& p) {
         "overwritten, or freed memory).";
   } else if (p.fault_location && p.fault_location->kind == "null-page") {
     c.kind = "null-dereference";
-    bool call_null = p.disassembly && p.disassembly->instructions.empty();
+    // A call through a null pointer faults fetching its first instruction: the PC is the fault
+    // address. Code that merely could not be read (not in a core, file moved) says nothing.
+    std::optional<uint64_t> pc = p.threads.empty() ? std::nullopt : ProgramCounter(p.threads.front().registers);
+    bool call_null = pc && p.fault_address && *pc == *p.fault_address;
     c.summary = call_null ? "call through a null function pointer"
                           : fmt::format("null pointer dereference (address {})", Hex(*p.fault_address));
     c.detail = where;
+    if (!call_null && p.disassembly && p.disassembly->instructions.empty()) {
+      c.detail += (c.detail.empty() ? "" : " ") + std::string("(No instruction to show: ") +
+                  p.disassembly->note.value_or("the code at the PC could not be read") + ".)";
+    }
   } else if (p.fault_location && p.fault_location->kind == "stack-guard") {
     c.kind = "stack-overflow";
     c.summary = "stack overflow";

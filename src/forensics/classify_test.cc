@@ -130,6 +130,39 @@ TEST(Classify, SegvInsideAGpuRuntimeLibrary) {
   EXPECT_EQ(FirstUserFrame(t.frames)->function, "launch_matmul");
 }
 
+// A null-page fault is a call through a null function pointer only when the PC is the fault
+// address (the fetch of the first instruction faulted). Code that could not be read (a core
+// without the executable's text) says nothing about it. Failed before: an empty disassembly was
+// taken for a null call.
+TEST(Classify, NullCallOnlyWhenThePcIsTheFaultAddress) {
+  ProcessReport p;
+  p.signal = SIGSEGV;
+  p.si_code = SEGV_MAPERR;
+  p.fault_address = 0;
+  p.fault_location = FaultLocation{"null-page", std::nullopt, "address 0x0: a null pointer was dereferenced"};
+  ThreadState t;
+  t.registers = {{"rip", 0x55d0c0de1234}};
+  p.threads.push_back(t);
+  core::Disassembly missing;
+  missing.note = "the code at pc 0x55d0c0de1234 is not in the core";
+  p.disassembly = missing;
+  FailureContext ctx;
+  ctx.process = &p;
+  auto c = Classify(ctx);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, "null-dereference");
+  EXPECT_EQ(c->summary, "null pointer dereference (address 0x0)");
+  EXPECT_EQ(c->detail,
+            "address 0x0: a null pointer was dereferenced (No instruction to show: the code at pc 0x55d0c0de1234 "
+            "is not in the core.)");
+
+  p.threads[0].registers = {{"rip", 0}};
+  p.disassembly->note = "pc 0x0 is not readable memory";
+  c = Classify(ctx);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->summary, "call through a null function pointer");
+}
+
 TEST(Classify, SigkillWithAndWithoutTheOomKiller) {
   std::vector<CorrelatedRecord> log(1);
   log[0].record.message = "Memory cgroup out of memory: Killed process 42 (python3)";

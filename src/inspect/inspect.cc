@@ -55,23 +55,86 @@ struct Section {
   bool found = false;
 };
 
+template <typename... Args>
+core::Error Damaged(fmt::format_string<Args...> format, Args&&... args) {
+  return core::MakeErrorCode(core::ErrorCode::kDataLoss, format, std::forward<Args>(args)...);
+}
+
+// The section-header table must be whole and well-formed before its absence of GPU sections
+// means anything: a truncated file or a damaged table would otherwise read as "no GPU code".
+core::Result<size_t> CheckSectionTable(Elf* elf, const std::string& path, uint64_t file_size) {
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf, &eh)) return Damaged("{}: ELF header cannot be read: {}", path, elf_errmsg(-1));
+  // e_shnum 0 with a table means more than 0xff00 sections, counted in section 0 (libelf reads it).
+  size_t count = eh.e_shnum;
+  if (count == 0 && eh.e_shoff != 0 && eh.e_shoff < file_size && elf_getshdrnum(elf, &count) != 0) {
+    return Damaged("{}: section-header table cannot be read ({}): truncated or corrupt ELF", path, elf_errmsg(-1));
+  }
+  if (eh.e_shoff == 0 && count == 0) {
+    return Damaged("{}: no section-header table (e_shoff 0): the GPU code sections cannot be looked for", path);
+  }
+  uint64_t entry = gelf_getclass(elf) == ELFCLASS32 ? sizeof(Elf32_Shdr) : sizeof(Elf64_Shdr);
+  if (eh.e_shentsize != entry) {
+    return Damaged("{}: section headers of {} bytes, not {} (e_shentsize): corrupt ELF", path, eh.e_shentsize, entry);
+  }
+  std::optional<uint64_t> table = core::CheckedMul(std::max<uint64_t>(count, 1), entry);
+  std::optional<uint64_t> end = table ? core::CheckedAdd(eh.e_shoff, *table) : std::nullopt;
+  if (!end || *end > file_size) {
+    return Damaged(
+        "{}: section-header table ({} entries of {} bytes at offset {:#x}) runs past the end of the file ({} "
+        "bytes): truncated or corrupt ELF",
+        path, count, entry, eh.e_shoff, file_size);
+  }
+  size_t read = 0;
+  if (elf_getshdrnum(elf, &read) != 0 || read != count) {
+    return Damaged("{}: section-header table cannot be read ({} of {} entries): corrupt ELF", path, read, count);
+  }
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0 || shstrndx == 0 || shstrndx >= count) {
+    return Damaged("{}: the section-name table (index {}) is not one of the {} sections: corrupt ELF", path,
+                   eh.e_shstrndx, count);
+  }
+  return shstrndx;
+}
+
+// A section whose bytes the file does not hold: "" when it is whole.
+std::string PastTheEnd(const GElf_Shdr& sh, const char* name, uint64_t file_size) {
+  if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0) return "";
+  std::optional<uint64_t> end = core::CheckedAdd(sh.sh_offset, sh.sh_size);
+  if (end && *end <= file_size) return "";
+  return fmt::format("section {} ({:#x} bytes at {:#x}) runs past the end of the file ({} bytes): truncated", name,
+                     sh.sh_size, sh.sh_offset, file_size);
+}
+
 // The file offsets of the host ELF's `.nv_fatbin` and `.hip_fatbin` sections (libelf reads only
-// the headers it needs).
-core::Result<void> FindSections(const File& file, const std::string& path, Section* nv, Section* hip) {
+// the headers it needs). Fails, naming the file and what is wrong, when the section-header table
+// or a section's header or name cannot be read; sections whose bytes run past the end of the
+// file are added to `problems`.
+core::Result<void> FindSections(const File& file, const std::string& path, uint64_t file_size, Section* nv,
+                                Section* hip, std::vector<std::string>* problems) {
   static const bool version_ok = elf_version(EV_CURRENT) != EV_NONE;
   (void)version_ok;
   Elf* elf = elf_begin(file.fd(), ELF_C_READ_MMAP, nullptr);
-  if (!elf) return core::MakeError("{}: not a readable ELF file: {}", path, elf_errmsg(-1));
+  if (!elf) return Damaged("{}: not a readable ELF file: {}", path, elf_errmsg(-1));
   std::unique_ptr<Elf, decltype(&elf_end)> guard(elf, &elf_end);
-  size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return core::MakeError("{}: ELF without a section-name table", path);
+  GT_ASSIGN_OR_RETURN(size_t shstrndx, CheckSectionTable(elf, path, file_size));
+  size_t index = 0;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    ++index;
     GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+    if (!gelf_getshdr(scn, &sh))
+      return Damaged("{}: section {}: header cannot be read: {}", path, index, elf_errmsg(-1));
     const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (!name) continue;
+    if (!name) {
+      return Damaged("{}: section {}: its name (offset {:#x}) is not in the section-name table: corrupt ELF", path,
+                     index, sh.sh_name);
+    }
     Section* target = std::strcmp(name, ".nv_fatbin") == 0 ? nv : std::strcmp(name, ".hip_fatbin") == 0 ? hip : nullptr;
-    if (target) *target = {sh.sh_offset, sh.sh_size, true};
+    if (target && sh.sh_type != SHT_NOBITS) {
+      *target = {sh.sh_offset, sh.sh_size, true};  // checked against the file by the caller
+    } else if (std::string past = PastTheEnd(sh, name, file_size); !past.empty()) {
+      problems->push_back(std::move(past));
+    }
   }
   return {};
 }
@@ -151,12 +214,14 @@ std::string Magic(const std::string& head, size_t n) { return head.substr(0, std
 
 core::Result<FileSummary> InspectFile(const std::string& path, const InspectOptions& options,
                                       const CodeObjectSink& sink) {
-  core::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  core::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd.valid()) return core::ErrnoError(errno, "{}", path);
   File file(std::move(fd));
   struct stat st {};
   if (fstat(file.fd(), &st) != 0) return core::ErrnoError(errno, "{}", path);
   if (S_ISDIR(st.st_mode)) return core::MakeError("{}: is a directory", path);
+  // A device or FIFO could block or never end (--pid lists /dev/nvidia* mappings).
+  if (!S_ISREG(st.st_mode)) return core::MakeError("{}: not a regular file", path);
   uint64_t size = static_cast<uint64_t>(st.st_size);
   // 8 threads decode libtorch_cuda.so (2,789 cubins) in 1.2 s on the H200 machine's 16 cores;
   // 16 are no faster there and hold more memory.
@@ -198,7 +263,7 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     } else {
       summary.kind = "host-elf";
       Section nv, hip;
-      if (auto found = FindSections(file, path, &nv, &hip); !found.ok()) return found.error();
+      if (auto found = FindSections(file, path, size, &nv, &hip, &summary.problems); !found.ok()) return found.error();
       if (nv.found) {
         if (nv.offset > size || nv.size > size - nv.offset) {
           summary.problems.push_back(

@@ -43,8 +43,13 @@ struct FileSummary {
 /// there is no prepare).
 using CodeObjectSink = std::function<void(CodeObject&&, std::string&&)>;
 
-/// Inspects one file. Fails only when the file cannot be read or is none of the kinds above;
-/// damage inside it is reported per code object (CodeObject::error) or in FileSummary::problems.
+/// Inspects one file. Fails when the file cannot be read, is not a regular file, or is none of
+/// the kinds above; and, with ErrorCode::kDataLoss and a message naming the file and the fields,
+/// when a host ELF's section-header table is missing, runs past the end of the file (truncated)
+/// or is damaged (entry size, section-name table, a header or name that cannot be read), since
+/// "no GPU code section" would then mean nothing. Other damage is reported per code object
+/// (CodeObject::error) or in FileSummary::problems (a section or fatbin container that runs past
+/// its bounds); nothing is read from outside a GPU code section's bytes.
 core::Result<FileSummary> InspectFile(const std::string& path, const InspectOptions& options,
                                       const CodeObjectSink& sink);
 

@@ -279,6 +279,46 @@ TEST(NvidiaFatbin, AContainerHeaderLongerThanItsSectionIsRefused) {
     EXPECT_EQ(objects.back().error.value_or(""), want);
   }
 }
+
+// Whatever the headers in .nv_fatbin say, no entry is read from outside the section's bytes:
+// every header byte of the container and of its first entries set to values that lie (0, 0xff,
+// 0x7f, 0x80, +1), each entry listed and decoded through a reader of the whole object that
+// records what is asked of it.
+TEST(NvidiaFatbin, NoHeaderMakesAnEntryBeReadFromOutsideTheSection) {
+  for (const char* name : {"fatbin-none.o", "fatbin-speed.o"}) {
+    std::string object = Read(name);
+    std::optional<SectionAt> nv = FindSection(object, ".nv_fatbin");
+    ASSERT_TRUE(nv.has_value());
+    uint64_t first = nv->offset + 16;
+    uint64_t second = first + Get<uint32_t>(object, first + 4) + Get<uint64_t>(object, first + 8);
+    std::vector<uint64_t> header_bytes;
+    for (uint64_t i = nv->offset; i < first + 64; ++i) header_bytes.push_back(i);
+    for (uint64_t i = second; i < second + 64 && i < nv->offset + nv->size; ++i) header_bytes.push_back(i);
+    for (uint64_t at : header_bytes) {
+      for (int value : {0x00, 0xff, 0x7f, 0x80, (static_cast<unsigned char>(object[at]) + 1) & 0xff}) {
+        std::string damaged = object;
+        damaged[at] = static_cast<char>(value);
+        std::vector<std::string> outside;
+        RangeReader read = [&](uint64_t offset, size_t size, std::string* out) {
+          if (offset < nv->offset || offset + size > nv->offset + nv->size || offset + size < offset) {
+            outside.push_back(fmt::format("{:#x}+{:#x}", offset, size));
+          }
+          if (offset > damaged.size() || size > damaged.size() - offset) return false;
+          out->assign(damaged, offset, size);
+          return true;
+        };
+        std::vector<std::string> problems;
+        for (const FatbinEntry& e : ListFatbinEntries(read, nv->offset, nv->size, "x", &problems)) {
+          EXPECT_GE(e.payload_offset, nv->offset);
+          EXPECT_LE(e.payload_offset + e.payload_size, nv->offset + nv->size);
+          (void)DecodeFatbinEntry(read, e, "x");
+        }
+        EXPECT_TRUE(outside.empty()) << name << ": byte " << fmt::format("{:#x}", at - nv->offset) << " = " << value
+                                     << " of .nv_fatbin made reads at " << outside.front();
+      }
+    }
+  }
+}
 #endif
 
 TEST(NvidiaCubin, NotACubinIsAnErrorNotACrash) {

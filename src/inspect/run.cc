@@ -79,6 +79,7 @@ struct FileState {
   explicit FileState(const std::string& path) : findings(path) {}
   FileFindings findings;                                      // fed every kernel, whatever the filter
   std::map<std::string, std::pair<size_t, size_t>> per_arch;  // "arch format" -> objects, matching kernels
+  size_t objects = 0, damaged_objects = 0;                    // code objects received, those with an error
   bool first_object = true;
   std::string text;  // text mode: what Prepare made of the objects, up to about kMaxKernelText
 };
@@ -87,6 +88,8 @@ struct FileState {
 void AddObject(const InspectRequest& request, std::FILE* out, FileState& file, CodeObject&& co,
                std::string&& rendered) {
   file.findings.Add(co);
+  ++file.objects;
+  if (co.error) ++file.damaged_objects;
   auto& counts = file.per_arch[co.arch + " " + co.format];
   counts.first += 1;
   for (const Kernel& k : co.kernels) counts.second += KernelMatches(k, request.kernel) ? 1 : 0;
@@ -124,6 +127,21 @@ void WriteFileText(const InspectRequest& request, const std::string& path, const
   if (file.text.size() >= kMaxKernelText) std::fputs("  ... (output cut at 4 MiB; use --json)\n", out);
 }
 
+// "PATH: 1 of 3 GPU code object(s) damaged, 2 problem(s): ..." when the file was read with
+// damage; "" when it was read whole.
+std::string DamageMessage(const std::string& path, const FileSummary& summary, const FileState& file) {
+  std::vector<std::string> parts;
+  if (file.damaged_objects > 0) {
+    parts.push_back(fmt::format("{} of {} GPU code object(s) damaged", file.damaged_objects, file.objects));
+  }
+  if (!summary.problems.empty()) parts.push_back(fmt::format("{} problem(s)", summary.problems.size()));
+  if (parts.empty()) return "";
+  std::string what = parts.front();
+  for (size_t i = 1; i < parts.size(); ++i) what += ", " + parts[i];
+  return fmt::format("{}: {}: the file could not be read fully (see the errors and problems listed for it)", path,
+                     what);
+}
+
 void InspectOneFile(const InspectRequest& request, const std::string& path, bool first_file, std::FILE* out,
                     InspectOutcome& outcome) {
   FileState file(path);
@@ -140,8 +158,13 @@ void InspectOneFile(const InspectRequest& request, const std::string& path, bool
   std::vector<core::Finding> findings = file.findings.Finish(request.gpus, request.hsa_override);
   if (!summary.ok()) {
     outcome.file_failed = true;
-    // A process maps many files that are not GPU code; say nothing about them.
-    if (!request.from_process && request.error) request.error(summary.error().message);
+    bool damaged = summary.error().code == core::ErrorCode::kDataLoss;
+    outcome.file_damaged = outcome.file_damaged || damaged;
+    // A process maps many files that are not GPU code; say nothing about them, unless damaged.
+    if ((!request.from_process || damaged) && request.error) request.error(summary.error().message);
+  } else if (std::string damage = DamageMessage(path, *summary, file); !damage.empty()) {
+    outcome.file_damaged = true;
+    if (request.error) request.error(damage);
   }
   if (request.json) {
     WriteJsonFileEnd(summary, file, out);

@@ -49,8 +49,9 @@ struct InspectRequest {
   std::optional<std::string> hsa_override;
   bool check_coverage = true;  ///< text: say so when `gpus` is empty ("none found")
   bool snapshot_used = false;  ///< JSON: "snapshot_used"
-  /// Receives the message of a file that could not be inspected (not called for a process's
-  /// files). May be null.
+  /// Receives the message of a file that could not be inspected (for a process's files only when
+  /// it is damaged), and "PATH: N of M GPU code object(s) damaged, K problem(s): ..." for a file
+  /// read with damage. May be null.
   std::function<void(const std::string& message)> error;
 };
 
@@ -58,6 +59,10 @@ struct InspectRequest {
 struct InspectOutcome {
   std::vector<core::Finding> findings;  ///< every file's, in file order
   bool file_failed = false;             ///< some file could not be read or is no GPU code
+  /// Some file could not be read fully: truncated, a damaged section-header table
+  /// (ErrorCode::kDataLoss), problems in its GPU code sections, or a code object with an error.
+  /// Counted for a process's files too.
+  bool file_damaged = false;
 };
 
 /// Inspects `request.paths` in order and writes to `out` as it goes, flushing at the end.

@@ -89,6 +89,7 @@ TEST(InspectFiles, JsonIsTheDocumentInspectHasAlwaysWritten) {
   EXPECT_EQ(all.out, Golden("all-kernels.json"));
   EXPECT_FALSE(Json::parse(all.out, nullptr, false).is_discarded());
   EXPECT_FALSE(all.outcome.file_failed);
+  EXPECT_FALSE(all.outcome.file_damaged);
   EXPECT_TRUE(all.errors.empty());
 
   Written mixed = Inspect(Mixed(/*json=*/true));
@@ -105,8 +106,14 @@ TEST(InspectFiles, TextIsWhatInspectHasAlwaysPrinted) {
 
   Written mixed = Inspect(Mixed(/*json=*/false));
   EXPECT_EQ(mixed.out, Golden("mixed-kernel-pressure.txt"));
-  EXPECT_EQ(mixed.errors, std::vector<std::string>{"/nonexistent: No such file or directory"});
+  // The damaged fatbin is named too: it could not be read fully.
+  EXPECT_EQ(mixed.errors,
+            (std::vector<std::string>{kSource + "/fuzz/corpus/fatbin/fatbin-speed-truncated.fatbin: 1 "
+                                                "problem(s): the file could not be read fully (see the errors "
+                                                "and problems listed for it)",
+                                      "/nonexistent: No such file or directory"}));
   EXPECT_TRUE(mixed.outcome.file_failed);
+  EXPECT_TRUE(mixed.outcome.file_damaged);
   EXPECT_EQ(FindingIds(mixed.outcome), (std::vector<std::string>{"inspect.stack_frame", "inspect.stack_frame",
                                                                  "inspect.missing_arch", "inspect.register_spills"}));
 }

@@ -105,6 +105,7 @@ void Analyzer::Begin(std::string label) {
   if (!filter_cache_) filter_cache_ = std::make_unique<LineScan::FilterCache>();
   scan_ = std::make_unique<LineScan>(*matcher_, *general_, kb_->catalog, prefilter_, *filter_cache_);
   label_ = std::move(label);
+  incomplete_inputs_.clear();
 }
 
 void Analyzer::AddText(std::string_view text, std::string_view name) {
@@ -140,6 +141,12 @@ void Analyzer::AddBundle(const core::Bundle& bundle) {
 
 void Analyzer::AddProcess(const core::ProcessReport& report, const std::string& name) {
   scan_->Flush();
+  if (const auto& cut = report.core_truncated) {
+    incomplete_inputs_.push_back(
+        fmt::format("{}: the core file is truncated ({} of {} bytes, {} memory segment(s) cut short): the evidence "
+                    "from it is partial, and the confidence is halved",
+                    name, cut->file_bytes, cut->expected_bytes, cut->segments_cut));
+  }
   if (report.signal) scan_->Line(LineSource::kSignal, core::SignalName(*report.signal), 1, "signal");
   uint64_t n = 0;
   for (const core::ThreadState& t : report.threads) {
@@ -164,6 +171,10 @@ Analysis Analyzer::Finish(const Facts* facts) {
   a.matches = matcher_->Results(facts);
   a.evidence = found.evidence;
   DecideCategory(found, a);
+  for (const std::string& incomplete : incomplete_inputs_) {
+    a.confidence *= 0.5;
+    a.verdict_reasons.push_back(incomplete);
+  }
   AddVerdictEvidence(found, kb_->catalog.xid, facts, a);
   a.signature = Signature(found.key_line.empty() ? found.fallback_line : found.key_line);
   a.gpu_signature =

@@ -72,7 +72,9 @@ class Analyzer {
   /// and repeat statistics.
   void AddBundle(const core::Bundle& bundle);
 
-  /// A process report (from a core file): its signal, frames and classification.
+  /// A process report (from a core file): its signal, frames and classification. A report from
+  /// a truncated core (ProcessReport::core_truncated) adds a verdict reason and halves the
+  /// confidence.
   void AddProcess(const core::ProcessReport& report, const std::string& name);
 
   /// The verdict over everything added since Begin. `facts` may be null (no snapshot).
@@ -93,6 +95,8 @@ class Analyzer {
   std::unique_ptr<GeneralClassifier> general_;
   std::unique_ptr<LineScan> scan_;
   std::string label_;
+  /// Inputs that are known to be incomplete (a truncated core): each halves the confidence.
+  std::vector<std::string> incomplete_inputs_;
   bool prefilter_ = true;
   std::unique_ptr<std::map<std::string, std::shared_ptr<const RE2::Set>>> filter_cache_;
 };

@@ -3,8 +3,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -48,8 +50,98 @@ TEST(InspectCommand, NotAGpuFileIsAClearError) {
   EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos);
 }
 
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+template <typename T>
+void PutAt(std::string& bytes, size_t at, T value) {
+  ASSERT_LE(at + sizeof(T), bytes.size());
+  std::memcpy(bytes.data() + at, &value, sizeof(T));
+}
+
+// A host ELF that cannot be read fully is not "0 GPU code objects": truncated, or with a
+// section-header table that is damaged, it is an error naming the file and what is wrong, exit
+// status 2, and the JSON stays one valid document with the error in the file's entry. Failed
+// before: "0 GPU code object(s)", exit 0.
+TEST(InspectCommand, ATruncatedOrCorruptElfIsAnErrorNotZeroObjects) {
+  testing::TempDir tmp;
+  std::string exe = ReadBytes(std::string(GT_CRASHERS_DIR) + "/crasher");
+  ASSERT_GT(exe.size(), 4096u);
+  uint64_t shoff = 0;
+  std::memcpy(&shoff, exe.data() + 0x28, 8);
+  struct Case {
+    std::string name, bytes, message;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"truncated", exe.substr(0, exe.size() / 2), "runs past the end of the file"});
+  cases.push_back({"shoff-past-end", exe, "runs past the end of the file"});
+  PutAt<uint64_t>(cases.back().bytes, 0x28, exe.size() + 4096);
+  cases.push_back({"shentsize", exe, "section headers of 12 bytes, not 64"});
+  PutAt<uint16_t>(cases.back().bytes, 0x3a, 12);
+  cases.push_back({"shstrndx", exe, "section-name table"});
+  PutAt<uint16_t>(cases.back().bytes, 0x3e, 0x7fff);
+  for (const Case& c : cases) {
+    std::string path = tmp / c.name;
+    std::ofstream(path, std::ios::binary) << c.bytes;
+    Out text = Gt({"inspect", "--no-snapshot", path});
+    EXPECT_EQ(text.status, 2) << c.name << ": " << text.out << text.err;
+    EXPECT_EQ(text.out.find("0 GPU code object(s)"), std::string::npos) << c.name << ": " << text.out;
+    EXPECT_NE(text.err.find(path + ": "), std::string::npos) << c.name << ": " << text.err;
+    EXPECT_NE(text.err.find(c.message), std::string::npos) << c.name << ": " << text.err;
+    Out json = Gt({"inspect", "--json", "--no-snapshot", path});
+    EXPECT_EQ(json.status, 2) << c.name;
+    Json j = Json::parse(json.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << c.name << ": " << json.out;
+    const Json& error = j["files"][0]["error"];
+    EXPECT_NE((error.is_string() ? error.get<std::string>() : "").find(c.message), std::string::npos)
+        << c.name << ": " << json.out;
+  }
+}
+
 #ifdef GT_CUDA_INPUTS_DIR
 const std::string kInputs = GT_CUDA_INPUTS_DIR;
+
+// Damaged GPU code (an entry that does not decompress, a container that lies about its size) is
+// reported and the exit status says the file was not read fully (2); the undamaged objects are
+// still listed and the JSON is valid. Failed before: exit 0.
+TEST(InspectCommand, DamagedGpuCodeExitsNonZero) {
+  testing::TempDir tmp;
+  std::string object = ReadBytes(kInputs + "/fatbin-speed.o");
+  size_t magic = object.find("\x50\xed\x55\xba");
+  ASSERT_NE(magic, std::string::npos);
+  uint32_t entry_header = 0;
+  std::memcpy(&entry_header, object.data() + magic + 16 + 4, 4);
+  std::string corrupt = object;
+  for (size_t i = magic + 16 + entry_header; i < magic + 16 + entry_header + 64; ++i) corrupt[i] = '\xff';
+  std::string path = tmp / "corrupt.o";
+  std::ofstream(path, std::ios::binary) << corrupt;
+
+  Out text = Gt({"inspect", "--no-snapshot", path});
+  EXPECT_EQ(text.status, 2) << text.out << text.err;
+  EXPECT_NE(text.out.find(path + ": host-elf, 3 GPU code object(s)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("error: cannot decompress"), std::string::npos) << text.out;
+  EXPECT_NE(text.err.find(path + ": 1 of 3 GPU code object(s) damaged"), std::string::npos) << text.err;
+  Out json = Gt({"inspect", "--json", "--no-snapshot", path});
+  EXPECT_EQ(json.status, 2);
+  Json j = Json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  ASSERT_EQ(j["files"][0]["code_objects"].size(), 3u);
+  EXPECT_TRUE(j["files"][0]["code_objects"][0]["error"].is_string());
+  EXPECT_TRUE(j["files"][0]["code_objects"][1]["error"].is_null());
+
+  // A container that claims more entries than its section holds: a problem, exit 2.
+  std::string lying = object;
+  PutAt<uint64_t>(lying, magic + 8, uint64_t{1} << 40);
+  std::string lying_path = tmp / "lying.o";
+  std::ofstream(lying_path, std::ios::binary) << lying;
+  Out lies = Gt({"inspect", "--no-snapshot", lying_path});
+  EXPECT_EQ(lies.status, 2) << lies.out << lies.err;
+  EXPECT_NE(lies.out.find("problem: " + lying_path + ":.nv_fatbin: fatbin container at"), std::string::npos)
+      << lies.out;
+  EXPECT_NE(lies.err.find(lying_path + ": 1 problem(s)"), std::string::npos) << lies.err;
+}
 
 // The JSON contract on a host object carrying an LZ4-compressed fatbin.
 TEST(InspectCommand, JsonContractOnANvccFatbin) {
