@@ -157,8 +157,8 @@ std::string FrameLine(size_t index, const core::Frame& f) {
 }  // namespace
 
 std::string RenderProcessReport(const std::string& source, const core::ProcessReport& r) {
-  std::string out =
-      fmt::format("{}: pid {}{}\n", source, r.pid, r.command.empty() ? "" : fmt::format(" \"{}\"", r.command));
+  std::string out = fmt::format("{}: pid {}{}\n", source, r.pid ? std::to_string(*r.pid) : "unknown",
+                                r.command.empty() ? "" : fmt::format(" \"{}\"", r.command));
   if (r.signal) {
     std::string code = r.si_code ? fmt::format(" ({}: {})", core::SiCodeName(*r.signal, *r.si_code),
                                                core::SiCodeMeaning(*r.signal, *r.si_code))
