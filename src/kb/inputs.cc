@@ -111,16 +111,6 @@ core::Result<AnalyzedInput> AddInput(Analyzer& analyzer, const std::string& path
 
 }  // namespace
 
-bool IsElfCoreFile(const std::string& path) {
-  core::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd.valid()) return false;
-  struct stat st {};
-  char header[18] = {};
-  return ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) &&
-         ::pread(fd.get(), header, sizeof header, 0) == sizeof header &&
-         IsElfCoreHeader(std::string_view(header, sizeof header));
-}
-
 core::Result<AnalysisOutcome> AnalyzeInputs(Analyzer& analyzer, const AnalysisRequest& request) {
   std::string label;
   for (const std::string& p : request.paths) label += (label.empty() ? "" : " ") + p;

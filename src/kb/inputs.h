@@ -48,10 +48,6 @@ struct AnalysisOutcome {
   std::vector<std::string> warnings;
 };
 
-/// True when the file at `path` is an ELF core (ET_CORE). Only regular files are looked at, so a
-/// pipe is never read here (its bytes belong to the log reader).
-bool IsElfCoreFile(const std::string& path);
-
 /// Reads every input into `analyzer` (Begin .. Finish). Each path is opened once: a directory is
 /// a crash bundle, a file starting with an ELF core header a core, anything else a log read as
 /// a stream from that same descriptor (so a pipe, a FIFO or "-" loses nothing to the sniffing).
