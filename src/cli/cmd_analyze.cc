@@ -24,6 +24,7 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, const
   request.baseline = std::move(*baseline);
   auto outcome = kb::AnalyzeInputs(**analyzer, request);
   if (!outcome.ok()) return Fail(outcome.error().message, kExitUsage);
+  for (const std::string& warning : outcome->warnings) PrintError("warning: " + warning);
   if (json) {
     PrintJson(kb::ToJson(*outcome, core::kToolVersion));
   } else {

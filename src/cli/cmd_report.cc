@@ -46,6 +46,7 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     PrintError(r.error().message);
     return kExitUsage;
   }
+  for (const Json& warning : (*r)["warnings"]) PrintError("warning: " + warning.get<std::string>());
   std::string text = format == "json"   ? r->dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
                      : format == "html" ? report::RenderHtml(*r)
                                         : report::RenderMarkdown(*r);

@@ -169,7 +169,7 @@ std::string FrameLine(size_t index, const core::Frame& f) {
 
 std::string RenderProcessReport(const std::string& source, const core::ProcessReport& r) {
   // The command line is redacted here too: a report may come from anywhere (a core's NT_PRPSINFO).
-  std::string out = fmt::format("{}: pid {}{}\n", T(source), r.pid,
+  std::string out = fmt::format("{}: pid {}{}\n", T(source), r.pid ? std::to_string(*r.pid) : "unknown",
                                 r.command.empty() ? "" : fmt::format(" \"{}\"", T(core::RedactText(r.command))));
   if (r.signal) {
     std::string code = r.si_code ? fmt::format(" ({}: {})", core::SiCodeName(*r.signal, *r.si_code),

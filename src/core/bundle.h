@@ -162,7 +162,7 @@ struct Bundle {
   std::string dir;
   std::optional<BundleManifest> manifest;
   ProcessFile process;
-  std::optional<Snapshot> snapshot;
+  std::optional<Snapshot> snapshot;   ///< snapshot.json, at most kSnapshotMaxBytes
   std::optional<RepeatStats> repeat;  ///< only when the series ran more than once
   std::string stdout_tail;
   std::string stderr_tail;
@@ -171,16 +171,43 @@ struct Bundle {
   std::vector<NotCollected> problems;
 };
 
-/// Bounds on what ReadBundle reads of each file: larger than anything the writer produces.
-inline constexpr size_t kBundleJsonMaxBytes = 256u << 20;
-inline constexpr size_t kBundleTailMaxBytes = 4u << 20;
+/// Bounds on what ReadBundle reads of each file, from what `run` writes. The output tails are
+/// what run keeps of each stream (forensics::SuperviseOptions::tail_bytes, the manifest's
+/// output.tail_limit_bytes); the JSON files are a few KiB (process.json with every thread's stack
+/// and the maps reaches a few MiB); kmsg.log holds the run's kernel-log records. A tail or
+/// kmsg.log larger than its bound is read from its end (noted in `problems`); a JSON file
+/// larger than its bound is a problem, not read.
+inline constexpr size_t kBundleTailMaxBytes = 1u << 20;
+inline constexpr size_t kBundleProcessMaxBytes = 64u << 20;
+inline constexpr size_t kBundleManifestMaxBytes = 4u << 20;
+inline constexpr size_t kBundleRepeatMaxBytes = 64u << 10;
 inline constexpr size_t kBundleKmsgMaxBytes = 64u << 20;
 
-/// Reads the bundle in `dir`. Files are opened without following symbolic links and only when
-/// they are regular files (a FIFO or a link to /etc/shadow in a bundle is a problem, not data);
-/// tails larger than the bound are read from their end. Fails naming the directory when it is
-/// not a directory or has no readable process.json ("<dir>: not a crash bundle (no
-/// process.json)", "<dir>/process.json: not valid JSON").
+/// One file of a bundle as read: absent, there but unusable (`problem`), or its bytes. A tail
+/// read from its end has both its bytes and a problem saying so.
+struct BundleFileBytes {
+  bool exists = false;
+  std::string bytes;
+  std::string problem;
+};
+
+/// The files ReadBundle reads, by name ("process.json", "stderr.tail", ...).
+using BundleFileSet = std::map<std::string, BundleFileBytes>;
+
+/// The files of the bundle in `dir` that ReadBundle uses, each opened inside the directory with
+/// O_NOFOLLOW | O_NONBLOCK (a symbolic link is not followed, a FIFO is not waited on), checked
+/// with fstat to be a regular file and read with its bound (above) before anything is read.
+/// Fails naming the directory when it cannot be opened.
+Result<BundleFileSet> ReadBundleFiles(const std::string& dir);
+
+/// The bundle from its files (as ReadBundleFiles gives them, or from memory: tests, fuzzing);
+/// every JSON file goes through core::ParseJson. Fails naming the file when process.json is
+/// absent, unusable or not a JSON object ("<dir>: not a crash bundle (no process.json)",
+/// "<dir>/process.json: invalid JSON at line 1, column 2 (byte 2): ..."); the other files'
+/// problems go to Bundle::problems.
+Result<Bundle> BundleFromFiles(const std::string& dir, BundleFileSet files);
+
+/// ReadBundleFiles, then BundleFromFiles.
 Result<Bundle> ReadBundle(const std::string& dir);
 
 }  // namespace gputriage::core

@@ -92,7 +92,7 @@ std::string Hex(uint64_t value) { return fmt::format("{:#x}", value); }
 
 Json ToJson(const ProcessReport& r) {
   Json j = Json::object();
-  j["pid"] = r.pid;
+  j["pid"] = r.pid ? Json(*r.pid) : Json(nullptr);
   j["command"] = r.command;
   j["executable"] = r.executable;
   j["signal"] = r.signal ? Json(SignalName(*r.signal)) : Json(nullptr);
@@ -169,7 +169,8 @@ Json ToJson(const ProcessReport& r) {
 ProcessReport ProcessReportFromJson(const Json& j) {
   ProcessReport r;
   if (!j.is_object()) return r;
-  r.pid = static_cast<int>(Int(j, "pid").value_or(0));
+  // A pid is positive; anything else (absent, 0, out of range) is unknown.
+  if (auto pid = Int(j, "pid"); pid && *pid > 0 && *pid <= INT32_MAX) r.pid = static_cast<int>(*pid);
   r.command = StringAt(j, "command");
   r.executable = StringAt(j, "executable");
   if (auto n = Int(j, "signal_number")) {

@@ -106,8 +106,8 @@ struct CoreTruncation {
 
 /// Everything known about one process of the job. Optional members are absent when unknown.
 struct ProcessReport {
-  int pid = 0;
-  std::string command;  ///< cmdline joined by spaces (core: NT_PRPSINFO's args)
+  std::optional<int> pid;  ///< unknown when the core or process.json does not say (never 0)
+  std::string command;     ///< cmdline joined by spaces (core: NT_PRPSINFO's args)
   std::string executable;
   std::optional<int> signal;
   std::optional<int> si_code;

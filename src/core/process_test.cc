@@ -72,7 +72,13 @@ TEST(Report, UnknownStaysAbsentAndDamagedJsonDoesNotThrow) {
   EXPECT_TRUE(j["disassembly"].is_null());
   ProcessReport junk = ProcessReportFromJson(
       Json::parse(R"({"pid":"x","threads":[{"frames":[7,{"pc":"0xzz"}]}],"fault_address":"nope","disassembly":[1]})"));
-  EXPECT_EQ(junk.pid, 0);
+  EXPECT_EQ(junk.pid, std::nullopt);
+  EXPECT_TRUE(j["pid"].is_null());
+  // Failed before: a process.json without a pid (or with 0) read as pid 0.
+  EXPECT_EQ(ProcessReportFromJson(Json::object()).pid, std::nullopt);
+  EXPECT_EQ(ProcessReportFromJson(Json{{"pid", 0}}).pid, std::nullopt);
+  EXPECT_EQ(ProcessReportFromJson(Json{{"pid", 1ll << 40}}).pid, std::nullopt);
+  EXPECT_EQ(ProcessReportFromJson(Json{{"pid", 4242}}).pid, 4242);
   EXPECT_FALSE(junk.fault_address);
   ASSERT_EQ(junk.threads.size(), 1u);
   EXPECT_EQ(junk.threads[0].frames.size(), 2u);

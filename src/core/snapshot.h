@@ -850,6 +850,11 @@ std::vector<GpuArch> GpuArchitectures(const Snapshot& snapshot);
 /// "gfx90a:sramecc+:xnack-" -> "gfx90a".
 std::string ProcessorOfTarget(std::string_view target_id);
 
+/// The largest snapshot file gputriage reads (a file, standard input, a bundle's snapshot.json).
+/// Collected snapshots are 12 KiB (the captured H200 tree) to about 60 KiB on a live machine;
+/// 2,000 kernel-log records and vendor dumps of 8 GPUs stay within a few MiB.
+inline constexpr size_t kSnapshotMaxBytes = 32u << 20;
+
 /// Checks that `json` is a snapshot this build can read (an object with an integer
 /// schema_version from 1 to kSnapshotSchemaVersion); the error names `source`.
 Result<void> CheckSnapshotVersion(const Json& json, std::string_view source);

@@ -489,8 +489,8 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
     std::string code = p->si_code ? fmt::format(" ({}: {})", SiCodeName(*p->signal, *p->si_code),
                                                 SiCodeMeaning(*p->signal, *p->si_code))
                                   : "";
-    out += fmt::format("gputriage: pid {} died of {}{}{}\n", p->pid, SignalName(*p->signal), code,
-                       p->fault_address ? " at " + Hex(*p->fault_address) : "");
+    out += fmt::format("gputriage: pid {} died of {}{}{}\n", p->pid ? std::to_string(*p->pid) : "?",
+                       SignalName(*p->signal), code, p->fault_address ? " at " + Hex(*p->fault_address) : "");
   } else if (o.term_signal) {
     out += fmt::format("gputriage: job killed by {}{} (status {})\n", SignalName(*o.term_signal),
                        o.forwarded_signal == o.term_signal ? ", sent to gputriage and passed on to the job" : "",

@@ -114,13 +114,14 @@ void Analyzer::AddText(std::string_view text, std::string_view name) {
   if (stats.ok()) scan_->Count(*stats);
 }
 
-core::Result<void> Analyzer::AddLog(const std::string& path) {
-  std::string name = path == "-" ? "stdin" : path;
-  auto stats =
-      ReadLines(path, [&](std::string_view line, uint64_t n) { scan_->Line(LineSource::kUnknown, line, n, name); });
+core::Result<ReadStats> Analyzer::AddLog(int fd, std::string_view prefix, std::string_view name,
+                                         const ReadOptions& options) {
+  auto stats = ReadLinesFromFd(
+      fd, prefix, name, [&](std::string_view line, uint64_t n) { scan_->Line(LineSource::kUnknown, line, n, name); },
+      options);
   if (!stats.ok()) return stats.error();
   scan_->Count(*stats);
-  return {};
+  return stats;
 }
 
 void Analyzer::AddBundle(const core::Bundle& bundle) {

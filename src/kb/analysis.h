@@ -60,10 +60,13 @@ class Analyzer {
   /// Starts a new analysis (forgets the previous one's inputs).
   void Begin(std::string label);
 
-  /// A plain log file ("-" for stdin, gzip/zstd detected), stderr and kernel log possibly mixed.
-  /// Fails naming the file when it cannot be read or its compression is damaged (the lines
-  /// before the damage are kept in the analysis).
-  core::Result<void> AddLog(const std::string& path);
+  /// A log (gzip/zstd detected), stderr and kernel log possibly mixed, from the open descriptor
+  /// `fd` whose first bytes `prefix` were already read from it (ReadLinesFromFd); `name` is the
+  /// input in evidence and messages. Fails naming it when it cannot be read or (with
+  /// options.refuse_binary) is not text; then nothing of it is in the analysis. A damaged
+  /// compressed stream is not a failure: the lines before the damage are analysed and the
+  /// returned stats' `damage` says what happened.
+  core::Result<ReadStats> AddLog(int fd, std::string_view prefix, std::string_view name, const ReadOptions& options);
 
   /// Text in memory (tests, the evaluation), as a plain log.
   void AddText(std::string_view text, std::string_view name);

@@ -9,22 +9,13 @@
 
 #include <fmt/format.h>
 
-#include "core/file.h"
 #include "core/redact_job.h"
+#include "core/scoped_fd.h"
 #include "forensics/core_analysis.h"
 #include "store/diff.h"
 
 namespace gputriage::kb {
 namespace {
-
-// The last `max_bytes` of the regular file at `path` ("" for anything else: a pipe or FIFO was
-// consumed by the analysis).
-std::string TailOfFile(const std::string& path, size_t max_bytes) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-  core::Result<std::string> tail = core::ReadFileTail(path, max_bytes);
-  return tail.ok() ? std::move(tail).value() : std::string();
-}
 
 // What changed from the last good snapshot to the failure's, for the verdict's reasons. Changes
 // that mean failing hardware (ECC counters up, retired pages, a GPU gone) count as hardware
@@ -39,13 +30,77 @@ void AddBaselineChanges(const core::Snapshot& baseline, const core::Snapshot& sn
   }
 }
 
-// One path into the analyzer.
-core::Result<AnalyzedInput> AddInput(Analyzer& analyzer, const std::string& path, const AnalysisRequest& request) {
+// The first `n` bytes of `fd` (fewer at its end): a pipe may give them in several reads.
+core::Result<std::string> ReadPrefix(int fd, std::string_view name, size_t n) {
+  std::string prefix(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::read(fd, prefix.data() + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return core::ErrnoError(errno, "{}: read failed", name);
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  prefix.resize(got);
+  return prefix;
+}
+
+// "\x7fELF", then e_type (little-endian) at offset 16: ET_CORE = 4.
+bool IsElfCoreHeader(std::string_view header) {
+  return header.size() >= 18 &&
+         header.substr(0, 4) ==
+             "\x7f"
+             "ELF" &&
+         header[16] == 4 && header[17] == 0;
+}
+
+// A log or a core file, opened once: the bytes sniffed to tell a core from a log are the start of
+// the log, so a pipe, a FIFO or standard input is read once and loses nothing. Sets `refused`
+// (and returns no error) for an input that is not a log or holds nothing readable.
+core::Result<AnalyzedInput> AddFileInput(Analyzer& analyzer, const std::string& path, int fd, bool regular,
+                                         const AnalysisRequest& request, AnalysisOutcome& out) {
   AnalyzedInput input;
   input.path = path;
+  std::string name = path == "-" ? "stdin" : path;
+  GT_ASSIGN_OR_RETURN(std::string prefix, ReadPrefix(fd, name, 18));
+  if (IsElfCoreHeader(prefix)) {
+    if (!regular) {
+      return core::MakeError("{}: an ELF core file on a pipe; save it to a file and give that file's path", name);
+    }
+    GT_ASSIGN_OR_RETURN(core::ProcessReport report, forensics::AnalyzeCore(path, request.exe));
+    core::RedactProcessReport(report);  // before anything is derived from it, shown or stored
+    analyzer.AddProcess(report, path);
+    input.kind = AnalyzedInput::Kind::kCore;
+    input.process = std::move(report);
+    return input;
+  }
+  ReadOptions options;
+  options.refuse_binary = true;
+  options.keep_tail_bytes = request.log_tail_bytes;
+  core::Result<ReadStats> read = analyzer.AddLog(fd, prefix, name, options);
+  if (!read.ok() && read.error().code != core::ErrorCode::kInvalidArgument) return read.error();
+  if (!read.ok()) {
+    input.refused = read.error().message + "; left out of the analysis";
+  } else if (!read->damage.empty() && read->bytes == 0) {
+    input.refused = read->damage + "; nothing in it could be read";
+  } else if (!read->damage.empty()) {
+    out.warnings.push_back(fmt::format("{}; the {} lines before it were analysed", read->damage, read->lines));
+  }
+  if (read.ok()) input.log_tail = std::move(read->tail);
+  return input;
+}
+
+// One path into the analyzer.
+core::Result<AnalyzedInput> AddInput(Analyzer& analyzer, const std::string& path, const AnalysisRequest& request,
+                                     AnalysisOutcome& out) {
+  if (path == "-") return AddFileInput(analyzer, path, STDIN_FILENO, false, request, out);
+  core::ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) return core::MakeError("{}: {}", path, std::strerror(errno));
   struct stat st {};
-  if (path != "-" && ::stat(path.c_str(), &st) != 0) return core::MakeError("{}: {}", path, std::strerror(errno));
-  if (path != "-" && S_ISDIR(st.st_mode)) {
+  if (::fstat(fd.get(), &st) != 0) return core::MakeError("{}: cannot stat: {}", path, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) {
+    AnalyzedInput input;
+    input.path = path;
     GT_ASSIGN_OR_RETURN(core::Bundle bundle, core::ReadBundle(path));
     core::RedactBundle(bundle);  // before anything is derived from it, shown or stored
     analyzer.AddBundle(bundle);
@@ -54,37 +109,10 @@ core::Result<AnalyzedInput> AddInput(Analyzer& analyzer, const std::string& path
     input.bundle = std::move(bundle);
     return input;
   }
-  if (path != "-" && IsElfCoreFile(path)) {
-    GT_ASSIGN_OR_RETURN(core::ProcessReport report, forensics::AnalyzeCore(path, request.exe));
-    core::RedactProcessReport(report);
-    analyzer.AddProcess(report, path);
-    input.kind = AnalyzedInput::Kind::kCore;
-    input.process = std::move(report);
-    return input;
-  }
-  if (auto read = analyzer.AddLog(path); !read.ok()) return read.error();
-  if (request.log_tail_bytes > 0 && path != "-") input.log_tail = TailOfFile(path, request.log_tail_bytes);
-  return input;
+  return AddFileInput(analyzer, path, fd.get(), S_ISREG(st.st_mode), request, out);
 }
 
 }  // namespace
-
-bool IsElfCoreFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
-  struct stat st {};
-  char header[18] = {};
-  bool core = false;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::pread(fd, header, sizeof header, 0) == sizeof header) {
-    // "\x7fELF", then e_type (little-endian) at offset 16: ET_CORE = 4.
-    core = std::string_view(header, 4) ==
-               "\x7f"
-               "ELF" &&
-           header[16] == 4 && header[17] == 0;
-  }
-  ::close(fd);
-  return core;
-}
 
 core::Result<AnalysisOutcome> AnalyzeInputs(Analyzer& analyzer, const AnalysisRequest& request) {
   std::string label;
@@ -92,11 +120,25 @@ core::Result<AnalysisOutcome> AnalyzeInputs(Analyzer& analyzer, const AnalysisRe
   analyzer.Begin(label);
   AnalysisOutcome out;
   out.snapshot = request.snapshot;
+  std::vector<std::string> refused;
   for (const std::string& path : request.paths) {
-    GT_ASSIGN_OR_RETURN(AnalyzedInput input, AddInput(analyzer, path, request));
+    GT_ASSIGN_OR_RETURN(AnalyzedInput input, AddInput(analyzer, path, request, out));
+    if (!input.refused.empty()) {
+      refused.push_back(std::move(input.refused));
+      continue;
+    }
     if (!out.snapshot && input.bundle && input.bundle->snapshot) out.snapshot = input.bundle->snapshot;
     out.inputs.push_back(std::move(input));
   }
+  if (out.inputs.empty() && !refused.empty()) {
+    // Nothing was analysed: say why for each input, without the "left out" of a partial run.
+    std::string why;
+    for (const std::string& r : refused) {
+      why += (why.empty() ? "" : "\n") + r.substr(0, r.rfind("; left out of the analysis"));
+    }
+    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}", why);
+  }
+  out.warnings.insert(out.warnings.begin(), refused.begin(), refused.end());
   Facts facts;
   if (out.snapshot) facts = FactsFromSnapshot(*out.snapshot);
   if (request.baseline) {
@@ -132,6 +174,7 @@ core::Json ToJson(const AnalysisOutcome& outcome, std::string_view tool_version)
   out["tool_version"] = tool_version;
   out["processes"] = processes;
   out["snapshot_used"] = outcome.snapshot.has_value();
+  out["warnings"] = outcome.warnings;
   return out;
 }
 

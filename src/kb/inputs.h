@@ -22,7 +22,8 @@ struct AnalysisRequest {
   std::string exe;                         ///< --exe: the executable of a core file
   std::optional<core::Snapshot> snapshot;  ///< --snapshot
   std::optional<core::Snapshot> baseline;  ///< --baseline
-  /// Keep the last `log_tail_bytes` of each log file (the report quotes them); 0: none.
+  /// Keep the last `log_tail_bytes` of each log's decoded text, pipes and compressed logs too (the
+  /// report quotes them); 0: none.
   size_t log_tail_bytes = 0;
 };
 
@@ -33,21 +34,28 @@ struct AnalyzedInput {
   std::string path;
   std::optional<core::Bundle> bundle;          ///< kBundle
   std::optional<core::ProcessReport> process;  ///< kCore, and kBundle's primary process
-  std::string log_tail;                        ///< kLog, when asked for
+  std::string log_tail;                        ///< kLog, when asked for: the end of its decoded text
+  /// Why the input is left out (not a log, nothing readable); empty when it was analysed.
+  std::string refused;
 };
 
 struct AnalysisOutcome {
   Analysis analysis;
   std::vector<AnalyzedInput> inputs;
   std::optional<core::Snapshot> snapshot;  ///< the one the conditions were checked against
+  /// What the user should know about the inputs, each naming one: an input left out because it
+  /// is not a log, a compressed log damaged after some lines (those lines were analysed).
+  std::vector<std::string> warnings;
 };
 
-/// True when the file at `path` is an ELF core (ET_CORE). Only regular files are looked at, so a
-/// pipe is never read here (its bytes belong to the log reader).
-bool IsElfCoreFile(const std::string& path);
-
-/// Reads every input into `analyzer` (Begin .. Finish). Fails naming the input that cannot be
-/// read (missing, not a bundle, a damaged core or compressed log), and when a baseline is given
+/// Reads every input into `analyzer` (Begin .. Finish). Each path is opened once: a directory is
+/// a crash bundle, a file starting with an ELF core header a core, anything else a log read as
+/// a stream from that same descriptor (so a pipe, a FIFO or "-" loses nothing to the sniffing).
+/// An input that is not a log (binary data) or holds nothing readable (a compressed stream
+/// damaged before its first byte of text) is left out with a warning naming it; a compressed log
+/// damaged later is analysed up to the damage, with a warning. Fails naming the input that
+/// cannot be opened or read (missing, not a bundle, a damaged core, an ELF core on a pipe), when
+/// every input was left out (kInvalidArgument, one line per input), and when a baseline is given
 /// without the failure's own snapshot.
 core::Result<AnalysisOutcome> AnalyzeInputs(Analyzer& analyzer, const AnalysisRequest& request);
 
@@ -56,8 +64,8 @@ core::Result<AnalysisOutcome> AnalyzeInputs(Analyzer& analyzer, const AnalysisRe
 bool RecognisedFailure(const AnalysisOutcome& outcome);
 
 /// `analyze --json`: ToJson(outcome.analysis) with schema_version 1, `tool_version`, processes
-/// (each input's process report as core::ToJson writes it, plus "source": the input's path) and
-/// snapshot_used (whether a snapshot was checked against).
+/// (each input's process report as core::ToJson writes it, plus "source": the input's path),
+/// snapshot_used (whether a snapshot was checked against) and warnings (outcome.warnings).
 core::Json ToJson(const AnalysisOutcome& outcome, std::string_view tool_version);
 
 }  // namespace gputriage::kb

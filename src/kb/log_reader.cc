@@ -5,6 +5,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -14,14 +15,98 @@
 namespace gputriage::kb {
 namespace {
 
-// Splits a byte stream into lines with bounded memory.
+// Bytes of a sniffed prefix that are not text: NUL and other control bytes (except tab, newline,
+// vertical tab, form feed, carriage return, backspace and escape) and bytes of invalid UTF-8. A
+// multi-byte sequence cut by the end of the prefix counts as text.
+size_t NonTextBytes(std::string_view bytes) {
+  size_t bad = 0;
+  size_t i = 0;
+  while (i < bytes.size()) {
+    auto c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x80) {
+      bool text = c >= 0x20 ? c != 0x7f : (c >= 0x08 && c <= 0x0d) || c == 0x1b;
+      if (!text) ++bad;
+      ++i;
+      continue;
+    }
+    // UTF-8: the lead byte says how many continuation bytes follow, and limits the first one
+    // (no overlong forms, no surrogates, nothing above U+10FFFF).
+    size_t need = 0;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) {
+      need = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    }
+    size_t ok = 0;
+    while (need > 0 && ok < need && i + 1 + ok < bytes.size()) {
+      auto next = static_cast<unsigned char>(bytes[i + 1 + ok]);
+      if (next < (ok == 0 ? lo : 0x80) || next > (ok == 0 ? hi : 0xbf)) break;
+      ++ok;
+    }
+    bool cut_by_end = need > 0 && i + 1 + ok == bytes.size();
+    if (need > 0 && (ok == need || cut_by_end)) {
+      i += 1 + ok;
+      continue;
+    }
+    ++bad;
+    ++i;
+  }
+  return bad;
+}
+
+// Splits a byte stream into lines with bounded memory; keeps the tail of the text and, when
+// asked, holds the first kSniffBytes back until they are known to be text.
 class LineSplitter {
  public:
   LineSplitter(const LineSink& sink, const ReadOptions& options, ReadStats& stats)
-      : sink_(sink), options_(options), stats_(stats) {}
+      : sink_(sink), options_(options), stats_(stats), sniffing_(options.refuse_binary) {}
 
   void Push(std::string_view bytes) {
+    if (refused_) return;
+    if (sniffing_) {
+      size_t take = std::min(bytes.size(), kSniffBytes - sniff_.size());
+      sniff_.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      if (sniff_.size() < kSniffBytes || !Decide()) return;
+    }
+    Split(bytes);
+  }
+
+  void Finish() {
+    if (sniffing_ && !Decide()) return;
+    if (refused_) return;
+    if (!line_.empty() || cutting_) Emit();
+  }
+
+  /// True when the input was found not to be text: no line was handed over, and the reader
+  /// may stop reading.
+  bool refused() const { return refused_; }
+  size_t sniffed_bytes() const { return sniff_.size(); }
+  size_t sniffed_non_text() const { return non_text_; }
+
+ private:
+  // Decides on the sniffed prefix; false when it is not text. Text is split into lines.
+  bool Decide() {
+    sniffing_ = false;
+    non_text_ = NonTextBytes(sniff_);
+    if (non_text_ * 10 > sniff_.size() * 3) {  // LooksBinary
+      refused_ = true;
+      return false;
+    }
+    Split(sniff_);
+    return true;
+  }
+
+  void Split(std::string_view bytes) {
     stats_.bytes += bytes.size();
+    KeepTail(bytes);
     while (!bytes.empty()) {
       size_t nl = bytes.find('\n');
       std::string_view piece = bytes.substr(0, nl);
@@ -38,11 +123,18 @@ class LineSplitter {
     }
   }
 
-  void Finish() {
-    if (!line_.empty() || cutting_) Emit();
+  void KeepTail(std::string_view bytes) {
+    size_t keep = options_.keep_tail_bytes;
+    if (keep == 0) return;
+    if (bytes.size() >= keep) {
+      stats_.tail.assign(bytes.substr(bytes.size() - keep));
+      return;
+    }
+    stats_.tail.append(bytes);
+    // Trimmed when twice the limit: each byte is moved at most once more.
+    if (stats_.tail.size() > 2 * keep) stats_.tail.erase(0, stats_.tail.size() - keep);
   }
 
- private:
   void Append(std::string_view piece) {
     if (cutting_) return;
     size_t room = options_.max_line_bytes - line_.size();
@@ -72,15 +164,26 @@ class LineSplitter {
   ReadStats& stats_;
   std::string line_;
   bool cutting_ = false;
+  bool sniffing_;
+  bool refused_ = false;
+  std::string sniff_;
+  size_t non_text_ = 0;
 };
 
-// A source of raw bytes: a descriptor, or memory.
+// A source of raw bytes: bytes already read (a sniffed prefix), then a descriptor or memory.
 struct ByteSource {
+  std::string_view prefix;
   int fd = -1;
   std::string_view memory;
   size_t offset = 0;
   // Reads up to n bytes; 0 at the end, -1 on error (errno set).
   ssize_t Read(char* out, size_t n) {
+    if (!prefix.empty()) {
+      size_t take = std::min(n, prefix.size());
+      std::memcpy(out, prefix.data(), take);
+      prefix.remove_prefix(take);
+      return static_cast<ssize_t>(take);
+    }
     if (fd < 0) {
       size_t take = std::min(n, memory.size() - offset);
       std::memcpy(out, memory.data() + offset, take);
@@ -95,17 +198,24 @@ struct ByteSource {
   }
 };
 
+core::Error ReadError(std::string_view name, uint64_t offset) {
+  return core::ErrnoError(errno, "{}: read failed after {} bytes", name, offset);
+}
+
 core::Result<void> Plain(ByteSource& src, std::string_view name, LineSplitter& lines, std::vector<char>& buf,
-                         std::string_view first) {
+                         std::string_view first, ReadStats& stats) {
   lines.Push(first);
-  while (true) {
+  while (!lines.refused()) {
     ssize_t n = src.Read(buf.data(), buf.size());
-    if (n < 0) return core::MakeError("{}: read: {}", name, std::strerror(errno));
+    if (n < 0) return ReadError(name, stats.bytes);
     if (n == 0) return {};
     lines.Push(std::string_view(buf.data(), static_cast<size_t>(n)));
   }
+  return {};
 }
 
+// Inflates into `lines`; damage (a corrupt or truncated stream) goes to stats.damage after the
+// lines before it.
 core::Result<void> Gzip(ByteSource& src, std::string_view name, LineSplitter& lines, std::vector<char>& buf,
                         std::string first, ReadStats& stats) {
   z_stream z{};
@@ -114,12 +224,12 @@ core::Result<void> Gzip(ByteSource& src, std::string_view name, LineSplitter& li
   std::string input = std::move(first);
   bool eof = false;
   int rc = Z_OK;
-  while (true) {
+  while (!lines.refused()) {
     if (input.empty() && !eof) {
       ssize_t n = src.Read(buf.data(), buf.size());
       if (n < 0) {
         inflateEnd(&z);
-        return core::MakeError("{}: read: {}", name, std::strerror(errno));
+        return ReadError(name, stats.bytes);
       }
       if (n == 0) eof = true;
       input.assign(buf.data(), static_cast<size_t>(n));
@@ -132,10 +242,10 @@ core::Result<void> Gzip(ByteSource& src, std::string_view name, LineSplitter& li
       z.avail_out = static_cast<uInt>(out.size());
       rc = inflate(&z, Z_NO_FLUSH);
       if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+        stats.damage = fmt::format("{}: corrupt gzip stream after {} bytes of text: {}", name, stats.bytes,
+                                   z.msg ? z.msg : "inflate failed");
         inflateEnd(&z);
-        lines.Finish();
-        return core::MakeError("{}: corrupt gzip stream after {} bytes: {}", name, stats.bytes,
-                               z.msg ? z.msg : "inflate failed");
+        return {};
       }
       lines.Push(std::string_view(out.data(), out.size() - z.avail_out));
       if (rc == Z_STREAM_END) {
@@ -143,16 +253,13 @@ core::Result<void> Gzip(ByteSource& src, std::string_view name, LineSplitter& li
         inflateReset(&z);
         if (z.avail_in == 0) break;
       }
-    } while (z.avail_out == 0 || (rc == Z_STREAM_END && z.avail_in > 0));
+    } while (!lines.refused() && (z.avail_out == 0 || (rc == Z_STREAM_END && z.avail_in > 0)));
     input.erase(0, input.size() - z.avail_in);
     if (rc == Z_BUF_ERROR && z.avail_in == 0 && eof) break;
   }
-  bool ended = rc == Z_STREAM_END || (z.total_in == 0 && z.total_out == 0);
+  bool ended = rc == Z_STREAM_END || (z.total_in == 0 && z.total_out == 0) || lines.refused();
   inflateEnd(&z);
-  if (!ended) {
-    lines.Finish();
-    return core::MakeError("{}: truncated gzip stream after {} bytes of text", name, stats.bytes);
-  }
+  if (!ended) stats.damage = fmt::format("{}: truncated gzip stream after {} bytes of text", name, stats.bytes);
   return {};
 }
 
@@ -164,25 +271,25 @@ core::Result<void> Zstd(ByteSource& src, std::string_view name, LineSplitter& li
   std::string input = std::move(first);
   size_t last = 0;
   bool any = false;
-  while (true) {
+  while (!lines.refused()) {
     if (input.empty()) {
       ssize_t n = src.Read(buf.data(), buf.size());
       if (n < 0) {
         ZSTD_freeDCtx(dctx);
-        return core::MakeError("{}: read: {}", name, std::strerror(errno));
+        return ReadError(name, stats.bytes);
       }
       if (n == 0) break;
       input.assign(buf.data(), static_cast<size_t>(n));
     }
     ZSTD_inBuffer in{input.data(), input.size(), 0};
-    while (in.pos < in.size) {
+    while (in.pos < in.size && !lines.refused()) {
       ZSTD_outBuffer o{out.data(), out.size(), 0};
       last = ZSTD_decompressStream(dctx, &o, &in);
       if (ZSTD_isError(last)) {
+        stats.damage = fmt::format("{}: corrupt zstd stream after {} bytes of text: {}", name, stats.bytes,
+                                   ZSTD_getErrorName(last));
         ZSTD_freeDCtx(dctx);
-        lines.Finish();
-        return core::MakeError("{}: corrupt zstd stream after {} bytes of text: {}", name, stats.bytes,
-                               ZSTD_getErrorName(last));
+        return {};
       }
       any = true;
       lines.Push(std::string_view(out.data(), o.pos));
@@ -190,7 +297,7 @@ core::Result<void> Zstd(ByteSource& src, std::string_view name, LineSplitter& li
     input.clear();
   }
   // Flush what the decoder still holds.
-  while (any) {
+  while (any && !lines.refused()) {
     ZSTD_inBuffer in{nullptr, 0, 0};
     ZSTD_outBuffer o{out.data(), out.size(), 0};
     size_t r = ZSTD_decompressStream(dctx, &o, &in);
@@ -199,11 +306,14 @@ core::Result<void> Zstd(ByteSource& src, std::string_view name, LineSplitter& li
     last = r;
   }
   ZSTD_freeDCtx(dctx);
-  if (last != 0) {
-    lines.Finish();
-    return core::MakeError("{}: truncated zstd stream after {} bytes of text", name, stats.bytes);
+  if (last != 0 && !lines.refused()) {
+    stats.damage = fmt::format("{}: truncated zstd stream after {} bytes of text", name, stats.bytes);
   }
   return {};
+}
+
+bool HasMagic(std::string_view bytes, std::string_view magic) {
+  return bytes.size() >= magic.size() && bytes.substr(0, magic.size()) == magic;
 }
 
 core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const LineSink& sink,
@@ -213,37 +323,51 @@ core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const L
   std::vector<char> buf(options.chunk_bytes);
   // The first bytes decide the format.
   ssize_t n = src.Read(buf.data(), buf.size());
-  if (n < 0) return core::MakeError("{}: read: {}", name, std::strerror(errno));
+  if (n < 0) return ReadError(name, 0);
   std::string first(buf.data(), static_cast<size_t>(n));
   core::Result<void> done;
-  if (first.size() >= 2 && static_cast<unsigned char>(first[0]) == 0x1f &&
-      static_cast<unsigned char>(first[1]) == 0x8b) {
+  if (HasMagic(first, "\x1f\x8b")) {
     stats.compression = "gzip";
     done = Gzip(src, name, lines, buf, std::move(first), stats);
-  } else if (first.size() >= 4 && static_cast<unsigned char>(first[0]) == 0x28 &&
-             static_cast<unsigned char>(first[1]) == 0xb5 && static_cast<unsigned char>(first[2]) == 0x2f &&
-             static_cast<unsigned char>(first[3]) == 0xfd) {
+  } else if (HasMagic(first, "\x28\xb5\x2f\xfd")) {
     stats.compression = "zstd";
     done = Zstd(src, name, lines, buf, std::move(first), stats);
   } else {
     stats.compression = "none";
-    done = Plain(src, name, lines, buf, first);
+    done = Plain(src, name, lines, buf, first, stats);
   }
   if (!done.ok()) return done.error();
   lines.Finish();
+  if (stats.tail.size() > options.keep_tail_bytes) stats.tail.erase(0, stats.tail.size() - options.keep_tail_bytes);
+  if (lines.refused()) {
+    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
+                               "{}: not a log (binary data: {}% of its first {} bytes{} are NUL, control bytes or "
+                               "invalid UTF-8)",
+                               name, lines.sniffed_non_text() * 100 / std::max<size_t>(1, lines.sniffed_bytes()),
+                               lines.sniffed_bytes(), stats.compression == "none" ? "" : " of text");
+  }
   return stats;
 }
 
 }  // namespace
 
+bool LooksBinary(std::string_view prefix) { return NonTextBytes(prefix) * 10 > prefix.size() * 3; }
+
 core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink, const ReadOptions& options) {
-  ByteSource src;
-  bool stdin_input = path == "-";
-  src.fd = stdin_input ? STDIN_FILENO : open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (src.fd < 0) return core::MakeError("{}: {}", path, std::strerror(errno));
-  auto result = ReadFrom(src, stdin_input ? "stdin" : path, sink, options);
-  if (!stdin_input) close(src.fd);
+  if (path == "-") return ReadLinesFromFd(STDIN_FILENO, "", "stdin", sink, options);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return core::MakeError("{}: {}", path, std::strerror(errno));
+  auto result = ReadLinesFromFd(fd, "", path, sink, options);
+  close(fd);
   return result;
+}
+
+core::Result<ReadStats> ReadLinesFromFd(int fd, std::string_view prefix, std::string_view name, const LineSink& sink,
+                                        const ReadOptions& options) {
+  ByteSource src;
+  src.prefix = prefix;
+  src.fd = fd;
+  return ReadFrom(src, name, sink, options);
 }
 
 core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name, const LineSink& sink,

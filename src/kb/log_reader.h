@@ -20,21 +20,48 @@ struct ReadStats {
   uint64_t lines = 0;
   uint64_t cut_lines = 0;   ///< lines longer than the limit
   std::string compression;  ///< "none", "gzip", "zstd"
+  /// Empty, or what ended a compressed stream early, naming the input ("job.log.gz: truncated
+  /// gzip stream after 1048576 bytes of text"): the lines before the damage were handed to the
+  /// sink, so the read still succeeds.
+  std::string damage;
+  /// The last ReadOptions::keep_tail_bytes of the decoded text, byte for byte.
+  std::string tail;
 };
 
 struct ReadOptions {
   size_t max_line_bytes = 1 << 20;
   size_t chunk_bytes = 1 << 20;
+  size_t keep_tail_bytes = 0;  ///< see ReadStats::tail
+  /// Refuse input that is not text: the first kSniffBytes of decoded text are looked at before
+  /// any line is handed over, and the read fails (kInvalidArgument, nothing handed to the sink)
+  /// when LooksBinary says so. Endless inputs such as /dev/zero stop there.
+  bool refuse_binary = false;
 };
+
+/// How much decoded text LooksBinary is shown before any line is handed over.
+inline constexpr size_t kSniffBytes = 64u << 10;
+
+/// True when `prefix` (the first bytes of an input, decoded) is not a log: more than 30% of it
+/// is NUL or other control bytes (tab, newline, carriage return, form feed, vertical tab,
+/// backspace and escape are text) or bytes of invalid UTF-8. A log with a few stray NUL bytes or
+/// Latin-1 characters is text; random bytes, /dev/zero, an executable or UTF-16 are not.
+bool LooksBinary(std::string_view prefix);
 
 /// Receives each line without its "\n" (and without a "\r" before it), 1-based numbers.
 using LineSink = std::function<void(std::string_view line, uint64_t number)>;
 
 /// Streams the file at `path` ("-" is stdin) into `sink`. Fails naming the path when it cannot
-/// be opened or read, or when a compressed stream is corrupt or truncated ("job.log.gz:
-/// truncated gzip stream after 1048576 bytes") — the lines before the damage have been handed
-/// to the sink by then.
+/// be opened or read, and (options.refuse_binary) when it is not text: "PATH: not a log (binary
+/// data: 87% of its first 65536 bytes are NUL, control bytes or invalid UTF-8)". A compressed
+/// stream that is corrupt or truncated is not a failure: the lines before the damage are handed
+/// to the sink and ReadStats::damage says what happened.
 core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink, const ReadOptions& options = {});
+
+/// The same from the open descriptor `fd` (not closed), whose first bytes `prefix` were already
+/// read from it (to sniff a core file): they are read as the start of the stream, so a pipe's
+/// bytes are read once. `name` starts every message.
+core::Result<ReadStats> ReadLinesFromFd(int fd, std::string_view prefix, std::string_view name, const LineSink& sink,
+                                        const ReadOptions& options = {});
 
 /// The same over bytes in memory (tests, fuzzing).
 core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name, const LineSink& sink,

@@ -82,8 +82,14 @@ void LineScan::Flush() {
       per_line = false;  // nothing left that a line could change
     } else {
       RE2::Set::ErrorInfo error;
-      per_line = filter_->Match(re2::StringPiece(chunk_.data(), chunk_.size()), nullptr, &error) ||
+      std::vector<int> matched;
+      per_line = filter_->Match(re2::StringPiece(chunk_.data(), chunk_.size()), &matched, &error) ||
                  error.kind != RE2::Set::kNoError;
+      if (per_line && error.kind == RE2::Set::kNoError && matched.size() == 1 && matched[0] == xid_filter_index_) {
+        // An Xid storm: only the tally can change, so only the Xid lines are looked at.
+        TallyChunkXids();
+        per_line = false;
+      }
     }
   }
   if (per_line) {
@@ -93,6 +99,12 @@ void LineScan::Flush() {
   }
   chunk_.clear();
   chunk_lines_.clear();
+}
+
+void LineScan::TallyChunkXids() {
+  for (const ChunkLine& l : chunk_lines_) {
+    TallyXid(std::string_view(chunk_).substr(l.offset, l.size), l.number, chunk_input_);
+  }
 }
 
 void LineScan::Prior(core::Category category, int weight, core::Evidence evidence) {
@@ -171,14 +183,25 @@ void LineScan::ScoreErrorCode(std::string_view line, uint64_t number, std::strin
 }
 
 void LineScan::TallyXid(std::string_view line, uint64_t number, std::string_view input) {
-  if (xid_lines_ >= kXidLines || line.find("Xid") == std::string_view::npos) return;
+  if (line.find("Xid") == std::string_view::npos) return;
   std::optional<kmsg::XidInfo> xid = kmsg::ParseXid(line);
   if (!xid) return;
-  if (++xid_lines_ == kXidLines) filter_stale_ = true;
-  XidSeen& seen = found_.xids[xid->code];
+  auto it = found_.xids.find(xid->code);
+  if (it == found_.xids.end()) {
+    if (found_.xids.size() >= kMaxXidCodes) {
+      ++found_.xid_lines_dropped;
+      return;
+    }
+    it = found_.xids.emplace(xid->code, XidSeen{}).first;
+  }
+  XidSeen& seen = it->second;
   ++seen.count;
-  if (std::find(seen.gpus.begin(), seen.gpus.end(), xid->pci) == seen.gpus.end()) seen.gpus.push_back(xid->pci);
-  if (seen.first_line.empty()) seen.first_line = std::string(input) + ":" + std::to_string(number);
+  if (seen.gpus.size() < kMaxXidGpus && std::find(seen.gpus.begin(), seen.gpus.end(), xid->pci) == seen.gpus.end()) {
+    seen.gpus.push_back(xid->pci);
+  }
+  std::string where = std::string(input) + ":" + std::to_string(number);
+  if (seen.first_line.empty()) seen.first_line = where;
+  seen.last_line = std::move(where);
 }
 
 void LineScan::ScoreGeneralSignals(std::string_view line, uint64_t number, std::string_view input) {
@@ -234,7 +257,8 @@ void LineScan::RebuildFilter() {
   }
   if (!found_.asynchronous) wanted.emplace_back(kAsynchronous);
   if (signature_wanted_) wanted.push_back(signature_.WantedPattern());
-  if (xid_lines_ < kXidLines) wanted.emplace_back(R"(Xid \()");
+  xid_filter_index_ = static_cast<int>(wanted.size());
+  wanted.emplace_back(R"(Xid \()");
   if (found_.vm_faults.size() < kMaxVmFaults) wanted.emplace_back(VmFaultLinePattern());
   wanted.emplace_back(AcaAssembler::LinePattern());
   if (wanted.empty()) return;

@@ -34,11 +34,12 @@
 
 namespace gputriage::kb {
 
-/// An NVIDIA Xid code seen in the inputs.
+/// An NVIDIA Xid code seen in the inputs: every line of it counted, however many.
 struct XidSeen {
   uint64_t count = 0;
-  std::vector<std::string> gpus;  ///< PCI addresses
+  std::vector<std::string> gpus;  ///< PCI addresses, the first LineScan::kMaxXidGpus
   std::string first_line;         ///< "input:line"
+  std::string last_line;          ///< "input:line"
 };
 
 /// The key and fallback lines are kept raw, at most this long: the 400 bytes a signature keeps,
@@ -55,7 +56,10 @@ struct ScanFindings {
   std::string key_line;                                   ///< the most telling error line, raw (kKeyLineBytes at most)
   std::string fallback_line;  ///< the last line that reads like an error, when no key line (raw, likewise)
   bool asynchronous = false;  ///< the runtime says the error was reported asynchronously
+  /// Every distinct Xid code (the first kMaxXidCodes of them; lines of further codes are
+  /// counted in xid_lines_dropped), with all its lines counted.
   std::map<uint32_t, XidSeen> xids;
+  uint64_t xid_lines_dropped = 0;
   std::vector<VmFault> vm_faults;  ///< the first kMaxVmFaults
   uint64_t vm_fault_count = 0;
   std::vector<AcaBank> aca_banks;           ///< AMD ACA error banks, decoded
@@ -69,8 +73,10 @@ class LineScan {
   /// million times does not outweigh everything else, and a long log stops costing per line.
   static constexpr int kGeneralCap = 32;
   static constexpr size_t kChunkBytes = 1 << 20;
-  /// Xid lines looked at (for the verdict: which codes, on which GPUs); past this, no more.
-  static constexpr int kXidLines = 256;
+  /// Xid storms are normal and the decisive code often comes last, so every Xid line is
+  /// counted; memory stays bounded by these: distinct codes kept, GPUs listed per code.
+  static constexpr size_t kMaxXidCodes = 256;
+  static constexpr size_t kMaxXidGpus = 64;
   static constexpr size_t kMaxVmFaults = 64;
 
   /// Compiled prefilters by their pattern list, shared by the scans of one Analyzer: a new scan
@@ -107,6 +113,7 @@ class LineScan {
   void ScoreErrorCode(std::string_view line, uint64_t number, std::string_view input);
   void ScoreGeneralSignals(std::string_view line, uint64_t number, std::string_view input);
   void TallyXid(std::string_view line, uint64_t number, std::string_view input);
+  void TallyChunkXids();
   void TakeVmFaults();
   void RebuildFilter();
 
@@ -125,7 +132,7 @@ class LineScan {
   int key_weight_ = 0;
   bool signature_wanted_ = true;
   const catalog::ErrorCode* scored_code_ = nullptr;
-  int xid_lines_ = 0;
+  int xid_filter_index_ = -1;  ///< the Xid pattern's index in filter_, -1 when not in it
   std::vector<VmFault> vm_done_;
   const bool prefilter_;
   std::vector<int> hits_;

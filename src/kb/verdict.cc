@@ -70,7 +70,8 @@ void XidReasons(const ScanFindings& found, const catalog::XidTable& table, const
                       {"class", core::VerdictName(klass)},
                       {"count", seen.count},
                       {"gpus", seen.gpus},
-                      {"first_line", seen.first_line}});
+                      {"first_line", seen.first_line},
+                      {"last_line", seen.last_line}});
     std::string times = seen.count > 1 ? fmt::format(" ({} times)", seen.count) : "";
     if (klass == core::Verdict::kHardware || klass == core::Verdict::kDriverFirmware ||
         klass == core::Verdict::kApplication) {
@@ -97,6 +98,14 @@ void XidReasons(const ScanFindings& found, const catalog::XidTable& table, const
                       facts->gpu_count, code));
     }
   }
+}
+
+void XidDroppedReason(const ScanFindings& found, Analysis& a) {
+  if (found.xid_lines_dropped == 0) return;
+  a.verdict_reasons.push_back(
+      fmt::format("{} more Xid lines of further codes were counted but not listed (only the "
+                  "first {} distinct Xid codes are kept)",
+                  found.xid_lines_dropped, LineScan::kMaxXidCodes));
 }
 
 void SnapshotReasons(const Facts* facts, Analysis& a, Leaning& leaning) {
@@ -166,6 +175,7 @@ void AddVerdictEvidence(const ScanFindings& found, const catalog::XidTable& xid,
   VmFaultReasons(found, a, leaning);
   AcaReasons(found, a, leaning);
   XidReasons(found, xid, facts, a, leaning);
+  XidDroppedReason(found, a);
   SnapshotReasons(facts, a, leaning);
   RepeatReasons(found, a, leaning);
   SettleVerdict(leaning, a);

@@ -297,12 +297,15 @@ core::Result<Json> MakeReport(kb::Analyzer& analyzer, const ReportRequest& reque
     }
   }
   input.analysis = std::move(outcome.analysis);
+  std::vector<std::string> warnings = std::move(outcome.warnings);
   if (store != nullptr && input.manifest && input.manifest->signature && !input.manifest->signature->empty()) {
     if (auto count = store->CountBundlesWithSignature(*input.manifest->signature); count.ok()) {
       input.same_signature_count = *count;
     }
   }
-  return BuildReport(input);
+  Json report = BuildReport(input);
+  report["warnings"] = std::move(warnings);  // inputs left out or damaged, each named
+  return report;
 }
 
 namespace {

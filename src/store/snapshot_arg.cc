@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/file.h"
+#include "core/json_parse.h"
 #include "core/text.h"
 
 namespace gputriage::store {
@@ -19,44 +20,14 @@ using core::Json;
 using core::MakeError;
 using core::Result;
 
-constexpr size_t kMaxSnapshotFileBytes = size_t{1} << 30;
-
 // A snapshot's text as core::ReadFile/ReadFd gave it, with this module's message for one that
 // is too large (core says so with kInvalidArgument, and for nothing else).
 Result<std::string> SnapshotText(Result<std::string> text, std::string_view name) {
   if (!text.ok() && text.error().code == core::ErrorCode::kInvalidArgument) {
-    return MakeError("{}: larger than {} bytes; not a snapshot", name, kMaxSnapshotFileBytes);
+    return MakeError("{}: larger than {} bytes; not a snapshot (gputriage writes snapshots of a few MiB at most)", name,
+                     core::kSnapshotMaxBytes);
   }
   return text;
-}
-
-// 1-based line and column of byte offset `byte` (nlohmann counts the byte after the error).
-std::pair<size_t, size_t> LineColumn(std::string_view text, size_t byte) {
-  size_t end = std::min(byte > 0 ? byte - 1 : 0, text.size());
-  size_t line = 1;
-  size_t column = 1;
-  for (size_t i = 0; i < end; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
-}
-
-// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
-// column 2: " preamble, which we replace with our own position.
-std::string ParseReason(std::string_view what) {
-  size_t at = what.find("parse error");
-  if (at != std::string_view::npos) {
-    size_t colon = what.find(": ", at);
-    if (colon != std::string_view::npos) return std::string(what.substr(colon + 2));
-  }
-  size_t bracket = what.find("] ");
-  if (bracket != std::string_view::npos) return std::string(what.substr(bracket + 2));
-  return std::string(what);
 }
 
 bool AllDigits(std::string_view s) {
@@ -87,16 +58,7 @@ Result<core::Snapshot> StoredSnapshot(SnapshotStore* store, std::string_view arg
 }  // namespace
 
 Result<core::Snapshot> ParseSnapshotJson(std::string_view text, std::string_view source) {
-  Json snapshot;
-  try {
-    snapshot = Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    auto [line, column] = LineColumn(text, e.byte);
-    return MakeError("{}: invalid JSON at line {}, column {} (byte {}): {}", source, line, column, e.byte,
-                     ParseReason(e.what()));
-  } catch (const Json::exception& e) {
-    return MakeError("{}: invalid JSON: {}", source, ParseReason(e.what()));
-  }
+  GT_ASSIGN_OR_RETURN(Json snapshot, core::ParseJson(text, source));
   return core::SnapshotFromJson(snapshot, source);
 }
 
@@ -106,11 +68,11 @@ Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view ar
   if (arg == "-") {
     GT_ASSIGN_OR_RETURN(
         std::string text,
-        SnapshotText(core::ReadFd(STDIN_FILENO, "standard input", kMaxSnapshotFileBytes), "standard input"));
+        SnapshotText(core::ReadFd(STDIN_FILENO, "standard input", core::kSnapshotMaxBytes), "standard input"));
     return ParseSnapshotJson(text, "standard input");
   }
   std::string path(arg);
-  GT_ASSIGN_OR_RETURN(std::string text, SnapshotText(core::ReadFile(path, kMaxSnapshotFileBytes), path));
+  GT_ASSIGN_OR_RETURN(std::string text, SnapshotText(core::ReadFile(path, core::kSnapshotMaxBytes), path));
   return ParseSnapshotJson(text, path);
 }
 

@@ -108,13 +108,44 @@ TEST_F(LoadSnapshotArgTest, MissingFileNamesIt) {
   EXPECT_EQ(snapshot.error().message, path + ": No such file or directory");
 }
 
-// A file over the 1 GiB limit is refused from its size (a sparse file: nothing is read).
+// A file over the 32 MiB limit is refused from its size (a sparse file: nothing is read).
+// Failed before: the limit was 1 GiB, so a 1 GiB file was read and parsed (2 GB of memory).
 TEST_F(LoadSnapshotArgTest, AFileOverTheLimitIsNotASnapshot) {
   std::string path = WriteFile(tmp_, "huge.json", "{}");
-  ASSERT_EQ(::truncate(path.c_str(), (off_t{1} << 30) + 1), 0);
+  ASSERT_EQ(::truncate(path.c_str(), (off_t{32} << 20) + 1), 0);
   auto snapshot = LoadSnapshotArg(&*store_, path);
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_EQ(snapshot.error().message, path + ": larger than 1073741824 bytes; not a snapshot");
+  EXPECT_EQ(snapshot.error().message,
+            path + ": larger than 33554432 bytes; not a snapshot (gputriage writes snapshots of a few MiB at most)");
+}
+
+// Failed before: /dev/zero was read up to 1 GiB (2 GB of memory, 6 s) before it was refused.
+TEST_F(LoadSnapshotArgTest, AnEndlessDeviceIsReadNoFurtherThanTheLimit) {
+  auto snapshot = LoadSnapshotArg(&*store_, "/dev/zero");
+  ASSERT_FALSE(snapshot.ok());
+  EXPECT_EQ(snapshot.error().message,
+            "/dev/zero: larger than 33554432 bytes; not a snapshot (gputriage writes snapshots of a few MiB at most)");
+}
+
+// Failed before: the nesting crashed `snapshot show --json` (stack overflow in the recursive
+// walk over the raw python_probe member); now it is refused when parsed.
+TEST_F(LoadSnapshotArgTest, DeeplyNestedJsonIsRefusedNamingTheFile) {
+  std::string deep = R"({"schema_version": 1, "software": {"python_probe": )" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}}";
+  std::string path = WriteFile(tmp_, "deep.json", deep);
+  auto snapshot = LoadSnapshotArg(&*store_, path);
+  ASSERT_FALSE(snapshot.ok());
+  EXPECT_EQ(snapshot.error().message, path +
+                                          ": JSON nested deeper than 256 levels at line 1, column 306 (byte 306); not "
+                                          "a file gputriage writes");
+}
+
+TEST_F(LoadSnapshotArgTest, ANumberOrAnEmptyObjectIsNotASnapshot) {
+  std::string number = WriteFile(tmp_, "n.json", "123");
+  EXPECT_EQ(LoadSnapshotArg(&*store_, number).error().message,
+            number + ": not a gputriage snapshot (a JSON number, not an object)");
+  std::string empty = WriteFile(tmp_, "e.json", "{}");
+  EXPECT_EQ(LoadSnapshotArg(&*store_, empty).error().message, empty + ": not a gputriage snapshot (no schema_version)");
 }
 
 TEST_F(LoadSnapshotArgTest, BadJsonNamesFileAndPosition) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/json_parse.h"
 #include "core/redact.h"
 #include "core/text.h"
 #include "store/data_home.h"
@@ -425,12 +426,9 @@ Result<core::Snapshot> SnapshotStore::Load(int64_t id) {
   GT_ASSIGN_OR_RETURN(bool row, query.Step("cannot load a snapshot"));
   if (!row) return MakeError("no snapshot with id {} in {}", id, path());
   std::string text = query.ColumnText(0).value_or("");
-  Json snapshot = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (snapshot.is_discarded()) {
-    return MakeError("{}: snapshot {} holds invalid JSON ({} bytes)", path(), id, text.size());
-  }
-  GT_ASSIGN_OR_RETURN(core::Snapshot loaded,
-                      core::SnapshotFromJson(snapshot, fmt::format("{} (snapshot {})", path(), id)));
+  std::string source = fmt::format("{} (snapshot {})", path(), id);
+  GT_ASSIGN_OR_RETURN(Json snapshot, core::ParseJson(text, source));  // depth-limited, like every JSON input
+  GT_ASSIGN_OR_RETURN(core::Snapshot loaded, core::SnapshotFromJson(snapshot, source));
   loaded.id = id;
   return loaded;
 }

@@ -84,7 +84,9 @@ std::string AsUnprivileged(const std::function<std::string()>& body) {
 // Gives `path` to nobody when running as root (so that nobody is its owner, as a user is of
 // their own database), and sets its mode.
 void Own(const std::string& path, mode_t mode) {
-  if (::geteuid() == 0) EXPECT_EQ(::chown(path.c_str(), kNobody, kNobody), 0) << path;
+  if (::geteuid() == 0) {
+    EXPECT_EQ(::chown(path.c_str(), kNobody, kNobody), 0) << path;
+  }
   EXPECT_EQ(::chmod(path.c_str(), mode), 0) << path;
 }
 
@@ -208,7 +210,9 @@ TEST(StoreReadOnly, AReadOnlyFileIsListedAndLoaded) {
   std::string theirs = MakeDatabase(other.path());
   ASSERT_EQ(::chmod(other.path().c_str(), 0755), 0);
   ASSERT_EQ(::chmod(theirs.c_str(), 0644), 0);
-  if (::geteuid() == 0) EXPECT_EQ(AsUnprivileged([&] { return ReadBoth(theirs); }), "");
+  if (::geteuid() == 0) {
+    EXPECT_EQ(AsUnprivileged([&] { return ReadBoth(theirs); }), "");
+  }
 }
 
 TEST(StoreReadOnly, ErrorsNameThePathAndTheCause) {

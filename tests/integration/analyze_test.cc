@@ -117,11 +117,49 @@ TEST(AnalyzeCommand, StdinGzipAndHumanOutput) {
   ASSERT_FALSE(j.is_discarded()) << g.out << g.err;
   EXPECT_EQ(j.value("category", ""), "arch-mismatch");
   EXPECT_EQ(j["input"].value("compression", ""), "gzip");
-  // Truncated gzip: a clear error naming the file, exit 2.
-  ASSERT_EQ(system(("head -c 30 " + gz + " > " + gz + ".cut").c_str()), 0);
+  // Truncated before its first byte of text: a clear error naming the file, exit 2.
+  ASSERT_EQ(system(("head -c 12 " + gz + " > " + gz + ".cut").c_str()), 0);
   Out cut = Gt({"analyze", gz + ".cut"});
   EXPECT_EQ(cut.status, 2);
-  EXPECT_NE(cut.err.find(gz + ".cut: truncated gzip stream"), std::string::npos) << cut.err;
+  EXPECT_EQ(cut.err, "gputriage: " + gz +
+                         ".cut: truncated gzip stream after 0 bytes of text; nothing in it could "
+                         "be read\n");
+}
+
+// Failed before: a truncated .gz made `analyze` give no analysis at all and drop the other
+// inputs of the command; now the lines before the damage are used and a warning names the file.
+TEST(AnalyzeCommand, ATruncatedGzipIsAnalysedUpToTheDamage) {
+  testing::TempDir tmp;
+  std::string gz = tmp / "dmesg.log.gz";
+  std::string cmd =
+      "(for i in $(seq 1 20000); do echo \"step $i loss 0.25\"; done; "
+      "echo 'NVRM: Xid (PCI:0000:61:00): 79, pid=1, name=python3, GPU has fallen off the bus.'; "
+      "for i in $(seq 1 20000); do echo \"after $i\"; done) | gzip > " +
+      gz + " && head -c $(( $(stat -c %s " + gz + ") * 3 / 4 )) " + gz + " > " + gz + ".cut";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  Out o = Gt({"analyze", "--json", gz + ".cut", "-"},
+             "RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  EXPECT_EQ(o.status, 1) << o.err;
+  Json j = Json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out << o.err;
+  ASSERT_EQ(j["xids"].size(), 1u) << j["xids"].dump();
+  EXPECT_EQ(j["xids"][0]["code"], 79);
+  EXPECT_EQ(j["gpu_signature"]["error"], "cudaErrorIllegalAddress");
+  ASSERT_EQ(j["warnings"].size(), 1u);
+  std::string warning = j["warnings"][0];
+  EXPECT_EQ(warning.rfind(gz + ".cut: truncated gzip stream after ", 0), 0u) << warning;
+  EXPECT_EQ(o.err, "gputriage: warning: " + warning + "\n");
+}
+
+// Failed before: `report -` had no stderr section (the tail was taken by reopening the path).
+TEST(ReportCommand, StandardInputKeepsItsStderrSection) {
+  Out o = Gt({"report", "-"}, "hello\nRuntimeError: CUDA error: an illegal memory access was encountered\n");
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("End of stderr:\n\n```\nhello\nRuntimeError: CUDA error: an illegal memory access was "
+                       "encountered\n```"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("- [x] stderr of the job"), std::string::npos) << o.out;
 }
 
 TEST(AnalyzeCommand, BinaryGarbageAndUnmatchedInput) {
@@ -131,9 +169,17 @@ TEST(AnalyzeCommand, BinaryGarbageAndUnmatchedInput) {
     std::ofstream out(junk, std::ios::binary);
     for (int i = 0; i < 200000; ++i) out.put(static_cast<char>((i * 2654435761u) >> 13));
   }
+  // Failed before: the junk was classified (one tester's file: "numerical, 0.55").
   Out o = Gt({"analyze", "--json", junk});
-  EXPECT_TRUE(o.status == 0 || o.status == 1) << o.err;
-  EXPECT_FALSE(Json::parse(o.out, nullptr, false).is_discarded());
+  EXPECT_EQ(o.status, 2) << o.out;
+  EXPECT_EQ(o.out, "");
+  EXPECT_EQ(o.err.rfind("gputriage: " + junk + ": not a log (binary data: ", 0), 0u) << o.err;
+  // /dev/zero is refused after its first 64 KiB, not read forever.
+  Out zero = Gt({"analyze", "/dev/zero"});
+  EXPECT_EQ(zero.status, 2);
+  EXPECT_EQ(zero.err,
+            "gputriage: /dev/zero: not a log (binary data: 100% of its first 65536 bytes are NUL, control "
+            "bytes or invalid UTF-8)\n");
   Out none = Gt({"analyze", "--json", "-"}, "Segmentation fault (core dumped) in my_solver::step at iteration 42\n");
   Json j = Json::parse(none.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded());
@@ -230,6 +276,50 @@ TEST(AnalyzeCommand, AHundredMegabyteLineIsCutAndMemoryStaysBounded) {
   struct rusage usage {};
   ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &usage), 0);
   EXPECT_LT(usage.ru_maxrss, 64 * 1024) << "peak RSS of the largest child, KiB";
+#endif
+}
+
+// Failed before: JSON nested 100,000 levels deep crashed `snapshot show --json` (SIGSEGV, a
+// stack overflow); every JSON input now goes through core::ParseJson's depth limit.
+TEST(SnapshotCommand, DeeplyNestedJsonIsRefusedNotACrash) {
+  testing::TempDir tmp;
+  std::string path = tmp / "deep.json";
+  std::ofstream(path) << R"({"schema_version":1,"software":{"python_probe":)" << std::string(100000, '[')
+                      << std::string(100000, ']') << "}}";
+  Out show = Gt({"snapshot", "show", "--json", path});
+  EXPECT_EQ(show.status, 2);
+  EXPECT_EQ(show.err, "gputriage: " + path +
+                          ": JSON nested deeper than 256 levels at line 1, column 302 (byte 302); not a file gputriage "
+                          "writes\n");
+  Out report = Gt({"report", "--snapshot", path, "-"}, "x\n");
+  EXPECT_EQ(report.status, 2);
+  EXPECT_NE(report.err.find("JSON nested deeper than 256 levels"), std::string::npos) << report.err;
+}
+
+// A crash bundle as a tester made it: process.json `{}` and a 2 GB (sparse) stderr.tail. The pid
+// is unknown, not 0 (failed before: "pid 0"); the tail is read from its end with a bound, so
+// both commands stay small.
+TEST(AnalyzeCommand, ABundleWithAHugeTailAndNoPid) {
+  testing::TempDir tmp;
+  fs::create_directories(tmp / "bundle");
+  std::ofstream(tmp / "bundle/process.json") << "{}";
+  {
+    std::ofstream tail(tmp / "bundle/stderr.tail");
+    tail << "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  }
+  fs::resize_file(tmp / "bundle/stderr.tail", uint64_t{2} << 30);
+  std::ofstream(tmp / "bundle/stderr.tail", std::ios::app) << "\nRuntimeError: CUDA error: out of memory\n";
+  Out analyze = Gt({"analyze", tmp / "bundle"});
+  EXPECT_EQ(analyze.status, 1) << analyze.err;
+  EXPECT_NE(analyze.out.find("bundle: pid unknown\n"), std::string::npos) << analyze.out.substr(0, 400);
+  Out report = Gt({"report", "--format", "json", tmp / "bundle"});
+  EXPECT_EQ(report.status, 0) << report.err;
+  Json j = Json::parse(report.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << report.err;
+#if !defined(__SANITIZE_ADDRESS__)
+  struct rusage usage {};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 128 * 1024) << "peak RSS of the largest child, KiB";
 #endif
 }
 
