@@ -1,5 +1,6 @@
 #include "collect/python_probe.h"
 
+#include "core/json_parse.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 
@@ -90,8 +91,9 @@ core::Section RunPythonProbe(const std::string& python, std::chrono::millisecond
     }
     return section;
   }
-  core::Json parsed = core::Json::parse(outcome->stdout_data, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
+  core::Result<core::Json> parse = core::ParseJson(outcome->stdout_data, python + "'s output");
+  core::Json parsed = parse.ok() ? std::move(*parse) : core::Json();
+  if (!parsed.is_object()) {
     section.NoteMissing("software.python_probe", python + ": output was not a JSON object (" +
                                                      std::to_string(outcome->stdout_data.size()) + " bytes)");
     return section;

@@ -12,6 +12,7 @@
 #include "collect/vendors/vendors.h"
 #include "core/clock.h"
 #include "core/deadline.h"
+#include "core/json_parse.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 #include "core/version.h"
@@ -83,10 +84,12 @@ Section RunProbeInHelper(const core::OsView& os, const VendorProbe& probe, const
                                     tail.empty() ? "" : ": ", tail));
     return section;
   }
-  Json parsed = Json::parse(outcome->stdout_data, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    section.NoteMissing(std::string(probe.name), fmt::format("{} probe printed no valid JSON ({} bytes)", probe.name,
-                                                             outcome->stdout_data.size()));
+  core::Result<Json> parse = core::ParseJson(outcome->stdout_data, fmt::format("the {} probe's output", probe.name));
+  Json parsed = parse.ok() ? std::move(*parse) : Json();
+  if (!parsed.is_object()) {
+    section.NoteMissing(std::string(probe.name),
+                        fmt::format("{} probe printed no valid JSON object ({} bytes){}", probe.name,
+                                    outcome->stdout_data.size(), parse.ok() ? "" : ": " + parse.error().message));
     return section;
   }
   try {

@@ -140,7 +140,10 @@ core::Result<ProcessReport> AnalyzeCore(const std::string& core_path, const std:
   if (ec) return core::MakeError("--exe {}: {}", exe_arg, ec.message());
   GT_ASSIGN_OR_RETURN(corefile::CoreNotes notes, corefile::ReadCoreNotesFile(core_path));
   ProcessReport report;
-  report.pid = notes.pid.value_or(notes.threads.empty() ? 0 : notes.threads.front().tid);
+  // The pid from NT_PRPSINFO, else the first thread's (the kernel writes the crashing thread
+  // first); unknown when the core has neither.
+  report.pid = notes.pid;
+  if (!report.pid && !notes.threads.empty()) report.pid = notes.threads.front().tid;
   report.command = notes.args.value_or(notes.name.value_or(""));
   report.signal = notes.signal;
   report.si_code = notes.si_code;
