@@ -9,6 +9,7 @@
 //     shell would act on (every element is a safe word or one single-quoted string).
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -20,8 +21,11 @@ namespace {
 
 namespace core = gputriage::core;
 
-void Check(bool condition) {
-  if (!condition) std::abort();
+// Aborts naming the failed check's line, so a crash artifact says which property broke.
+void Check(bool condition, int line = __builtin_LINE()) {
+  if (condition) return;
+  std::fprintf(stderr, "redact_argv_fuzz: check at line %d failed\n", line);
+  std::abort();
 }
 
 // Distinctive, and as the rules want it (no leading '-', no quote or blank, long enough).

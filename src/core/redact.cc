@@ -638,8 +638,9 @@ bool IsCurlUserOption(std::string_view word) {
   return word == "-u" || word == "-U" || word == "--user" || word == "--proxy-user";
 }
 
-// One element of argv after `previous`, in `context`.
-std::string RedactArgvElement(std::string_view previous, std::string_view word, const ArgvContext& context) {
+// One element of argv after `previous`, by the rules that need the argv around it; "" when none
+// applies.
+std::string RedactArgvByPosition(std::string_view previous, std::string_view word, const ArgvContext& context) {
   // A value that starts with '-' is taken for the next option, as RedactText does.
   bool value = !word.empty() && word[0] != '-';
   if (value && IsSecretOption(previous)) return std::string(kRedacted);
@@ -657,7 +658,15 @@ std::string RedactArgvElement(std::string_view previous, std::string_view word, 
       return std::string(option) + RedactUserPassword(word.substr(option.size()));
     }
   }
-  return RedactText(word);
+  return std::string(word);
+}
+
+// One element of argv after `previous`, in `context`: the positional rules, then the text rules
+// over what they left (a curl `-uNAME VALUE` still has its text redacted), so the result does not
+// depend on whether the context was recognised — redacting twice, when the first pass changed
+// the program's name, gives what redacting once gave.
+std::string RedactArgvElement(std::string_view previous, std::string_view word, const ArgvContext& context) {
+  return RedactText(RedactArgvByPosition(previous, word, context));
 }
 
 // Characters no POSIX shell gives a meaning to, in any position of a word.
