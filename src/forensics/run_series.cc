@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/signals.h"
+#include "core/terminal.h"
 #include "core/text.h"
 #include "forensics/exec_failure.h"
 #include "forensics/gpu_signature.h"
@@ -24,6 +25,9 @@ void Say(const std::function<void(const std::string&)>& sink, const std::string&
 }
 
 // gputriage's own messages on stderr: the first after a job's unfinished line starts a new one.
+// They quote what the job controls (thread and file names, command lines, error lines), so each
+// is made safe for a terminal first: escape sequences, C1 controls and bidi overrides become
+// U+FFFD (the job's own output passes through untouched, as without gputriage).
 class Speaker {
  public:
   explicit Speaker(const RunRequest& request) : request_(request) {}
@@ -38,7 +42,7 @@ class Speaker {
     if (!sink) return;
     if (mid_line_ && request_.write_stderr) request_.write_stderr("\n");
     mid_line_ = false;
-    sink(text);
+    sink(core::SanitizeForTerminal(text, /*keep_newlines=*/true));
   }
   const RunRequest& request_;
   bool mid_line_ = false;

@@ -1029,3 +1029,24 @@ TEST_F(RunTest, GputriagesOwnOutputStartsOnANewLine) {
 
 }  // namespace
 }  // namespace gputriage
+
+namespace gputriage {
+namespace {
+
+// A job controls its thread names and file names: an escape sequence in one must reach the
+// terminal only through the job's own output, never through gputriage's summary.
+TEST_F(RunTest, EscapeSequencesInTheJobsNamesDoNotReachTheTerminalThroughTheSummary) {
+  std::string evil = tmp_ / "cr\x1b]0;pwned\x07\x1b[2J";
+  fs::copy_file(kCrasher, evil);
+  fs::permissions(evil, fs::perms::owner_all);
+  JobRun r = Run({evil, "null"});
+  EXPECT_EQ(r.status, 139) << r.err;
+  EXPECT_NE(r.err.find("gputriage:"), std::string::npos) << r.err;
+  std::string ours = r.err.substr(r.err.find("gputriage:"));  // after the job's own "crasher null: stderr"
+  EXPECT_EQ(ours.find('\x1b'), std::string::npos) << ours;
+  EXPECT_EQ(ours.find('\x07'), std::string::npos) << ours;
+  EXPECT_NE(ours.find("\xEF\xBF\xBD"), std::string::npos) << "the names are kept, their controls replaced: " << ours;
+}
+
+}  // namespace
+}  // namespace gputriage
