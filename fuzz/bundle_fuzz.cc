@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/bundle.h"
+#include "embedded_analyzer.h"
 #include "kb/analysis.h"
 #include "kb/knowledge_base.h"
 
@@ -34,16 +35,7 @@ gputriage::core::BundleFileSet Split(std::string_view input) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const gputriage::kb::KnowledgeBase* kb = [] {
-    auto loaded = gputriage::kb::LoadEmbeddedKnowledgeBase();
-    return loaded.ok() ? new gputriage::kb::KnowledgeBase(std::move(*loaded)) : nullptr;
-  }();
-  static std::unique_ptr<gputriage::kb::Analyzer> analyzer = [] {
-    if (!kb) return std::unique_ptr<gputriage::kb::Analyzer>();
-    auto created = gputriage::kb::Analyzer::Create(*kb);
-    return created.ok() ? std::move(*created) : std::unique_ptr<gputriage::kb::Analyzer>();
-  }();
-  if (!analyzer) __builtin_trap();  // the embedded knowledge base must load
+  gputriage::kb::Analyzer* analyzer = &EmbeddedAnalyzer();
   auto bundle =
       gputriage::core::BundleFromFiles("fuzz", Split(std::string_view(reinterpret_cast<const char*>(data), size)));
   if (!bundle.ok()) return 0;

@@ -7,20 +7,12 @@
 #include <memory>
 #include <string_view>
 
+#include "embedded_analyzer.h"
 #include "kb/analysis.h"
 #include "kb/knowledge_base.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const gputriage::kb::KnowledgeBase* kb = [] {
-    auto loaded = gputriage::kb::LoadEmbeddedKnowledgeBase();
-    return loaded.ok() ? new gputriage::kb::KnowledgeBase(std::move(*loaded)) : nullptr;
-  }();
-  static std::unique_ptr<gputriage::kb::Analyzer> analyzer = [] {
-    if (!kb) return std::unique_ptr<gputriage::kb::Analyzer>();
-    auto created = gputriage::kb::Analyzer::Create(*kb);
-    return created.ok() ? std::move(*created) : std::unique_ptr<gputriage::kb::Analyzer>();
-  }();
-  if (!analyzer) __builtin_trap();  // the embedded knowledge base must load
+  gputriage::kb::Analyzer* analyzer = &EmbeddedAnalyzer();
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   gputriage::kb::Analysis a = analyzer->AnalyzeText(bytes, "fuzz", nullptr);
   (void)gputriage::kb::ToJson(a).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
