@@ -201,6 +201,25 @@ std::string Demangle(const std::string& symbol) {
   return status == 0 && d ? std::string(d.get()) : symbol;
 }
 
+// The first 8-byte step after `at` (at + 8, at + 16, ... before `end`) whose 4 bytes hold the
+// container magic; `end` when none does or a read fails.
+uint64_t NextMagicSlot(const RangeReader& read, uint64_t at, uint64_t end) {
+  constexpr uint64_t kWindow = 1 << 16;  // a multiple of 8
+  std::string window;
+  uint64_t from = at;
+  while (end - from > 8) {
+    from += 8;
+    uint64_t n = std::min(end - from, kWindow);
+    if (!read(from, n, &window)) return end;
+    for (uint64_t p = 0; p + 4 <= window.size(); p += 8) {
+      if (core::ByteReader(window).U32(p) == kFatbinMagic) return from + p;
+    }
+    if (n < kWindow) return end;
+    from += kWindow - 8;  // the step at the top lands on the first slot after the window
+  }
+  return end;
+}
+
 std::vector<FatbinEntry> ListFatbinEntries(const RangeReader& read, uint64_t begin, uint64_t length,
                                            std::string_view origin, std::vector<std::string>* problems) {
   std::vector<FatbinEntry> out;
@@ -217,8 +236,10 @@ std::vector<FatbinEntry> ListFatbinEntries(const RangeReader& read, uint64_t beg
     return offset >= begin && core::RangeInside(offset - begin, size, length) && read(offset, size, bytes);
   };
   uint64_t at = begin;
-  // Containers start 8-byte aligned: after padding or a damaged container, look 8 bytes on.
-  auto next_slot = [&] { at = *end - at > 8 ? at + 8 : *end; };
+  // Containers start 8-byte aligned: after padding or a damaged container, look 8 bytes on —
+  // a window of slots at a time, to the next slot that holds the magic (a megabyte of padding
+  // is one read, not 131,072 of them).
+  auto next_slot = [&] { at = NextMagicSlot(read_inside, at, *end); };
   std::string bytes;
   while (*end - at >= 4) {
     uint64_t remaining = *end - at;

@@ -176,6 +176,33 @@ TEST(NvidiaFatbin, DamageIsReportedPerObject) {
   EXPECT_NE(from_absurd[0].error->find("not plausible"), std::string::npos);
 }
 
+// Containers are found at any 8-byte slot after padding of any length: here after 70,000
+// bytes of zeros (more than one 64 KiB scan window) and after padding that makes the next
+// container start on the last slot of a window and on the first slot after it. A magic in the
+// last 4 to 7 bytes is still seen (as a truncated header); one at an odd offset is not a slot.
+TEST(NvidiaFatbin, ContainersAreFoundAfterPaddingOfAnyLength) {
+  std::string object = Read("fatbin-speed.o");
+  size_t magic = object.find("\x50\xed\x55\xba");
+  ASSERT_NE(magic, std::string::npos);
+  uint64_t entries = 0;
+  std::memcpy(&entries, object.data() + magic + 8, 8);
+  std::string container = object.substr(magic, 16 + entries);
+  container.resize((container.size() + 7) / 8 * 8, '\0');
+  for (size_t padding : {size_t{8}, size_t{70000}, size_t{65536 - 8}, size_t{65536}, size_t{65536 + 8}}) {
+    std::string bytes = container + std::string(padding, '\0') + container;
+    std::vector<CodeObject> objects = ReadNvFatbin(bytes, "padded");
+    ASSERT_EQ(objects.size(), 6u) << padding;
+    for (const CodeObject& co : objects) EXPECT_FALSE(co.error) << padding << ": " << co.error.value_or("");
+  }
+  std::string tail = container + std::string(70000, '\0') + std::string("\x50\xed\x55\xba\0\0", 6);
+  std::vector<CodeObject> with_tail = ReadNvFatbin(tail, "tail");
+  ASSERT_EQ(with_tail.size(), 4u);
+  EXPECT_EQ(with_tail.back().error.value_or(""),
+            fmt::format("tail: fatbin container at {:#x}: header truncated (6 of 16 bytes)", container.size() + 70000));
+  std::string odd = container + std::string(1001, '\0') + container;
+  EXPECT_EQ(ReadNvFatbin(odd, "odd").size(), 3u) << "a container 1 byte off an 8-byte slot is not one";
+}
+
 template <typename T>
 T Get(const std::string& bytes, size_t at) {
   T value{};

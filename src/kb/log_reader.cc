@@ -217,10 +217,10 @@ core::Result<void> Plain(ByteSource& src, std::string_view name, LineSplitter& l
 // Inflates into `lines`; damage (a corrupt or truncated stream) goes to stats.damage after the
 // lines before it.
 core::Result<void> Gzip(ByteSource& src, std::string_view name, LineSplitter& lines, std::vector<char>& buf,
-                        std::string first, ReadStats& stats) {
+                        size_t out_bytes, std::string first, ReadStats& stats) {
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) return core::MakeError("{}: zlib: cannot initialise", name);
-  std::vector<char> out(buf.size());
+  std::vector<char> out(out_bytes);
   std::string input = std::move(first);
   bool eof = false;
   int rc = Z_OK;
@@ -320,7 +320,11 @@ core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const L
                                  const ReadOptions& options) {
   ReadStats stats;
   LineSplitter lines(sink, options, stats);
-  std::vector<char> buf(options.chunk_bytes);
+  // Text already in memory is read in one chunk no larger than itself: a 200-byte stderr tail is
+  // not given a zeroed 1 MiB buffer (analyze and report read several such texts per bundle).
+  size_t chunk = std::max<size_t>(1, options.chunk_bytes);
+  if (src.fd < 0) chunk = std::min(chunk, std::max<size_t>(1, src.memory.size()));
+  std::vector<char> buf(chunk);
   // The first bytes decide the format.
   ssize_t n = src.Read(buf.data(), buf.size());
   if (n < 0) return ReadError(name, 0);
@@ -328,7 +332,9 @@ core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const L
   core::Result<void> done;
   if (HasMagic(first, "\x1f\x8b")) {
     stats.compression = "gzip";
-    done = Gzip(src, name, lines, buf, std::move(first), stats);
+    // Inflated text comes out in pieces of at most 64 KiB, whatever the input's chunk.
+    done = Gzip(src, name, lines, buf, std::min<size_t>(std::max<size_t>(1, options.chunk_bytes), 64u << 10),
+                std::move(first), stats);
   } else if (HasMagic(first, "\x28\xb5\x2f\xfd")) {
     stats.compression = "zstd";
     done = Zstd(src, name, lines, buf, std::move(first), stats);
