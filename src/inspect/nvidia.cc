@@ -211,8 +211,9 @@ uint64_t NextMagicSlot(const RangeReader& read, uint64_t at, uint64_t end) {
     from += 8;
     uint64_t n = std::min(end - from, kWindow);
     if (!read(from, n, &window)) return end;
+    core::ByteReader reader(window);
     for (uint64_t p = 0; p + 4 <= window.size(); p += 8) {
-      if (core::ByteReader(window).U32(p) == kFatbinMagic) return from + p;
+      if (reader.U32(p) == kFatbinMagic) return from + p;
     }
     if (n < kWindow) return end;
     from += kWindow - 8;  // the step at the top lands on the first slot after the window
