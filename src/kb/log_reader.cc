@@ -322,9 +322,8 @@ core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const L
   LineSplitter lines(sink, options, stats);
   // Text already in memory is read in one chunk no larger than itself: a 200-byte stderr tail is
   // not given a zeroed 1 MiB buffer (analyze and report read several such texts per bundle).
-  size_t chunk = std::max<size_t>(1, options.chunk_bytes);
-  if (src.fd < 0) chunk = std::min(chunk, std::max<size_t>(1, src.memory.size()));
-  std::vector<char> buf(chunk);
+  const size_t chunk_bytes = std::max<size_t>(1, options.chunk_bytes);
+  std::vector<char> buf(src.fd < 0 ? std::min(chunk_bytes, std::max<size_t>(1, src.memory.size())) : chunk_bytes);
   // The first bytes decide the format.
   ssize_t n = src.Read(buf.data(), buf.size());
   if (n < 0) return ReadError(name, 0);
@@ -333,8 +332,7 @@ core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const L
   if (HasMagic(first, "\x1f\x8b")) {
     stats.compression = "gzip";
     // Inflated text comes out in pieces of at most 64 KiB, whatever the input's chunk.
-    done = Gzip(src, name, lines, buf, std::min<size_t>(std::max<size_t>(1, options.chunk_bytes), 64u << 10),
-                std::move(first), stats);
+    done = Gzip(src, name, lines, buf, std::min<size_t>(chunk_bytes, 64u << 10), std::move(first), stats);
   } else if (HasMagic(first, "\x28\xb5\x2f\xfd")) {
     stats.compression = "zstd";
     done = Zstd(src, name, lines, buf, std::move(first), stats);
