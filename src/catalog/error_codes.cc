@@ -58,6 +58,13 @@ const ErrorCode* ErrorCodes::FindByMessage(std::string_view vendor, std::string_
   return it == by_message_.end() ? nullptr : &codes_[it->second];
 }
 
+const ErrorCode* ErrorCodes::FindByValue(std::string_view vendor, int value) const {
+  for (const ErrorCode& code : codes_) {
+    if (code.value == value && code.vendor == vendor) return &code;
+  }
+  return nullptr;
+}
+
 core::Result<ErrorCodes> ParseErrorTables(const SourceFile& cuda, const SourceFile& hip) {
   ErrorCodes t;
   if (auto added = AddTable(t.codes_, t.by_name_, t.by_message_, cuda, "cuda"); !added.ok()) return added.error();

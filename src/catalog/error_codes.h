@@ -37,6 +37,10 @@ class ErrorCodes {
   /// space do not matter. Null when none.
   const ErrorCode* FindByMessage(std::string_view vendor, std::string_view message) const;
 
+  /// The code of `vendor` ("cuda" or "hip") with numeric value `value` (cudaError_t and CUresult
+  /// share their values), or null.
+  const ErrorCode* FindByValue(std::string_view vendor, int value) const;
+
   const std::vector<ErrorCode>& codes() const { return codes_; }
 
  private:

@@ -1,5 +1,7 @@
-// `gputriage run [--repeat N] [--timeout D] [--bundle-dir DIR] [--core] [--json] -- CMD ...`:
+// `gputriage run [--repeat N] [--timeout D] [--bundle-dir DIR] [--core] [--record] [--json] -- CMD ...`:
 // supervise a job; when it fails, write a crash bundle and say what happened and where.
+#include <filesystem>
+
 #include "catalog/catalog.h"
 #include "cli/common.h"
 #include "core/version.h"
@@ -22,6 +24,15 @@ struct RunFlags {
 
 void PrintToStderr(const std::string& text) { std::fputs(text.c_str(), stderr); }
 
+// libgputriage-record.so beside the binary: <prefix>/lib for <prefix>/bin/gputriage (the build
+// tree and scripts/bundle have the same layout).
+std::string RecorderLibraryPath() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  return (exe.parent_path().parent_path() / "lib" / "libgputriage-record.so").string();
+}
+
 int RunJob(RunFlags& flags, CLI::App& app) {
   forensics::RunRequest& request = flags.request;
   // Everything after the first positional belongs to the job; a leading "--" is optional.
@@ -36,6 +47,7 @@ int RunJob(RunFlags& flags, CLI::App& app) {
     request.bundle_dir = *home + "/bundles";
   }
   request.trace = !flags.no_trace;
+  if (request.record) request.recorder_library = RecorderLibraryPath();
   request.tool_version = core::kToolVersion;
   if (!flags.no_snapshot) request.take_snapshot = [] { return TakeSnapshot(SnapshotFlags{}); };
   request.index_bundle = store::IndexBundleInDefaultStore;
@@ -100,6 +112,12 @@ Command RunCommand() {
                        "Stop writing memory to the core after SIZE (default 4G); device "
                        "mappings are never dumped")
             ->type_name("SIZE");
+        app.add_flag("--record", flags->request.record,
+                     "Load the GPU flight recorder into the job (libgputriage-record.so: HIP calls through "
+                     "LD_PRELOAD, CUDA driver calls through CUDA_INJECTION64_PATH and CUPTI callbacks). Kernel "
+                     "launches, allocations, copies, synchronisations and every call's return code go to "
+                     "the bundle's gpu_calls.json, with the launches in flight when a GPU error surfaced; "
+                     "a job that exits 0 after ignored GPU errors gets a bundle too");
         app.add_flag("--json", flags->json,
                      "After the job, print {runs:[{exit_status, failed, classification, signature, bundle, "
                      "signal, si_code, fault_address, crashed_thread, tracing_side_effects}], "

@@ -17,6 +17,7 @@
 #include "core/bundle.h"
 #include "core/signals.h"
 #include "core/text.h"
+#include "forensics/gpu_record.h"
 #include "forensics/process_tree.h"
 
 namespace gputriage::forensics {
@@ -173,6 +174,83 @@ RunAssessment Assess(SuperviseOutcome outcome) {
   return run;
 }
 
+namespace {
+
+std::string CallName(const core::GpuErrorCount& e) {
+  return e.result_name ? fmt::format("{} ({})", *e.result_name, e.result) : fmt::format("error {}", e.result);
+}
+
+std::string LaunchText(const core::GpuCall& c) {
+  auto dims = [](const std::optional<std::vector<int64_t>>& d) {
+    return d && d->size() == 3 ? fmt::format("({},{},{})", (*d)[0], (*d)[1], (*d)[2]) : std::string("?");
+  };
+  return fmt::format("{} grid {} block {} on stream {} (pid {}, {}, {:.3f} ms)", c.kernel.value_or("?"), dims(c.grid), dims(c.block),
+                     c.stream.value_or("?"), c.pid, c.api, c.t_ms);
+}
+
+}  // namespace
+
+void AddGpuCalls(RunAssessment& run, core::GpuCalls calls, const catalog::ErrorCodes& errors) {
+  for (uint64_t address : FaultAddresses(run.kernel_log)) calls.attributions.push_back(AttributeAddress(calls, address));
+  std::sort(calls.errors.begin(), calls.errors.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+  int64_t failed = calls.FailedCalls();
+  if (!run.failed() && failed > 0) {
+    // The job did not fail by its own account, but GPU calls returned errors it ignored.
+    // The first failed call the record kept (the cause; later ones often follow from it), else the
+    // most frequent.
+    core::GpuErrorCount top = calls.errors.front();
+    for (const core::GpuCall& call : calls.calls) {
+      if (call.result == 0) continue;
+      top = {.api = call.api, .result = call.result, .result_name = call.result_name, .count = 1};
+      break;
+    }
+    const catalog::ErrorCode* code = errors.FindByValue(ApiVendor(top.api), static_cast<int>(top.result));
+    Classification c;
+    c.kind = "gpu-api-error";
+    c.category = code ? code->category : core::Category::kOther;
+    std::string status = run.outcome.exit_code ? fmt::format("exited with status {}", *run.outcome.exit_code) : "ended";
+    c.summary = fmt::format("the job {} but {} GPU call{} failed, the first {} with {}", status, failed,
+                            failed == 1 ? "" : "s", top.api, CallName(top));
+    c.detail = fmt::format("{}The job did not act on these return codes; the flight recorder saw them.",
+                           code && !code->message.empty() ? "\"" + code->message + "\". " : "");
+    for (const core::GpuErrorCount& e : calls.errors) {
+      c.evidence.push_back({"gpu_calls.json", fmt::format("{} returned {} x{}", e.api, CallName(e), e.count)});
+    }
+    run.classification = c;
+    run.signature = fmt::format("gpu-api-error {} {}", top.api, top.result_name.value_or(std::to_string(top.result)));
+    core::Finding finding;
+    finding.id = "run.gpu-api-error";
+    finding.layer = 4;
+    finding.severity = SeverityFor(c);
+    finding.title = c.summary;
+    finding.detail = c.detail;
+    finding.evidence = c.evidence;
+    run.findings.push_back(std::move(finding));
+  }
+  if (run.failed() && !calls.candidates.empty()) {
+    core::Finding finding;
+    finding.id = "run.gpu-candidates";
+    finding.layer = 4;
+    finding.severity = core::Severity::kInfo;
+    finding.title = fmt::format("{} kernel launch{} since the last successful synchronisation; newest: {}",
+                                calls.candidates.size(), calls.candidates.size() == 1 ? "" : "es",
+                                calls.candidates.front().kernel.value_or("?"));
+    finding.detail = "An asynchronous GPU error surfaces at a later call: the kernel that faulted is among these.";
+    for (const core::GpuCall& c : calls.candidates) finding.evidence.push_back({"gpu_calls.json", LaunchText(c)});
+    run.findings.push_back(std::move(finding));
+  }
+  for (const core::GpuAddressAttribution& a : calls.attributions) {
+    core::Finding finding;
+    finding.id = "run.gpu-fault-address";
+    finding.layer = 4;
+    finding.severity = core::Severity::kInfo;
+    finding.title = fmt::format("faulting address {}: {}", a.address, a.summary);
+    finding.evidence.push_back({"kmsg.log", a.address});
+    run.findings.push_back(std::move(finding));
+  }
+  run.gpu_calls = std::move(calls);
+}
+
 core::ProcessFile ProcessFileOf(const RunAssessment& run) {
   const SuperviseOutcome& o = run.outcome;
   core::ProcessFile file;
@@ -240,6 +318,11 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
   } else {
     staging.Absent("snapshot.json", input.snapshot_missing_reason);
   }
+  if (run.gpu_calls) {
+    GT_RETURN_IF_ERROR(staging.Put("gpu_calls.json", Pretty(core::ToJson(*run.gpu_calls))));
+  } else {
+    staging.Absent("gpu_calls.json", run.gpu_calls_missing.value_or("not recorded: `run --record` records the job's GPU calls"));
+  }
   Json findings = {{"schema_version", core::kFindingsSchemaVersion}, {"findings", run.findings}};
   return staging.Put("findings.json", Pretty(findings));
 }
@@ -265,7 +348,6 @@ void MoveCoreAndListTheRest(const SuperviseOutcome& o, Staging& staging) {
     staging.Absent("core", "not requested (--core writes one; a GPU job's memory can be hundreds of GB)");
   }
   staging.Absent("telemetry.csv", "GPU telemetry sampling during `run` is not implemented in this version");
-  staging.Absent("gpu_calls.json", "the GPU API flight recorder is not implemented in this version");
   staging.Absent("report.md", "not written by `run`: `gputriage report BUNDLE` writes the report from the bundle");
 }
 

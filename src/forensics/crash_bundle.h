@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_calls.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "catalog/error_codes.h"
 #include "forensics/classify.h"
 #include "forensics/kmsg_watch.h"
 #include "forensics/supervisor.h"
@@ -24,6 +26,10 @@ struct RunAssessment {
   std::optional<core::Classification> classification;  ///< nullopt: the run did not fail
   std::string signature;                               ///< CrashSignature when failed
   std::vector<core::Finding> findings;
+  /// What the flight recorder saw (`run --record`); nullopt when it was not asked for.
+  std::optional<core::GpuCalls> gpu_calls;
+  /// Why --record could not record (set instead of gpu_calls).
+  std::optional<std::string> gpu_calls_missing;
 
   bool failed() const { return classification.has_value(); }
   /// The process the failure is about: the first crash, else the first hang dump; null when
@@ -37,6 +43,11 @@ struct RunAssessment {
 
 /// Correlates the kernel log, classifies, and builds the findings. Takes the outcome.
 RunAssessment Assess(SuperviseOutcome outcome);
+
+/// Adds what the flight recorder saw: where the kernel log's faulting addresses fall among the
+/// allocations, and — for a run that did not fail otherwise — a failure when GPU calls returned
+/// errors the job ignored (a launch with no kernel image in a job that exited 0).
+void AddGpuCalls(RunAssessment& run, core::GpuCalls calls, const catalog::ErrorCodes& errors);
 
 /// process.json of the run: the primary process's report with the job's exit status, the
 /// classification, the other crashed processes and hang dumps, and the correlated kernel-log

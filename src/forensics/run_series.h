@@ -64,6 +64,10 @@ struct RunRequest {
   std::string bundle_dir;
   bool trace = true;
   bool core = false;
+  /// --record: load the flight recorder (recorder_library) into the job and write what it saw
+  /// into the bundle as gpu_calls.json.
+  bool record = false;
+  std::string recorder_library;  ///< path of libgputriage-record.so
   /// Whether the job starts with SIGPIPE ignored; nullopt: as this process has it.
   std::optional<bool> job_ignores_sigpipe;
   uint64_t core_cap_bytes = 4ull << 30;

@@ -225,6 +225,20 @@ core::Result<void> Supervisor::Start() {
   std::vector<char*> argv;
   for (const std::string& arg : options_.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  // The job's environment, built before fork (the child may only make async-signal-safe calls).
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::string_view name = entry.substr(0, entry.find('='));
+    bool replaced = std::any_of(options_.env_overrides.begin(), options_.env_overrides.end(), [&](const std::string& o) {
+      return o.size() > name.size() && o.compare(0, name.size(), name) == 0 && o[name.size()] == '=';
+    });
+    if (!replaced) env_strings.emplace_back(entry);
+  }
+  for (const std::string& o : options_.env_overrides) env_strings.push_back(o);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
 
   outcome_.started_at_epoch_s = static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                         std::chrono::system_clock::now().time_since_epoch())
@@ -242,7 +256,7 @@ core::Result<void> Supervisor::Start() {
     char go = 0;
     while (read(sync_pipe.first.get(), &go, 1) < 0 && errno == EINTR) {
     }
-    execvp(argv[0], argv.data());
+    execvpe(argv[0], argv.data(), envp.data());
     int err = errno;
     (void)!write(exec_pipe.second.get(), &err, sizeof err);
     _exit(127);

@@ -22,6 +22,9 @@ namespace gputriage::forensics {
 
 struct SuperviseOptions {
   std::vector<std::string> argv;  ///< the job; argv[0] is looked up in PATH like a shell does
+  /// "NAME=value" entries set in the job's environment (replacing a variable of that name);
+  /// the rest is this process's environment.
+  std::vector<std::string> env_overrides;
   /// Stop the job after this long: dump every thread's stack, SIGTERM every process of the
   /// tree, SIGKILL what is left after `kill_grace`.
   std::optional<std::chrono::milliseconds> timeout;

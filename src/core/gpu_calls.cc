@@ -1,0 +1,21 @@
+#include "core/gpu_calls.h"
+
+#include "core/json_fields.h"
+
+namespace gputriage::core {
+
+int64_t GpuCalls::FailedCalls() const {
+  int64_t total = 0;
+  for (const GpuErrorCount& e : errors) total += e.count;
+  return total;
+}
+
+Json ToJson(const GpuCalls& calls) { return json_fields::WriteValue(calls); }
+
+GpuCalls GpuCallsFromJson(const Json& json) {
+  GpuCalls calls;
+  json_fields::ReadValue(json, calls);
+  return calls;
+}
+
+}  // namespace gputriage::core

@@ -1,0 +1,346 @@
+// NVIDIA: the recorder is loaded by the CUDA driver itself (CUDA_INJECTION64_PATH names this
+// library; the driver calls InitializeInjection when the job initialises CUDA) and subscribes to
+// CUPTI's callbacks for the driver API. Every runtime call reaches the driver, so programs that
+// link the CUDA runtime statically (nvcc's default) and frameworks that fetch driver entry points
+// with cuGetProcAddress (PyTorch, Triton) are seen alike — which interposing cuda* symbols with
+// LD_PRELOAD would miss. Only the callbacks below are enabled: a disabled callback costs the
+// driver a flag test.
+//
+// libcupti is loaded with dlopen from $GPUTRIAGE_RECORD_CUPTI (gputriage finds it), else by name;
+// when it is missing, refuses (another subscriber, a driver it does not support) or reports an
+// error, the recorder switches itself off with one warning and the job runs untouched.
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "recorder/lib/writer.h"
+
+namespace gputriage::recorder {
+namespace {
+
+using SubscribeFn = CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
+using EnableCallbackFn = CUptiResult (*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+using ResultStringFn = CUptiResult (*)(CUptiResult, const char**);
+
+struct Cbid {
+  CUpti_CallbackId cbid;
+  Api api;
+};
+
+#define GT_CBID(name) {CUPTI_DRIVER_TRACE_CBID_##name, Api::name}
+constexpr Cbid kCallbacks[] = {
+    GT_CBID(cuMemAlloc_v2), GT_CBID(cuMemAllocManaged), GT_CBID(cuMemAllocHost_v2), GT_CBID(cuMemHostAlloc),
+    GT_CBID(cuMemAllocAsync), GT_CBID(cuMemAllocAsync_ptsz), GT_CBID(cuMemAllocFromPoolAsync),
+    GT_CBID(cuMemAllocFromPoolAsync_ptsz), GT_CBID(cuMemAllocPitch_v2), GT_CBID(cuMemFree_v2),
+    GT_CBID(cuMemFreeHost), GT_CBID(cuMemFreeAsync), GT_CBID(cuMemFreeAsync_ptsz), GT_CBID(cuMemcpy),
+    GT_CBID(cuMemcpyAsync), GT_CBID(cuMemcpy_ptds), GT_CBID(cuMemcpyAsync_ptsz), GT_CBID(cuMemcpyHtoD_v2),
+    GT_CBID(cuMemcpyDtoH_v2), GT_CBID(cuMemcpyDtoD_v2), GT_CBID(cuMemcpyHtoDAsync_v2),
+    GT_CBID(cuMemcpyDtoHAsync_v2), GT_CBID(cuMemcpyDtoDAsync_v2), GT_CBID(cuMemcpyHtoD_v2_ptds),
+    GT_CBID(cuMemcpyDtoH_v2_ptds), GT_CBID(cuMemcpyDtoD_v2_ptds), GT_CBID(cuMemcpyHtoDAsync_v2_ptsz),
+    GT_CBID(cuMemcpyDtoHAsync_v2_ptsz), GT_CBID(cuMemcpyDtoDAsync_v2_ptsz), GT_CBID(cuMemsetD8_v2),
+    GT_CBID(cuMemsetD32_v2), GT_CBID(cuMemsetD8Async), GT_CBID(cuMemsetD32Async), GT_CBID(cuMemsetD8_v2_ptds),
+    GT_CBID(cuMemsetD32_v2_ptds), GT_CBID(cuMemsetD8Async_ptsz), GT_CBID(cuMemsetD32Async_ptsz),
+    GT_CBID(cuLaunchKernel), GT_CBID(cuLaunchKernel_ptsz), GT_CBID(cuLaunchKernelEx), GT_CBID(cuLaunchKernelEx_ptsz),
+    GT_CBID(cuLaunchCooperativeKernel), GT_CBID(cuLaunchCooperativeKernel_ptsz), GT_CBID(cuCtxSynchronize),
+    GT_CBID(cuStreamSynchronize), GT_CBID(cuStreamSynchronize_ptsz), GT_CBID(cuEventSynchronize),
+    GT_CBID(cuModuleLoad), GT_CBID(cuModuleLoadData), GT_CBID(cuModuleLoadDataEx), GT_CBID(cuModuleLoadFatBinary),
+    GT_CBID(cuLibraryLoadData), GT_CBID(cuLibraryLoadFromFile), GT_CBID(cuGraphLaunch), GT_CBID(cuGraphLaunch_ptsz),
+};
+#undef GT_CBID
+
+// cbid -> Api, filled once at initialisation (cbids are small integers).
+constexpr size_t kMaxCbid = 1024;
+Api g_api_of[kMaxCbid];
+
+uint64_t U(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+template <class P>
+void Launch(Event& e, const P* p, const char* symbol) {
+  e.ptr = U(p->f);
+  e.grid[0] = p->gridDimX, e.grid[1] = p->gridDimY, e.grid[2] = p->gridDimZ;
+  e.block[0] = p->blockDimX, e.block[1] = p->blockDimY, e.block[2] = p->blockDimZ;
+  e.shmem = p->sharedMemBytes;
+  e.stream = U(p->hStream);
+  e.name = FunctionName(e.ptr);
+  if (e.name == 0 && symbol != nullptr) {
+    e.name = InternSymbol(symbol);
+    RememberFunctionName(e.ptr, e.name);
+  }
+}
+
+template <class P>
+void LaunchEx(Event& e, const P* p, const char* symbol) {
+  const CUlaunchConfig* c = p->config;
+  e.ptr = U(p->f);
+  if (c != nullptr) {
+    e.grid[0] = c->gridDimX, e.grid[1] = c->gridDimY, e.grid[2] = c->gridDimZ;
+    e.block[0] = c->blockDimX, e.block[1] = c->blockDimY, e.block[2] = c->blockDimZ;
+    e.shmem = c->sharedMemBytes;
+    e.stream = U(c->hStream);
+  }
+  e.name = FunctionName(e.ptr);
+  if (e.name == 0 && symbol != nullptr) {
+    e.name = InternSymbol(symbol);
+    RememberFunctionName(e.ptr, e.name);
+  }
+}
+
+// Fills the event from the call's parameters (on exit: out-pointers hold their results).
+void Describe(Event& e, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  const void* p = cb->functionParams;
+  switch (cbid) {
+#define GT_ALLOC_DPTR(name) \
+  case CUPTI_DRIVER_TRACE_CBID_##name: { \
+    auto* a = static_cast<const name##_params*>(p); \
+    e.ptr = a->dptr ? static_cast<uint64_t>(*a->dptr) : 0, e.size = a->bytesize; \
+    break; \
+  }
+    GT_ALLOC_DPTR(cuMemAlloc_v2)
+    GT_ALLOC_DPTR(cuMemAllocManaged)
+    GT_ALLOC_DPTR(cuMemAllocAsync)
+    GT_ALLOC_DPTR(cuMemAllocAsync_ptsz)
+    GT_ALLOC_DPTR(cuMemAllocFromPoolAsync)
+    GT_ALLOC_DPTR(cuMemAllocFromPoolAsync_ptsz)
+#undef GT_ALLOC_DPTR
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      auto* a = static_cast<const cuMemAllocPitch_v2_params*>(p);
+      e.ptr = a->dptr ? static_cast<uint64_t>(*a->dptr) : 0;
+      e.size = (a->pPitch ? *a->pPitch : a->WidthInBytes) * a->Height;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
+      auto* a = static_cast<const cuMemAllocHost_v2_params*>(p);
+      e.ptr = a->pp ? U(*a->pp) : 0, e.size = a->bytesize, e.flags = kFlagHostMemory;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
+      auto* a = static_cast<const cuMemHostAlloc_params*>(p);
+      e.ptr = a->pp ? U(*a->pp) : 0, e.size = a->bytesize, e.aux = a->Flags, e.flags = kFlagHostMemory;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+      e.ptr = static_cast<const cuMemFree_v2_params*>(p)->dptr;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
+      e.ptr = U(static_cast<const cuMemFreeHost_params*>(p)->p), e.flags = kFlagHostMemory;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+      e.ptr = static_cast<const cuMemFreeAsync_params*>(p)->dptr;
+      e.stream = U(static_cast<const cuMemFreeAsync_params*>(p)->hStream);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      e.ptr = static_cast<const cuMemFreeAsync_ptsz_params*>(p)->dptr;
+      e.stream = U(static_cast<const cuMemFreeAsync_ptsz_params*>(p)->hStream);
+      break;
+#define GT_COPY(name, dstf, srcf, kind) \
+  case CUPTI_DRIVER_TRACE_CBID_##name: { \
+    auto* a = static_cast<const name##_params*>(p); \
+    e.ptr = (uint64_t)(a->dstf), e.ptr2 = (uint64_t)(a->srcf), e.size = a->ByteCount, e.aux = kind; \
+    break; \
+  }
+#define GT_COPY_ASYNC(name, dstf, srcf, kind) \
+  case CUPTI_DRIVER_TRACE_CBID_##name: { \
+    auto* a = static_cast<const name##_params*>(p); \
+    e.ptr = (uint64_t)(a->dstf), e.ptr2 = (uint64_t)(a->srcf), e.size = a->ByteCount, e.aux = kind; \
+    e.stream = U(a->hStream); \
+    break; \
+  }
+    // aux: 1 host to device, 2 device to host, 3 device to device, 4 unified (cudaMemcpyKind).
+    GT_COPY(cuMemcpy, dst, src, 4)
+    GT_COPY(cuMemcpy_ptds, dst, src, 4)
+    GT_COPY_ASYNC(cuMemcpyAsync, dst, src, 4)
+    GT_COPY_ASYNC(cuMemcpyAsync_ptsz, dst, src, 4)
+    GT_COPY(cuMemcpyHtoD_v2, dstDevice, srcHost, 1)
+    GT_COPY(cuMemcpyHtoD_v2_ptds, dstDevice, srcHost, 1)
+    GT_COPY(cuMemcpyDtoH_v2, dstHost, srcDevice, 2)
+    GT_COPY(cuMemcpyDtoH_v2_ptds, dstHost, srcDevice, 2)
+    GT_COPY(cuMemcpyDtoD_v2, dstDevice, srcDevice, 3)
+    GT_COPY(cuMemcpyDtoD_v2_ptds, dstDevice, srcDevice, 3)
+    GT_COPY_ASYNC(cuMemcpyHtoDAsync_v2, dstDevice, srcHost, 1)
+    GT_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, dstDevice, srcHost, 1)
+    GT_COPY_ASYNC(cuMemcpyDtoHAsync_v2, dstHost, srcDevice, 2)
+    GT_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, dstHost, srcDevice, 2)
+    GT_COPY_ASYNC(cuMemcpyDtoDAsync_v2, dstDevice, srcDevice, 3)
+    GT_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, dstDevice, srcDevice, 3)
+#undef GT_COPY
+#undef GT_COPY_ASYNC
+#define GT_SET(name, width) \
+  case CUPTI_DRIVER_TRACE_CBID_##name: { \
+    auto* a = static_cast<const name##_params*>(p); \
+    e.ptr = a->dstDevice, e.size = a->N * (width); \
+    break; \
+  }
+#define GT_SET_ASYNC(name, width) \
+  case CUPTI_DRIVER_TRACE_CBID_##name: { \
+    auto* a = static_cast<const name##_params*>(p); \
+    e.ptr = a->dstDevice, e.size = a->N * (width), e.stream = U(a->hStream); \
+    break; \
+  }
+    GT_SET(cuMemsetD8_v2, 1)
+    GT_SET(cuMemsetD8_v2_ptds, 1)
+    GT_SET(cuMemsetD32_v2, 4)
+    GT_SET(cuMemsetD32_v2_ptds, 4)
+    GT_SET_ASYNC(cuMemsetD8Async, 1)
+    GT_SET_ASYNC(cuMemsetD8Async_ptsz, 1)
+    GT_SET_ASYNC(cuMemsetD32Async, 4)
+    GT_SET_ASYNC(cuMemsetD32Async_ptsz, 4)
+#undef GT_SET
+#undef GT_SET_ASYNC
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      Launch(e, static_cast<const cuLaunchKernel_params*>(p), cb->symbolName);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      Launch(e, static_cast<const cuLaunchKernel_ptsz_params*>(p), cb->symbolName);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      Launch(e, static_cast<const cuLaunchCooperativeKernel_params*>(p), cb->symbolName);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      Launch(e, static_cast<const cuLaunchCooperativeKernel_ptsz_params*>(p), cb->symbolName);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      LaunchEx(e, static_cast<const cuLaunchKernelEx_params*>(p), cb->symbolName);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      LaunchEx(e, static_cast<const cuLaunchKernelEx_ptsz_params*>(p), cb->symbolName);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+      e.stream = U(static_cast<const cuStreamSynchronize_params*>(p)->hStream);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+      e.stream = U(static_cast<const cuStreamSynchronize_ptsz_params*>(p)->hStream);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+      e.ptr = U(static_cast<const cuEventSynchronize_params*>(p)->hEvent);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad: {
+      auto* a = static_cast<const cuModuleLoad_params*>(p);
+      e.ptr = a->module ? U(*a->module) : 0, e.name = a->fname ? InternName(a->fname) : 0;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData: {
+      auto* a = static_cast<const cuModuleLoadData_params*>(p);
+      e.ptr = a->module ? U(*a->module) : 0, e.ptr2 = U(a->image);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx: {
+      auto* a = static_cast<const cuModuleLoadDataEx_params*>(p);
+      e.ptr = a->module ? U(*a->module) : 0, e.ptr2 = U(a->image);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary: {
+      auto* a = static_cast<const cuModuleLoadFatBinary_params*>(p);
+      e.ptr = a->module ? U(*a->module) : 0, e.ptr2 = U(a->fatCubin);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData: {
+      auto* a = static_cast<const cuLibraryLoadData_params*>(p);
+      e.ptr = a->library ? U(*a->library) : 0, e.ptr2 = U(a->code);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile: {
+      auto* a = static_cast<const cuLibraryLoadFromFile_params*>(p);
+      e.ptr = a->library ? U(*a->library) : 0, e.name = a->fileName ? InternName(a->fileName) : 0;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+      e.ptr = U(static_cast<const cuGraphLaunch_params*>(p)->hGraph);
+      e.stream = U(static_cast<const cuGraphLaunch_params*>(p)->hStream);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      e.ptr = U(static_cast<const cuGraphLaunch_ptsz_params*>(p)->hGraphExec);
+      e.stream = U(static_cast<const cuGraphLaunch_ptsz_params*>(p)->hStream);
+      break;
+    default:
+      break;
+  }
+}
+
+void CUPTIAPI OnDriverCall(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= kMaxCbid || Active() == nullptr) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  Api api = g_api_of[cbid];
+  if (api == Api::kUnknown) return;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    uint64_t now = NowNs();
+    if (cb->correlationData != nullptr) *cb->correlationData = now;
+    if (DescribeApi(static_cast<uint16_t>(api)).kind == ApiKind::kSync) {
+      Event pending;
+      pending.api = api, pending.t_ns = now, pending.flags = kFlagPending;
+      Describe(pending, cbid, cb);
+      Emit(pending);
+    }
+    return;
+  }
+  Event e;
+  e.api = api;
+  uint64_t now = NowNs();
+  e.t_ns = cb->correlationData != nullptr && *cb->correlationData != 0 ? *cb->correlationData : now;
+  e.dur_ns = now - e.t_ns;
+  e.result = cb->functionReturnValue ? static_cast<int32_t>(*static_cast<const CUresult*>(cb->functionReturnValue)) : 0;
+  Describe(e, cbid, cb);
+  Emit(e);
+}
+
+bool g_initialized = false;
+
+}  // namespace
+}  // namespace gputriage::recorder
+
+using namespace gputriage::recorder;  // NOLINT: the entry point below is the C ABI
+
+// Called by the CUDA driver (CUDA_INJECTION64_PATH) when the job initialises CUDA. Returns 1:
+// the driver treats 0 as a failed injection and says so, which must not happen to the job
+// because of the recorder — a recorder that cannot work switches itself off instead.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  if (g_initialized || Active() == nullptr) return 1;
+  g_initialized = true;
+  const char* path = std::getenv(kEnvCupti);
+  const char* name = path != nullptr && *path != '\0' ? path : "libcupti.so";
+  void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    char reason[kReasonBytes];
+    std::snprintf(reason, sizeof reason, "CUPTI not loaded (%s): %s", name, dlerror());
+    Disable(reason);
+    return 1;
+  }
+  auto subscribe = reinterpret_cast<SubscribeFn>(dlsym(lib, "cuptiSubscribe"));
+  auto enable = reinterpret_cast<EnableCallbackFn>(dlsym(lib, "cuptiEnableCallback"));
+  auto result_string = reinterpret_cast<ResultStringFn>(dlsym(lib, "cuptiGetResultString"));
+  if (subscribe == nullptr || enable == nullptr) {
+    Disable("CUPTI loaded but cuptiSubscribe/cuptiEnableCallback are missing");
+    return 1;
+  }
+  for (const Cbid& c : kCallbacks) {
+    if (c.cbid < kMaxCbid) g_api_of[c.cbid] = c.api;
+  }
+  CUpti_SubscriberHandle subscriber = nullptr;
+  CUptiResult r = subscribe(&subscriber, OnDriverCall, nullptr);
+  if (r != CUPTI_SUCCESS) {
+    const char* text = "unknown";
+    if (result_string) result_string(r, &text);
+    char reason[kReasonBytes];
+    std::snprintf(reason, sizeof reason, "cuptiSubscribe failed (%d, %s): another CUPTI tool in the job?",
+                  static_cast<int>(r), text);
+    Disable(reason);
+    return 1;
+  }
+  for (const Cbid& c : kCallbacks) {
+    CUptiResult e = enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, c.cbid);
+    if (e != CUPTI_SUCCESS) {
+      char reason[kReasonBytes];
+      std::snprintf(reason, sizeof reason, "cuptiEnableCallback(%s) failed (%d)",
+                    DescribeApi(static_cast<uint16_t>(c.api)).name, static_cast<int>(e));
+      Disable(reason);
+      return 1;
+    }
+  }
+  char note[kReasonBytes];
+  std::snprintf(note, sizeof note, "CUPTI driver-API callbacks via %s", name);
+  Note(note);
+  SetHook(kHookCupti);
+  return 1;
+}
