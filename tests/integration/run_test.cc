@@ -523,6 +523,80 @@ TEST_F(RunTest, RealCudaProgramWithoutAGpuGetsTheRuntimesAnswer) {
 #endif
 }
 
+// --record on a real HIP program that ignores every return code: the real libamdhip64 fails
+// each call here (no AMD GPU); the job prints "done" and exits 0, and the bundle still comes,
+// with every failed call and its code in gpu_calls.json.
+TEST_F(RunTest, RecordCatchesGpuErrorsAJobIgnored) {
+#ifndef GT_HIP_IGNORED_ERRORS
+  GTEST_SKIP() << "hipcc was not found at configure time, so tests/gpu/hip_ignored_errors was not built";
+#else
+  if (access("/dev/kfd", F_OK) == 0) GTEST_SKIP() << "this machine has an AMD GPU: the calls would succeed";
+  JobRun r = Run({GT_HIP_IGNORED_ERRORS}, {"--record"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "done\n");
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "gpu-api-error") << r.process.dump(1);
+  EXPECT_TRUE(r.manifest["files"]["gpu_calls.json"].value("present", false)) << r.manifest.dump(1);
+  Json g = Json::parse(ReadAll(r.bundle + "/gpu_calls.json"), nullptr, false);
+  ASSERT_TRUE(g.is_object()) << ReadAll(r.bundle + "/gpu_calls.json");
+  ASSERT_TRUE(g["calls"].is_array());
+  ASSERT_TRUE(g["candidates"].is_array());
+  std::set<std::string> apis;
+  for (const Json& c : g["calls"]) {
+    apis.insert(c.value("api", ""));
+    ASSERT_TRUE(c["result"].is_number_integer()) << c.dump();
+    EXPECT_NE(c.value("result", 0), 0) << c.dump();  // nothing can succeed without a GPU
+    EXPECT_EQ(c.value("result_name", "").rfind("hipError", 0), 0u) << c.dump();
+  }
+  // The kernel launch is skipped by the compiled code once its configuration fails: that call is
+  // the launch's trace.
+  for (const char* api : {"hipMalloc", "hipMemcpy", "__hipPushCallConfiguration", "hipDeviceSynchronize", "hipFree"}) {
+    EXPECT_TRUE(apis.count(api)) << api << " not recorded: " << g["calls"].dump(1);
+  }
+  for (const Json& c : g["calls"]) {
+    if (c.value("api", "") != "__hipPushCallConfiguration") continue;
+    EXPECT_EQ(c["grid"], Json::parse("[256,1,1]"));
+    EXPECT_EQ(c["block"], Json::parse("[256,1,1]"));
+  }
+  ASSERT_EQ(g["processes"].size(), 1u);
+  EXPECT_EQ(g["processes"][0]["hooks"], Json::parse(R"(["hip"])"));
+  EXPECT_EQ(g["processes"][0].value("failed_calls", 0), static_cast<int>(g["calls"].size()));
+  EXPECT_NE(r.err.find("GPU calls failed, the first hipMalloc with hipError"), std::string::npos) << r.err;
+#endif
+}
+
+// A job with no GPU calls: the recorder is loaded, sees nothing, and the crash is what it was.
+TEST_F(RunTest, RecordLeavesAJobWithoutGpuCallsAsItWas) {
+  JobRun r = Run({kCrasher, "null"}, {"--record"});
+  EXPECT_EQ(r.status, 139);
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "null-dereference");
+  Json g = Json::parse(ReadAll(r.bundle + "/gpu_calls.json"), nullptr, false);
+  ASSERT_TRUE(g.is_object());
+  ASSERT_EQ(g["processes"].size(), 1u) << g.dump(1);
+  EXPECT_EQ(g["processes"][0].value("calls", -1), 0);
+  EXPECT_EQ(g["processes"][0]["hooks"], Json::array());
+  EXPECT_TRUE(g["calls"].empty());
+  // The record directory is gone once the bundle has what it held.
+  for (const auto& e : fs::directory_iterator(bundles_)) {
+    EXPECT_EQ(e.path().filename().string().find(".record.partial-"), std::string::npos) << e.path();
+  }
+}
+
+// A static executable cannot take the recorder: it runs unharmed and the bundle says why.
+TEST_F(RunTest, RecordSaysWhatAStaticJobCouldNotRecord) {
+  JobRun r = Run({std::string(GT_CRASHERS_DIR) + "/static_abort"}, {"--record"});
+  EXPECT_EQ(r.status, 134);
+  EXPECT_EQ(r.out, "static job started\n");
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  Json g = Json::parse(ReadAll(r.bundle + "/gpu_calls.json"), nullptr, false);
+  ASSERT_TRUE(g.is_object());
+  EXPECT_TRUE(g["processes"].empty());
+  ASSERT_FALSE(g["not_recorded"].empty());
+  EXPECT_NE(g["not_recorded"][0].value("reason", "").find("static or 32-bit executable"), std::string::npos)
+      << g.dump(1);
+}
+
 TEST_F(RunTest, PythonTracebackIsAFailure) {
   JobRun r = Run({"python3", "-c", "raise ValueError('bad shape (3, 4)')"});
   if (r.status == 127) GTEST_SKIP() << "no python3";
