@@ -18,4 +18,12 @@ GpuCalls GpuCallsFromJson(const Json& json) {
   return calls;
 }
 
+Json ToJson(const Escalation& escalation) { return json_fields::WriteValue(escalation); }
+
+Escalation EscalationFromJson(const Json& json) {
+  Escalation escalation;
+  json_fields::ReadValue(json, escalation);
+  return escalation;
+}
+
 }  // namespace gputriage::core

@@ -163,7 +163,86 @@ struct GpuCalls {
   int64_t FailedCalls() const;
 };
 
+/// One error compute-sanitizer's memcheck reported ("Invalid __global__ write of size 4 bytes").
+struct SanitizerError {
+  std::string kind;  ///< "Invalid __global__ write"
+  std::optional<int64_t> access_bytes;
+  std::string kernel;                    ///< as the tool prints it
+  std::optional<std::string> pc_offset;  ///< "0xb0"
+  std::optional<std::string> file;       ///< with -lineinfo
+  std::optional<int64_t> line;
+  std::optional<std::vector<int64_t>> thread;
+  std::optional<std::vector<int64_t>> block;
+  std::optional<std::string> address;
+  std::optional<std::string> problem;  ///< "is out of bounds", "is misaligned"
+  std::optional<std::string> relation;  ///< "1 bytes after", "inside"
+  std::optional<std::string> nearest_allocation;
+  std::optional<int64_t> nearest_allocation_bytes;
+  std::vector<std::string> host_frames;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("kind", s.kind);
+    v("access_bytes", s.access_bytes);
+    v("kernel", s.kernel);
+    v("pc_offset", s.pc_offset);
+    v("file", s.file);
+    v("line", s.line);
+    v("thread", s.thread);
+    v("block", s.block);
+    v("address", s.address);
+    v("problem", s.problem);
+    v("relation", s.relation);
+    v("nearest_allocation", s.nearest_allocation);
+    v("nearest_allocation_bytes", s.nearest_allocation_bytes);
+    v("host_frames", s.host_frames);
+  }
+};
+
+/// One step of `run --escalate`: a rerun of the job and what it showed.
+struct EscalationStep {
+  std::string step;  ///< "sync" (synchronous launches) or "sanitizer"
+  std::vector<std::string> command;
+  std::vector<std::string> environment;  ///< what the step set ("CUDA_LAUNCH_BLOCKING=1")
+  std::optional<int64_t> exit_status;
+  double seconds = 0;
+  std::string outcome;  ///< one line
+  std::optional<GpuCall> failing_launch;
+  std::vector<SanitizerError> errors;
+  std::optional<int64_t> errors_reported;  ///< memcheck's "ERROR SUMMARY: N errors"
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("step", s.step);
+    v("command", s.command);
+    v("environment", s.environment);
+    v("exit_status", s.exit_status);
+    v("seconds", s.seconds);
+    v("outcome", s.outcome);
+    v("failing_launch", s.failing_launch);
+    v("errors", s.errors);
+    v("errors_reported", s.errors_reported);
+  }
+};
+
+/// escalation.json: the chain of evidence from an asynchronous GPU error to its kernel.
+struct Escalation {
+  double job_seconds = 0;  ///< the failed run's own duration, for comparison
+  std::vector<EscalationStep> steps;
+  std::optional<std::string> kernel;    ///< the faulting kernel, when a step named it
+  std::optional<std::string> location;  ///< "file.cu:42", from the sanitizer
+  std::string summary;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("job_seconds", s.job_seconds);
+    v("steps", s.steps);
+    v("kernel", s.kernel);
+    v("location", s.location);
+    v("summary", s.summary);
+  }
+};
+
 Json ToJson(const GpuCalls& calls);
+Json ToJson(const Escalation& escalation);
+Escalation EscalationFromJson(const Json& json);
 /// Lenient: a member of another shape stays at its default.
 GpuCalls GpuCallsFromJson(const Json& json);
 
