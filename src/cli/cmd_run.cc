@@ -47,6 +47,7 @@ int RunJob(RunFlags& flags, CLI::App& app) {
     request.bundle_dir = *home + "/bundles";
   }
   request.trace = !flags.no_trace;
+  if (request.escalate || request.sync_only) request.record = true;
   if (request.record) request.recorder_library = RecorderLibraryPath();
   request.tool_version = core::kToolVersion;
   if (!flags.no_snapshot) request.take_snapshot = [] { return TakeSnapshot(SnapshotFlags{}); };
@@ -118,6 +119,13 @@ Command RunCommand() {
                      "launches, allocations, copies, synchronisations and every call's return code go to "
                      "the bundle's gpu_calls.json, with the launches in flight when a GPU error surfaced; "
                      "a job that exits 0 after ignored GPU errors gets a bundle too");
+        app.add_flag("--escalate", flags->request.escalate,
+                     "When the job fails with an asynchronous GPU error (illegal address, GPU page fault, "
+                     "device assert), rerun it with synchronous launches and the recorder to name the "
+                     "faulting launch, then (NVIDIA) under compute-sanitizer memcheck restricted to that "
+                     "kernel for file:line, thread, block and address; writes escalation.json. Implies --record");
+        app.add_flag("--sync", flags->request.sync_only,
+                     "Like --escalate, but only the synchronous rerun (no compute-sanitizer)");
         app.add_flag("--json", flags->json,
                      "After the job, print {runs:[{exit_status, failed, classification, signature, bundle, "
                      "signal, si_code, fault_address, crashed_thread, tracing_side_effects}], "

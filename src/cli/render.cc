@@ -236,6 +236,30 @@ std::string RenderAnalysis(const kb::Analysis& a) {
       out += fmt::format("  {}: {}\n", T(a.evidence[i].source), T(a.evidence[i].text));
     }
   }
+  if (a.gpu) {
+    std::string gpu;
+    if (a.gpu->kernel) {
+      gpu += fmt::format("  faulting kernel: {}{}\n", T(*a.gpu->kernel), a.gpu->location ? " at " + T(*a.gpu->location) : "");
+    }
+    if (!a.gpu->escalation_summary.empty()) gpu += fmt::format("  escalation: {}\n", T(a.gpu->escalation_summary));
+    for (size_t i = 0; i < a.gpu->candidates.size() && i < 5; ++i) {
+      const core::GpuCall& c = a.gpu->candidates[i];
+      gpu += fmt::format("  {} {}: {} ({}, stream {})\n", i == 0 ? "in flight, newest:" : "                  ", i + 1,
+                         T(c.kernel.value_or("?")), c.api, T(c.stream.value_or("?")));
+    }
+    if (a.gpu->candidates.size() > 5) gpu += fmt::format("  ... {} more launches in flight (--json)\n", a.gpu->candidates.size() - 5);
+    for (const core::GpuCall& c : a.gpu->in_progress) {
+      gpu += fmt::format("  waiting in: {} (pid {}, thread {})\n", c.api, c.pid, c.tid);
+    }
+    for (const core::GpuAddressAttribution& t : a.gpu->attributions) {
+      gpu += fmt::format("  fault address {}: {}\n", t.address, T(t.summary));
+    }
+    for (size_t i = 0; i < a.gpu->errors.size() && i < 5; ++i) {
+      const core::GpuErrorCount& e = a.gpu->errors[i];
+      gpu += fmt::format("  failed: {} -> {} ({}) x{}\n", e.api, T(e.result_name.value_or("?")), e.result, e.count);
+    }
+    if (!gpu.empty()) out += "gpu calls (flight recorder):\n" + gpu;
+  }
   if (!a.signature.empty()) out += fmt::format("signature: {}\n", T(a.signature));
   out += "next steps:\n";
   for (const std::string& s : a.next_steps) out += fmt::format("  - {}\n", T(s));

@@ -67,7 +67,8 @@ constexpr BundleFileSpec kBundleFiles[] = {
     {"process.json", kBundleProcessMaxBytes, false}, {"manifest.json", kBundleManifestMaxBytes, false},
     {"snapshot.json", kSnapshotMaxBytes, false},     {"repeat.json", kBundleRepeatMaxBytes, false},
     {"stdout.tail", kBundleTailMaxBytes, true},      {"stderr.tail", kBundleTailMaxBytes, true},
-    {"kmsg.log", kBundleKmsgMaxBytes, true},
+    {"kmsg.log", kBundleKmsgMaxBytes, true},         {"gpu_calls.json", kBundleGpuCallsMaxBytes, false},
+    {"escalation.json", kBundleEscalationMaxBytes, false},
 };
 
 // A JSON file of the bundle, parsed; nullopt (with a problem noted) when absent or damaged.
@@ -152,6 +153,12 @@ Result<Bundle> BundleFromFiles(const std::string& dir, BundleFileSet files) {
     RepeatStats typed;
     json_fields::ReadValue(*repeat, typed);
     if (typed.runs > 0) bundle.repeat = typed;
+  }
+  if (std::optional<Json> gpu_calls = BundleJson(files, "gpu_calls.json", bundle)) {
+    bundle.gpu_calls = GpuCallsFromJson(*gpu_calls);
+  }
+  if (std::optional<Json> escalation = BundleJson(files, "escalation.json", bundle)) {
+    bundle.escalation = EscalationFromJson(*escalation);
   }
   bundle.stdout_tail = BundleText(files, "stdout.tail", bundle);
   bundle.stderr_tail = BundleText(files, "stderr.tail", bundle);

@@ -11,6 +11,9 @@ int64_t GpuCalls::FailedCalls() const {
 }
 
 Json ToJson(const GpuCalls& calls) { return json_fields::WriteValue(calls); }
+Json ToJson(const GpuCall& call) { return json_fields::WriteValue(call); }
+Json ToJson(const GpuErrorCount& count) { return json_fields::WriteValue(count); }
+Json ToJson(const GpuAddressAttribution& attribution) { return json_fields::WriteValue(attribution); }
 
 GpuCalls GpuCallsFromJson(const Json& json) {
   GpuCalls calls;

@@ -241,6 +241,9 @@ struct Escalation {
 };
 
 Json ToJson(const GpuCalls& calls);
+Json ToJson(const GpuCall& call);
+Json ToJson(const GpuErrorCount& count);
+Json ToJson(const GpuAddressAttribution& attribution);
 Json ToJson(const Escalation& escalation);
 Escalation EscalationFromJson(const Json& json);
 /// Lenient: a member of another shape stays at its default.

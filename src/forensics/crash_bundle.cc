@@ -323,6 +323,9 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
   } else {
     staging.Absent("gpu_calls.json", run.gpu_calls_missing.value_or("not recorded: `run --record` records the job's GPU calls"));
   }
+  if (run.escalation) {
+    GT_RETURN_IF_ERROR(staging.Put("escalation.json", Pretty(core::ToJson(*run.escalation))));
+  }
   Json findings = {{"schema_version", core::kFindingsSchemaVersion}, {"findings", run.findings}};
   return staging.Put("findings.json", Pretty(findings));
 }
@@ -587,6 +590,26 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
                        t.name.empty() ? "" : " \"" + t.name + "\"");
     if (const Frame* user = FirstUserFrame(t.frames); user && user != &t.frames.front()) {
       out += fmt::format("  your code: {}\n", FrameLine(*user));
+    }
+  }
+  if (run.gpu_calls && !run.gpu_calls->candidates.empty()) {
+    const core::GpuCall& newest = run.gpu_calls->candidates.front();
+    out += fmt::format("  in flight: {} launch{} since the last successful synchronisation, newest {}\n",
+                       run.gpu_calls->candidates.size(), run.gpu_calls->candidates.size() == 1 ? "" : "es",
+                       newest.kernel.value_or("?"));
+  }
+  if (run.gpu_calls) {
+    for (const core::GpuAddressAttribution& a : run.gpu_calls->attributions) {
+      out += fmt::format("  fault address {}: {}\n", a.address, a.summary);
+    }
+  }
+  if (run.escalation) {
+    if (run.escalation->kernel) {
+      out += fmt::format("  kernel: {}{}\n", *run.escalation->kernel,
+                         run.escalation->location ? " at " + *run.escalation->location : "");
+    }
+    for (const core::EscalationStep& s : run.escalation->steps) {
+      out += fmt::format("  escalation {} ({:.1f} s): {}\n", s.step, s.seconds, s.outcome);
     }
   }
   size_t related = 0;

@@ -30,6 +30,8 @@ struct RunAssessment {
   std::optional<core::GpuCalls> gpu_calls;
   /// Why --record could not record (set instead of gpu_calls).
   std::optional<std::string> gpu_calls_missing;
+  /// `run --escalate`/`--sync`: the reruns that named the faulting kernel.
+  std::optional<core::Escalation> escalation;
 
   bool failed() const { return classification.has_value(); }
   /// The process the failure is about: the first crash, else the first hang dump; null when

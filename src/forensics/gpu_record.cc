@@ -11,11 +11,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "core/fs.h"
 #include "core/scoped_fd.h"
 #include "recorder/ring_format.h"
 
@@ -47,14 +49,18 @@ bool IsSticky(const catalog::ErrorCodes& errors, std::string_view api, int64_t r
   return code != nullptr && code->sticky;
 }
 
-// The mapped file and its parts, validated.
+// The file's bytes and its header, validated.
 struct Mapped {
   const char* base = nullptr;
   size_t bytes = 0;
   const rec::Header* header = nullptr;
-  ~Mapped() {
-    if (base != nullptr) munmap(const_cast<char*>(base), bytes);
-  }
+};
+
+// A mapping of the file, unmapped when done.
+struct Mapping {
+  const char* base;
+  size_t bytes;
+  ~Mapping() { munmap(const_cast<char*>(base), bytes); }
 };
 
 std::string NameAt(const Mapped& m, uint32_t name) {
@@ -159,6 +165,45 @@ void Track(Flight& flight, const core::GpuCall& c, rec::ApiKind kind, const cata
 
 }  // namespace
 
+RecordSession::~RecordSession() {
+  if (dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void RecordSession::Start(const std::string& library, const std::string& parent, const std::string& tag) {
+  if (library.empty() || ::access(library.c_str(), R_OK) != 0) {
+    not_possible_ = fmt::format("the recorder library {} is missing (install gputriage with its lib/ directory)",
+                                library.empty() ? "libgputriage-record.so" : library);
+    return;
+  }
+  if (auto made = core::MakeDirectories(parent, 0700); !made.ok()) {
+    not_possible_ = fmt::format("{}: cannot create the bundle directory ({})", parent, made.error().message);
+    return;
+  }
+  std::string pattern = parent + "/.record.partial-" + tag + "_XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    not_possible_ = fmt::format("{}: cannot create the record directory: {}", parent, std::strerror(errno));
+    return;
+  }
+  dir_ = pattern;
+  env_.push_back(std::string(rec::kEnvDir) + "=" + dir_);
+  const char* preload = std::getenv("LD_PRELOAD");
+  env_.push_back("LD_PRELOAD=" + library + (preload && *preload ? std::string(":") + preload : ""));
+  if (const char* injection = std::getenv("CUDA_INJECTION64_PATH"); injection && *injection) {
+    notes_.push_back(fmt::format("CUDA calls: CUDA_INJECTION64_PATH is already set ({}); the recorder did not replace it", injection));
+  } else {
+    env_.push_back("CUDA_INJECTION64_PATH=" + library);
+    if (std::optional<std::string> cupti = FindCupti()) env_.push_back(std::string(rec::kEnvCupti) + "=" + *cupti);
+  }
+}
+
+core::GpuCalls RecordSession::Read(const catalog::ErrorCodes& errors) const {
+  core::GpuCalls calls = ReadGpuRecordDir(dir_, errors);
+  for (const std::string& note : notes_) calls.not_recorded.push_back({"gpu calls", note});
+  return calls;
+}
+
 std::string_view ApiVendor(std::string_view api) {
   while (!api.empty() && api.front() == '_') api.remove_prefix(1);
   return api.substr(0, 3) == "hip" ? "hip" : "cuda";
@@ -211,11 +256,25 @@ core::Result<core::GpuCalls> ReadGpuRecordFile(const std::string& path, const ca
     return core::MakeError("{}: {} bytes, shorter than a record header ({}): not a recorder file or cut short",
                            path, st.st_size, rec::kHeaderBytes);
   }
-  Mapped m;
-  m.bytes = static_cast<size_t>(st.st_size);
-  void* map = mmap(nullptr, m.bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
+  size_t bytes = static_cast<size_t>(st.st_size);
+  void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
   if (map == MAP_FAILED) return core::MakeError("{}: cannot map: {}", path, std::strerror(errno));
-  m.base = static_cast<const char*>(map);
+  Mapping mapping{static_cast<const char*>(map), bytes};
+  return ParseGpuRecord(std::string_view(mapping.base, mapping.bytes), path, errors, limits);
+}
+
+core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::string& path, const catalog::ErrorCodes& errors,
+                                            const GpuRecordLimits& limits) {
+  if (file.size() < rec::kHeaderBytes) {
+    return core::MakeError("{}: {} bytes, shorter than a record header ({}): not a recorder file or cut short",
+                           path, file.size(), rec::kHeaderBytes);
+  }
+  if (reinterpret_cast<uintptr_t>(file.data()) % alignof(uint64_t) != 0) {
+    return core::MakeError("{}: the record is not 8-byte aligned in memory", path);
+  }
+  Mapped m;
+  m.bytes = file.size();
+  m.base = file.data();
   m.header = reinterpret_cast<const rec::Header*>(m.base);
   const rec::Header& h = *m.header;
   if (std::memcmp(h.magic, rec::kMagic, sizeof rec::kMagic) != 0) return core::MakeError("{}: not a gputriage record file (bad magic)", path);

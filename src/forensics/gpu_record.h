@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,10 @@ struct GpuRecordLimits {
 /// torn records (a crash in the middle of a write) skipped. Fails naming the file.
 core::Result<core::GpuCalls> ReadGpuRecordFile(const std::string& path, const catalog::ErrorCodes& errors,
                                                const GpuRecordLimits& limits = {});
+
+/// The same from the file's bytes (8-byte aligned; fuzzing and tests); `path` names it in errors.
+core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::string& path,
+                                            const catalog::ErrorCodes& errors, const GpuRecordLimits& limits = {});
 
 /// Every "gpu-record.<pid>.ring" in `dir`, merged (calls ordered by time across processes). A
 /// file that cannot be read is a `not_recorded` entry; a directory without any file says why
@@ -50,6 +55,36 @@ std::optional<std::string> FindCupti();
 
 /// "hip" for HIP runtime calls (hipMalloc, __hipPushCallConfiguration), else "cuda".
 std::string_view ApiVendor(std::string_view api);
+
+/// A record directory for one run of the job and the environment that loads the recorder into
+/// it: LD_PRELOAD (HIP), CUDA_INJECTION64_PATH (the CUDA driver loads it and calls its
+/// InitializeInjection), GPUTRIAGE_RECORD_DIR and the CUPTI library to use. The directory and
+/// its files go when the session ends.
+class RecordSession {
+ public:
+  RecordSession() = default;
+  ~RecordSession();
+  RecordSession(const RecordSession&) = delete;
+  RecordSession& operator=(const RecordSession&) = delete;
+
+  /// Creates "<parent>/.record.partial-<tag>_XXXXXX" (a name RemoveStalePartials knows) for
+  /// `library` (libgputriage-record.so). When that cannot be done, not_possible() says why and
+  /// env() is empty: the job runs without the recorder.
+  void Start(const std::string& library, const std::string& parent, const std::string& tag);
+
+  const std::vector<std::string>& env() const { return env_; }
+  const std::optional<std::string>& not_possible() const { return not_possible_; }
+
+  /// What the job's processes recorded (ReadGpuRecordDir), with what this session could not
+  /// arrange (another CUDA_INJECTION64_PATH already set).
+  core::GpuCalls Read(const catalog::ErrorCodes& errors) const;
+
+ private:
+  std::string dir_;
+  std::optional<std::string> not_possible_;
+  std::vector<std::string> notes_;
+  std::vector<std::string> env_;
+};
 
 /// "4 KiB", "1.5 MiB".
 std::string HumanBytes(uint64_t bytes);

@@ -290,6 +290,32 @@ TEST(GpuFaultAddress, FromRealXid31AndAmdgpuRecords) {
   EXPECT_NE(std::find(addresses.begin(), addresses.end(), 0x0000800109862000u), addresses.end());
 }
 
+// Writes the seed corpus of fuzz/gpu_record_fuzz.cc: record files as the writer lays them out.
+// Run with --gtest_also_run_disabled_tests --gtest_filter='*WriteFuzzSeedCorpus' from the source tree.
+TEST_F(GpuRecordTest, DISABLED_WriteFuzzSeedCorpus) {
+  fs::path out = fs::path(GT_SOURCE_DIR) / "fuzz/corpus/gpu_record";
+  fs::create_directories(out);
+  auto save = [&](const RingFile& f, const std::string& name) { fs::copy_file(f.Write(dir_), out / name, fs::copy_options::overwrite_existing); };
+  RingFile fault;
+  fault.Launch("warmup(float*)", 0, 1);
+  fault.Call(rec::Api::cuCtxSynchronize, 0, 2);
+  fault.Launch("gemm_kernel<float>(float const*, float*)", 0, 3);
+  fault.Launch("scatter_add(float*, long const*, int)", 0x55, 4);
+  fault.Call(rec::Api::cuMemcpyDtoH_v2, 700, 5);
+  fault.CountError(rec::Api::cuMemcpyDtoH_v2, 700, 1);
+  fault.Alloc(0, 0x7f0000000000, 512 << 10, rec::kSlotLive);
+  fault.Alloc(1, 0x7f0000200000, 1 << 20, rec::kSlotFreed);
+  save(fault, "sticky-fault-with-candidates-and-allocations.ring");
+  RingFile hang;
+  hang.Launch("spin_forever(int*)", 0, 1);
+  hang.Call(rec::Api::hipDeviceSynchronize, 0, 2, rec::kFlagPending);
+  save(hang, "hang-in-device-synchronize.ring");
+  RingFile wrapped;
+  for (int t = 0; t < 10; ++t) wrapped.Launch("k" + std::to_string(t) + "()", 0, t);
+  wrapped.records()[9 % RingFile::kRecords].seq = 0;
+  save(wrapped, "wrapped-ring-with-a-torn-record.ring");
+}
+
 TEST(GpuRecordText, HumanBytesAndVendor) {
   EXPECT_EQ(HumanBytes(512), "512 B");
   EXPECT_EQ(HumanBytes(4096), "4 KiB");

@@ -15,6 +15,7 @@
 #include "core/signals.h"
 #include "core/terminal.h"
 #include "core/text.h"
+#include "forensics/escalate.h"
 #include "forensics/exec_failure.h"
 #include "forensics/gpu_record.h"
 #include "recorder/ring_format.h"
@@ -199,57 +200,13 @@ void PassedRun(Series& series, const RunAssessment& run, const RunRecord& record
   if (!record.trace_effects.empty()) series.speaker.Summary(TraceEffectsText(record.trace_effects));
 }
 
-// The flight recorder's directory for one run and the environment that loads it into the job;
-// removed with what is in it when the run is done.
-struct Recording {
-  std::string dir;
-  std::optional<std::string> not_possible;  // why --record cannot record this run
-  std::vector<std::string> notes;           // what is not recorded (the CUDA side without CUPTI)
-  std::vector<std::string> env;
-  ~Recording() {
-    if (dir.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
-
-void PrepareRecording(const RunRequest& request, Recording& rec) {
-  if (!request.record) return;
-  if (request.recorder_library.empty() || ::access(request.recorder_library.c_str(), R_OK) != 0) {
-    rec.not_possible = fmt::format("the recorder library {} is missing (install gputriage with its lib/ directory)",
-                                   request.recorder_library.empty() ? "libgputriage-record.so" : request.recorder_library);
-    return;
-  }
-  if (auto made = core::MakeDirectories(request.bundle_dir, 0700); !made.ok()) {
-    rec.not_possible = fmt::format("{}: cannot create the bundle directory ({})", request.bundle_dir, made.error().message);
-    return;
-  }
-  std::string pattern = request.bundle_dir + "/.record.partial-" + PartialWriterTag() + "_XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
-    rec.not_possible = fmt::format("{}: cannot create the record directory: {}", request.bundle_dir, std::strerror(errno));
-    return;
-  }
-  rec.dir = pattern;
-  rec.env.push_back(std::string(recorder::kEnvDir) + "=" + rec.dir);
-  const char* preload = std::getenv("LD_PRELOAD");
-  rec.env.push_back("LD_PRELOAD=" + request.recorder_library + (preload && *preload ? std::string(":") + preload : ""));
-  if (const char* injection = std::getenv("CUDA_INJECTION64_PATH"); injection && *injection) {
-    rec.notes.push_back(fmt::format("CUDA calls: CUDA_INJECTION64_PATH is already set ({}); the recorder did not replace it", injection));
-  } else {
-    rec.env.push_back("CUDA_INJECTION64_PATH=" + request.recorder_library);
-    if (std::optional<std::string> cupti = FindCupti()) {
-      rec.env.push_back(std::string(recorder::kEnvCupti) + "=" + *cupti);
-    }
-  }
-}
-
 // One supervised run; writes a bundle when it failed with a signature not seen before.
 core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   const RunRequest& request = series.request;
-  Recording recording;
-  PrepareRecording(request, recording);
+  RecordSession recording;
+  if (request.record) recording.Start(request.recorder_library, request.bundle_dir, PartialWriterTag());
   SuperviseOptions options = OptionsFor(series);
-  options.env_overrides = recording.env;
+  options.env_overrides = recording.env();
   GT_ASSIGN_OR_RETURN(SuperviseOutcome outcome, Supervise(options));
   series.speaker.AfterJob(outcome.stderr_mid_line);
   series.stdout_mid_line = outcome.stdout_mid_line;
@@ -265,14 +222,26 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   }
   RunAssessment run = Assess(std::move(outcome));
   if (request.record) {
-    if (recording.not_possible) {
-      run.gpu_calls_missing = "--record: " + *recording.not_possible;
-      series.speaker.Error("--record: " + *recording.not_possible + "; the job ran without the recorder");
+    if (recording.not_possible()) {
+      run.gpu_calls_missing = "--record: " + *recording.not_possible();
+      series.speaker.Error("--record: " + *recording.not_possible() + "; the job ran without the recorder");
     } else {
-      core::GpuCalls calls = ReadGpuRecordDir(recording.dir, series.errors);
-      for (const std::string& note : recording.notes) calls.not_recorded.push_back({"gpu calls", note});
-      AddGpuCalls(run, std::move(calls), series.errors);
+      AddGpuCalls(run, recording.Read(series.errors), series.errors);
     }
+  }
+  if ((request.escalate || request.sync_only) && Escalatable(run)) {
+    EscalateRequest er{.command = request.command,
+                       .sync_only = request.sync_only,
+                       .recorder_library = request.recorder_library,
+                       .record_parent = request.bundle_dir,
+                       .writer_tag = PartialWriterTag(),
+                       .timeout = request.timeout,
+                       .progress = [&](const std::string& text) { series.speaker.Progress(text); }};
+    AddEscalation(run, Escalate(er, run.outcome.duration_s, series.errors));
+  } else if ((request.escalate || request.sync_only) && run.failed()) {
+    series.speaker.Progress(fmt::format("gputriage: {}: the failure ({}) is not an asynchronous GPU error; nothing to rerun\n",
+                                        request.sync_only ? "--sync" : "--escalate",
+                                        core::CategoryName(run.classification->category)));
   }
   if (!run.failed()) {
     PassedRun(series, run, record);

@@ -68,6 +68,10 @@ struct RunRequest {
   /// into the bundle as gpu_calls.json.
   bool record = false;
   std::string recorder_library;  ///< path of libgputriage-record.so
+  /// --escalate: after an asynchronous GPU error, rerun with synchronous launches and then under
+  /// compute-sanitizer to name the kernel (escalation.json). --sync: the first rerun only.
+  bool escalate = false;
+  bool sync_only = false;
   /// Whether the job starts with SIGPIPE ignored; nullopt: as this process has it.
   std::optional<bool> job_ignores_sigpipe;
   uint64_t core_cap_bytes = 4ull << 30;

@@ -138,6 +138,21 @@ void Analyzer::AddBundle(const core::Bundle& bundle) {
   }
   AddProcess(bundle.process.primary, bundle.dir + "/process.json");
   if (bundle.repeat) scan_->SetRepeat(*bundle.repeat);
+  if (bundle.gpu_calls || bundle.escalation) {
+    GpuCallEvidence gpu;
+    if (bundle.gpu_calls) {
+      gpu.candidates = bundle.gpu_calls->candidates;
+      gpu.attributions = bundle.gpu_calls->attributions;
+      gpu.errors = bundle.gpu_calls->errors;
+      gpu.in_progress = bundle.gpu_calls->in_progress;
+    }
+    if (bundle.escalation) {
+      gpu.kernel = bundle.escalation->kernel;
+      gpu.location = bundle.escalation->location;
+      gpu.escalation_summary = bundle.escalation->summary;
+    }
+    gpu_ = std::move(gpu);
+  }
 }
 
 void Analyzer::AddProcess(const core::ProcessReport& report, const std::string& name) {
@@ -191,6 +206,20 @@ Analysis Analyzer::Finish(const Facts* facts) {
                         "is raised at the launch of the kernel that failed; the traceback then points at it.");
   }
   if (a.matches.empty()) a.search_links = SearchLinks(a.signature);
+  if (gpu_) {
+    if (gpu_->kernel) {
+      a.next_steps.insert(a.next_steps.begin(),
+                          fmt::format("The faulting kernel is {}{}: start there (escalation.json has the chain of evidence).",
+                                      *gpu_->kernel, gpu_->location ? " at " + *gpu_->location : ""));
+    } else if (!gpu_->candidates.empty()) {
+      a.next_steps.insert(a.next_steps.begin(),
+                          fmt::format("The kernel that failed is among the {} launched since the last successful "
+                                      "synchronisation (newest: {}); `gputriage run --escalate` names it.",
+                                      gpu_->candidates.size(), gpu_->candidates.front().kernel.value_or("?")));
+    }
+    a.gpu = std::move(gpu_);
+    gpu_.reset();
+  }
   return a;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_calls.h"
 #include "core/bundle.h"
 #include "core/category.h"
 #include "core/model.h"
@@ -22,6 +23,18 @@
 namespace gputriage::kb {
 
 class LineScan;
+
+/// What a bundle's flight record and escalation say about the GPU side (`run --record`,
+/// `run --escalate`).
+struct GpuCallEvidence {
+  std::optional<std::string> kernel;    ///< the faulting kernel, when escalation named it
+  std::optional<std::string> location;  ///< its file:line, from the sanitizer
+  std::string escalation_summary;
+  std::vector<core::GpuCall> candidates;  ///< launches in flight when the error surfaced, newest first
+  std::vector<core::GpuAddressAttribution> attributions;
+  std::vector<core::GpuErrorCount> errors;
+  std::vector<core::GpuCall> in_progress;
+};
 
 struct Analysis {
   std::string source;  ///< what was analysed
@@ -46,6 +59,7 @@ struct Analysis {
   core::Json aca_banks = core::Json::array();
   std::vector<std::string> search_links;  ///< when nothing matched
   ReadStats stats;
+  std::optional<GpuCallEvidence> gpu;  ///< from a bundle with gpu_calls.json / escalation.json
 };
 
 /// One analysis may combine several inputs of the same failure (stderr and dmesg files, a
@@ -100,6 +114,7 @@ class Analyzer {
   std::string label_;
   /// Inputs that are known to be incomplete (a truncated core): each halves the confidence.
   std::vector<std::string> incomplete_inputs_;
+  std::optional<GpuCallEvidence> gpu_;
   bool prefilter_ = true;
   std::unique_ptr<std::map<std::string, std::shared_ptr<const RE2::Set>>> filter_cache_;
 };

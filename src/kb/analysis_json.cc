@@ -46,6 +46,21 @@ Json ToJson(const Analysis& a) {
                        {"evidence", evidence},
                        {"conditions", m.condition_notes}});
   }
+  Json gpu = nullptr;
+  if (a.gpu) {
+    Json candidates = Json::array(), attributions = Json::array(), errors = Json::array(), in_progress = Json::array();
+    for (const auto& c : a.gpu->candidates) candidates.push_back(core::ToJson(c));
+    for (const auto& c : a.gpu->in_progress) in_progress.push_back(core::ToJson(c));
+    for (const auto& t : a.gpu->attributions) attributions.push_back(core::ToJson(t));
+    for (const auto& e : a.gpu->errors) errors.push_back(core::ToJson(e));
+    gpu = {{"kernel", a.gpu->kernel ? Json(*a.gpu->kernel) : Json(nullptr)},
+           {"location", a.gpu->location ? Json(*a.gpu->location) : Json(nullptr)},
+           {"escalation", a.gpu->escalation_summary},
+           {"candidates", candidates},
+           {"in_progress", in_progress},
+           {"fault_addresses", attributions},
+           {"failed_calls", errors}};
+  }
   return Json{{"source", a.source},
               {"category", core::CategoryName(a.category)},
               {"confidence", a.confidence},
@@ -62,6 +77,7 @@ Json ToJson(const Analysis& a) {
               {"vm_faults", a.vm_faults},
               {"aca_banks", a.aca_banks},
               {"search_links", a.search_links},
+              {"gpu", gpu},
               {"input",
                {{"bytes", a.stats.bytes},
                 {"lines", a.stats.lines},

@@ -565,6 +565,62 @@ TEST_F(RunTest, RecordCatchesGpuErrorsAJobIgnored) {
 #endif
 }
 
+// --escalate on a job whose output says it hit an asynchronous GPU error: the job is run again
+// with synchronous launches (it sees CUDA_LAUNCH_BLOCKING=1), and escalation.json says what that
+// rerun showed — here no GPU call at all, so no kernel is named and no sanitizer step follows.
+TEST_F(RunTest, EscalateRerunsWithSynchronousLaunchesAndSaysWhatItFound) {
+  std::string seen = tmp_ / "blocking-seen";
+  JobRun r = Run({"sh", "-c",
+                  "echo \"blocking=$CUDA_LAUNCH_BLOCKING serialize=$AMD_SERIALIZE_KERNEL\" >> " + seen +
+                      "; echo 'RuntimeError: CUDA error: an illegal memory access was encountered' >&2; exit 1"},
+                 {"--escalate"});
+  EXPECT_EQ(r.status, 1);
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(ReadAll(seen), "blocking= serialize=\nblocking=1 serialize=3\n");
+  EXPECT_NE(r.err.find("escalation 1/2: rerunning with synchronous launches"), std::string::npos) << r.err;
+  Json e = Json::parse(ReadAll(r.bundle + "/escalation.json"), nullptr, false);
+  ASSERT_TRUE(e.is_object()) << ReadAll(r.bundle + "/escalation.json");
+  ASSERT_EQ(e["steps"].size(), 1u) << e.dump(1);
+  EXPECT_EQ(e["steps"][0].value("step", ""), "sync");
+  EXPECT_EQ(e["steps"][0].value("exit_status", -1), 1);
+  EXPECT_EQ(e["steps"][0].value("outcome", ""),
+            "exit status 1, but no GPU call reported a context-killing error: no kernel to name");
+  EXPECT_FALSE(e.contains("kernel"));
+  EXPECT_GT(e.value("job_seconds", 0.0), 0.0);
+
+  // A failure that is not an asynchronous GPU error is not rerun.
+  JobRun plain = Run({kCrasher, "null"}, {"--escalate"});
+  EXPECT_EQ(plain.status, 139);
+  EXPECT_NE(plain.err.find("--escalate: the failure (other) is not an asynchronous GPU error; nothing to rerun"),
+            std::string::npos)
+      << plain.err;
+  EXPECT_FALSE(fs::exists(plain.bundle + "/escalation.json"));
+}
+
+// `analyze BUNDLE` shows what the recorder saw.
+TEST_F(RunTest, AnalyzeShowsTheRecordedGpuCalls) {
+#ifndef GT_HIP_IGNORED_ERRORS
+  GTEST_SKIP() << "hipcc was not found at configure time, so tests/gpu/hip_ignored_errors was not built";
+#else
+  if (access("/dev/kfd", F_OK) == 0) GTEST_SKIP() << "this machine has an AMD GPU: the calls would succeed";
+  JobRun r = Run({GT_HIP_IGNORED_ERRORS}, {"--record"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  auto text = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", r.bundle}, ro);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->stdout_data.find("gpu calls (flight recorder):\n"), std::string::npos) << text->stdout_data;
+  EXPECT_NE(text->stdout_data.find("  failed: hipMalloc -> hipError"), std::string::npos) << text->stdout_data;
+  auto json = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", "--json", r.bundle}, ro);
+  ASSERT_TRUE(json.ok());
+  Json a = Json::parse(json->stdout_data, nullptr, false);
+  ASSERT_TRUE(a.is_object()) << json->stdout_data;
+  Json gpu = a.contains("analysis") ? a["analysis"]["gpu"] : a["gpu"];
+  ASSERT_TRUE(gpu.is_object()) << a.dump(1).substr(0, 2000);
+  EXPECT_FALSE(gpu["failed_calls"].empty());
+#endif
+}
+
 // A job with no GPU calls: the recorder is loaded, sees nothing, and the crash is what it was.
 TEST_F(RunTest, RecordLeavesAJobWithoutGpuCallsAsItWas) {
   JobRun r = Run({kCrasher, "null"}, {"--record"});

@@ -1,0 +1,213 @@
+#include "forensics/escalate.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/scoped_fd.h"
+#include "forensics/gpu_record.h"
+#include "forensics/sanitizer_report.h"
+#include "forensics/supervisor.h"
+
+namespace gputriage::forensics {
+namespace {
+
+std::string Dims(const std::optional<std::vector<int64_t>>& d) {
+  return d && d->size() == 3 ? fmt::format("({},{},{})", (*d)[0], (*d)[1], (*d)[2]) : std::string("?");
+}
+
+// One rerun: the job with `env`, not traced, its output kept (tails) but not shown again.
+struct StepRun {
+  std::optional<SuperviseOutcome> outcome;
+  std::string error;
+  double seconds = 0;
+};
+
+StepRun Rerun(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+              const std::optional<std::chrono::milliseconds>& timeout) {
+  StepRun step;
+  core::ScopedFd null_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  SuperviseOptions options;
+  options.argv = argv;
+  options.env_overrides = env;
+  options.timeout = timeout;
+  options.trace = false;
+  options.kmsg_path = "";
+  options.stdout_fd = null_fd.get();
+  options.stderr_fd = null_fd.get();
+  double start = MonotonicSeconds();
+  auto outcome = Supervise(options);
+  step.seconds = MonotonicSeconds() - start;
+  if (!outcome.ok()) {
+    step.error = outcome.error().message;
+  } else {
+    step.outcome = std::move(*outcome);
+  }
+  return step;
+}
+
+std::optional<int64_t> Status(const SuperviseOutcome& o) {
+  if (o.exec_errno) return std::nullopt;
+  return o.ShellStatus();
+}
+
+}  // namespace
+
+bool Escalatable(const RunAssessment& run) {
+  if (!run.failed()) return false;
+  core::Category c = run.classification->category;
+  return c == core::Category::kIllegalAddress || c == core::Category::kPageFault || c == core::Category::kDeviceAssert;
+}
+
+std::optional<std::string> FindComputeSanitizer() {
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::string_view rest(path);
+    while (!rest.empty()) {
+      size_t colon = rest.find(':');
+      dirs.emplace_back(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+  }
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/bin");
+  }
+  dirs.emplace_back("/usr/local/cuda/bin");
+  for (const std::string& dir : dirs) {
+    if (dir.empty()) continue;
+    std::string candidate = dir + "/compute-sanitizer";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+core::Escalation Escalate(const EscalateRequest& request, double job_seconds, const catalog::ErrorCodes& errors) {
+  core::Escalation esc;
+  esc.job_seconds = job_seconds;
+  auto say = [&](const std::string& text) {
+    if (request.progress) request.progress(text);
+  };
+
+  // Step 1: synchronous launches, with the recorder.
+  core::EscalationStep sync;
+  sync.step = "sync";
+  sync.command = request.command;
+  sync.environment = {"CUDA_LAUNCH_BLOCKING=1", "AMD_SERIALIZE_KERNEL=3", "HIP_LAUNCH_BLOCKING=1"};
+  say("gputriage: escalation 1/2: rerunning with synchronous launches to name the faulting kernel\n");
+  RecordSession recording;
+  recording.Start(request.recorder_library, request.record_parent, request.writer_tag);
+  std::vector<std::string> env = sync.environment;
+  env.insert(env.end(), recording.env().begin(), recording.env().end());
+  StepRun run = Rerun(request.command, env, request.timeout);
+  sync.seconds = run.seconds;
+  if (!run.outcome) {
+    sync.outcome = "could not rerun the job: " + run.error;
+    esc.steps.push_back(std::move(sync));
+    esc.summary = esc.steps.back().outcome;
+    return esc;
+  }
+  sync.exit_status = Status(*run.outcome);
+  if (recording.not_possible()) {
+    sync.outcome = fmt::format("exit status {}; the recorder could not be loaded ({}), so no launch was named",
+                               sync.exit_status.value_or(-1), *recording.not_possible());
+  } else {
+    core::GpuCalls calls = recording.Read(errors);
+    // A launch that itself failed, else the newest launch before the first sticky error.
+    for (const core::GpuCall& c : calls.calls) {
+      if (c.kernel && c.result != 0) {
+        sync.failing_launch = c;
+        break;
+      }
+    }
+    bool sticky_seen = false;
+    for (const core::GpuErrorCount& e : calls.errors) {
+      const catalog::ErrorCode* code = errors.FindByValue(ApiVendor(e.api), static_cast<int>(e.result));
+      sticky_seen = sticky_seen || (code != nullptr && code->sticky);
+    }
+    if (!sync.failing_launch && sticky_seen && !calls.candidates.empty()) sync.failing_launch = calls.candidates.front();
+    if (sync.failing_launch) {
+      const core::GpuCall& l = *sync.failing_launch;
+      sync.outcome = fmt::format("the error surfaced right after kernel {} (grid {}, block {}, {} at {:.3f} ms)",
+                                 l.kernel.value_or("?"), Dims(l.grid), Dims(l.block), l.api, l.t_ms);
+      esc.kernel = l.kernel;
+    } else if (sync.exit_status == 0) {
+      sync.outcome = "the job passed with synchronous launches: the failure did not reproduce (timing-dependent?)";
+    } else {
+      sync.outcome = fmt::format("exit status {}, but no GPU call reported a context-killing error: no kernel to name",
+                                 sync.exit_status.value_or(-1));
+    }
+  }
+  esc.steps.push_back(sync);
+
+  // Step 2: compute-sanitizer on that kernel (NVIDIA only).
+  bool nvidia = sync.failing_launch && ApiVendor(sync.failing_launch->api) == "cuda";
+  if (request.sync_only || !esc.kernel) {
+    esc.summary = esc.steps.back().outcome;
+    return esc;
+  }
+  core::EscalationStep san;
+  san.step = "sanitizer";
+  std::optional<std::string> tool = nvidia ? FindComputeSanitizer() : std::nullopt;
+  if (!nvidia) {
+    san.outcome = "not run: the ROCm debug agent step is not implemented in this version";
+  } else if (!tool) {
+    san.outcome = "not run: compute-sanitizer was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)";
+  } else {
+    std::string base = KernelBaseName(*esc.kernel);
+    san.command = {*tool, "--tool", "memcheck", "--print-limit", "20", "--kernel-name", "kns=" + base};
+    san.command.insert(san.command.end(), request.command.begin(), request.command.end());
+    say(fmt::format("gputriage: escalation 2/2: rerunning under compute-sanitizer memcheck, kernel {} only\n", base));
+    StepRun checked = Rerun(san.command, {}, request.timeout);
+    san.seconds = checked.seconds;
+    if (!checked.outcome) {
+      san.outcome = "could not run compute-sanitizer: " + checked.error;
+    } else {
+      san.exit_status = Status(*checked.outcome);
+      SanitizerReport report = ParseSanitizerReport(checked.outcome->stdout_tail + "\n" + checked.outcome->stderr_tail);
+      san.errors = std::move(report.errors);
+      san.errors_reported = report.errors_reported;
+      if (san.errors.empty()) {
+        san.outcome = fmt::format("memcheck reported no access error in {} (exit status {})", base, san.exit_status.value_or(-1));
+      } else {
+        const core::SanitizerError& e = san.errors.front();
+        std::string where = e.file ? fmt::format("{}:{}", *e.file, e.line.value_or(0)) : e.pc_offset.value_or("?");
+        san.outcome = fmt::format("{} of {} bytes in {} at {}, thread {} block {}, address {} {}", e.kind, e.access_bytes.value_or(0),
+                                  e.kernel, where, Dims(e.thread), Dims(e.block), e.address.value_or("?"), e.problem.value_or(""));
+        if (e.relation && e.nearest_allocation) {
+          san.outcome += fmt::format(" ({} the nearest allocation at {}, {} bytes)", *e.relation, *e.nearest_allocation,
+                                     e.nearest_allocation_bytes.value_or(0));
+        }
+        esc.kernel = e.kernel;
+        if (e.file) esc.location = where;
+      }
+    }
+  }
+  esc.steps.push_back(std::move(san));
+  esc.summary = esc.steps.back().errors.empty() ? esc.steps.front().outcome : esc.steps.back().outcome;
+  return esc;
+}
+
+void AddEscalation(RunAssessment& run, core::Escalation escalation) {
+  core::Finding finding;
+  finding.id = "run.gpu-kernel";
+  finding.layer = 4;
+  finding.severity = escalation.kernel ? core::Severity::kError : core::Severity::kInfo;
+  finding.title = escalation.kernel ? fmt::format("faulting kernel: {}{}", *escalation.kernel,
+                                                  escalation.location ? " at " + *escalation.location : "")
+                                    : "escalation could not name the faulting kernel";
+  finding.detail = escalation.summary;
+  double total = 0;
+  for (const core::EscalationStep& s : escalation.steps) {
+    total += s.seconds;
+    finding.evidence.push_back({"escalation.json", fmt::format("{} ({:.1f} s): {}", s.step, s.seconds, s.outcome)});
+  }
+  finding.evidence.push_back({"escalation.json", fmt::format("the job itself: {:.1f} s; escalation: {:.1f} s", escalation.job_seconds, total)});
+  run.findings.push_back(std::move(finding));
+  run.escalation = std::move(escalation);
+}
+
+}  // namespace gputriage::forensics
