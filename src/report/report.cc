@@ -220,7 +220,38 @@ Json Diagnostics(const ReportInput& in) {
        in.process ? "" : "no crash bundle");
   item("kernel log during the run", !in.kmsg.empty() || (in.manifest && in.manifest->Has("kmsg.log")), "");
   item("stderr of the job", !in.stderr_tail.empty(), "");
+  item("GPU call record and escalation (run --record / --escalate)", in.analysis.gpu.has_value(),
+       in.analysis.gpu ? "" : "not recorded");
   return diag;
+}
+
+// What the flight recorder and the escalation said: the kernel, the launches in flight, where
+// the faulting address falls, the calls that failed. Null when the bundle has neither.
+Json GpuCalls(const kb::Analysis& a) {
+  if (!a.gpu) return nullptr;
+  const kb::GpuCallEvidence& g = *a.gpu;
+  Json in_flight = Json::array();
+  for (size_t i = 0; i < g.candidates.size() && i < 10; ++i) {
+    const core::GpuCall& c = g.candidates[i];
+    auto dims = [](const std::optional<std::vector<int64_t>>& d) {
+      return d && d->size() == 3 ? fmt::format("({},{},{})", (*d)[0], (*d)[1], (*d)[2]) : std::string("?");
+    };
+    in_flight.push_back(Safe(fmt::format("{} grid {} block {} stream {} ({})", c.kernel.value_or("?"), dims(c.grid),
+                                         dims(c.block), c.stream.value_or("?"), c.api)));
+  }
+  Json addresses = Json::array();
+  for (const core::GpuAddressAttribution& t : g.attributions) addresses.push_back(Safe(t.address + ": " + t.summary));
+  Json failed = Json::array();
+  for (const core::GpuErrorCount& e : g.errors) {
+    failed.push_back(Safe(fmt::format("{} returned {} ({}) x{}", e.api, e.result_name.value_or("?"), e.result, e.count)));
+  }
+  return {{"kernel", g.kernel ? Json(Safe(*g.kernel)) : Json(nullptr)},
+          {"location", g.location ? Json(Safe(*g.location)) : Json(nullptr)},
+          {"escalation", Safe(g.escalation_summary)},
+          {"in_flight", in_flight},
+          {"in_flight_total", g.candidates.size()},
+          {"fault_addresses", addresses},
+          {"failed_calls", failed}};
 }
 
 Json Troubleshooting(const ReportInput& in) {
@@ -268,6 +299,7 @@ Json BuildReport(const ReportInput& in) {
   r["environment"] = Environment(in.snapshot);
   r["reproduction"] = Reproduction(in);
   r["failure"] = Failure(in);
+  r["gpu_calls"] = GpuCalls(in.analysis);
   r["diagnostics"] = Diagnostics(in);
   r["troubleshooting"] = Troubleshooting(in);
   r["known_issues"] = KnownIssues(in.analysis);
@@ -411,6 +443,27 @@ std::string RenderMarkdown(const Json& r) {
     md += "\nKernel log (records naming the job):\n\n" + Code(k);
   }
   if (!Val(f["stderr_excerpt"]).empty()) md += "\nEnd of stderr:\n\n" + Code(Val(f["stderr_excerpt"]));
+  if (r.contains("gpu_calls") && r["gpu_calls"].is_object()) {
+    const Json& g = r["gpu_calls"];
+    md += "\n### GPU calls (flight recorder)\n\n";
+    if (g["kernel"].is_string()) {
+      md += fmt::format("Faulting kernel: `{}`{}\n\n", Val(g["kernel"]),
+                        g["location"].is_string() ? " at `" + Val(g["location"]) + "`" : "");
+    }
+    if (!Val(g["escalation"]).empty()) md += "Escalation: " + Val(g["escalation"]) + "\n\n";
+    if (!g["in_flight"].empty()) {
+      std::string lines;
+      for (const Json& l : g["in_flight"]) lines += Val(l) + "\n";
+      md += fmt::format("Launches since the last successful synchronisation ({} in all, newest first):\n\n", g["in_flight_total"].get<size_t>()) +
+            Code(lines);
+    }
+    md += MdList(g["fault_addresses"]);
+    for (const Json& f : g["failed_calls"]) {  // the API name in code style: "__hip..." is not bold
+      std::string line = Val(f);
+      size_t space = line.find(' ');
+      md += "- `" + line.substr(0, space) + "`" + (space == std::string::npos ? "" : line.substr(space)) + "\n";
+    }
+  }
   md += "\n### Diagnostics\n\n";
   for (const Json& d : r["diagnostics"]) {
     md += fmt::format("- [{}] {}{}\n", d["attached"].get<bool>() ? "x" : " ", Val(d["item"]),

@@ -618,6 +618,11 @@ TEST_F(RunTest, AnalyzeShowsTheRecordedGpuCalls) {
   Json gpu = a.contains("analysis") ? a["analysis"]["gpu"] : a["gpu"];
   ASSERT_TRUE(gpu.is_object()) << a.dump(1).substr(0, 2000);
   EXPECT_FALSE(gpu["failed_calls"].empty());
+  // And the bug report has its section, the API names in code style.
+  auto md = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "report", r.bundle}, ro);
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->stdout_data.find("### GPU calls (flight recorder)\n"), std::string::npos) << md->stdout_data;
+  EXPECT_NE(md->stdout_data.find("- `hipMalloc` returned hipError"), std::string::npos) << md->stdout_data;
 #endif
 }
 
