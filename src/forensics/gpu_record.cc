@@ -328,7 +328,11 @@ core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::st
   std::reverse(flight.launches.begin(), flight.launches.end());
   if (flight.launches.size() > limits.max_candidates) flight.launches.resize(limits.max_candidates);
   out.candidates = std::move(flight.launches);
-  if (calls.size() > limits.max_calls) calls.erase(calls.begin(), calls.end() - static_cast<ptrdiff_t>(limits.max_calls));
+  if (calls.size() > limits.max_calls) {
+    out.not_recorded.push_back({"calls", fmt::format("pid {}: the newest {} of the {} calls kept are written to gpu_calls.json",
+                                                     h.pid, limits.max_calls, calls.size())});
+    calls.erase(calls.begin(), calls.end() - static_cast<ptrdiff_t>(limits.max_calls));
+  }
   out.calls = std::move(calls);
 
   // Failed calls by (api, result).

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -623,6 +624,42 @@ TEST_F(RunTest, AnalyzeShowsTheRecordedGpuCalls) {
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->stdout_data.find("### GPU calls (flight recorder)\n"), std::string::npos) << md->stdout_data;
   EXPECT_NE(md->stdout_data.find("- `hipMalloc` returned hipError"), std::string::npos) << md->stdout_data;
+#endif
+}
+
+// A thousand threads calling HIP at once, then a fork without exec whose child calls HIP too:
+// every call is kept (the ring has room for them all), the child's under its own pid.
+TEST_F(RunTest, RecordKeepsEveryThreadsCallsAndAForkedChilds) {
+#ifndef GT_HIP_THREADS_FORK
+  GTEST_SKIP() << "hipcc was not found at configure time, so tests/gpu/hip_threads_fork was not built";
+#else
+  if (access("/dev/kfd", F_OK) == 0) GTEST_SKIP() << "this machine has an AMD GPU: the calls would succeed";
+  JobRun r = Run({GT_HIP_THREADS_FORK, "1000"}, {"--record"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_NE(r.out.find("threads 1000, child 0"), std::string::npos) << r.out;
+  // gpu_calls.json lists the newest 2,000 calls and says so; the counts are complete.
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  Json g = Json::parse(ReadAll(r.bundle + "/gpu_calls.json"), nullptr, false);
+  ASSERT_TRUE(g.is_object());
+  ASSERT_EQ(g["processes"].size(), 1u);  // one record file: the child wrote into its parent's
+  EXPECT_EQ(g["processes"][0].value("calls", 0), 2001);
+  EXPECT_EQ(g["processes"][0].value("calls_kept", 0), 2001);
+  ASSERT_EQ(g["calls"].size(), 2000u);
+  ASSERT_FALSE(g["not_recorded"].empty());
+  EXPECT_NE(g["not_recorded"][0].value("reason", "").find("the newest 2000 of the 2001 calls kept are written"), std::string::npos)
+      << g["not_recorded"].dump();
+  std::map<std::string, int> per_api;
+  std::set<int64_t> tids, pids;
+  for (const Json& c : g["calls"]) {
+    ++per_api[c.value("api", "")];
+    tids.insert(c.value("tid", int64_t{0}));
+    pids.insert(c.value("pid", int64_t{0}));
+  }
+  EXPECT_EQ(per_api["hipMalloc"], 999);  // the oldest call is the one left out
+  EXPECT_EQ(per_api["hipFree"], 1000);
+  EXPECT_EQ(per_api["hipDeviceSynchronize"], 1);
+  EXPECT_EQ(pids.size(), 2u);
+  EXPECT_GE(tids.size(), 1001u);
 #endif
 }
 
