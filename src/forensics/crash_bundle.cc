@@ -325,6 +325,8 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
   }
   if (run.escalation) {
     GT_RETURN_IF_ERROR(staging.Put("escalation.json", Pretty(core::ToJson(*run.escalation))));
+  } else {
+    staging.Absent("escalation.json", "not run: `run --escalate` reruns a job that failed with an asynchronous GPU error");
   }
   Json findings = {{"schema_version", core::kFindingsSchemaVersion}, {"findings", run.findings}};
   return staging.Put("findings.json", Pretty(findings));
