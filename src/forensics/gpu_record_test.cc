@@ -272,10 +272,11 @@ TEST_F(GpuRecordTest, AllocationsAndTheirAttribution) {
 // tests/gpu/cuda_oob (address with the driver's "_" separator) and an amdgpu VM fault.
 TEST(GpuFaultAddress, FromRealXid31AndAmdgpuRecords) {
   std::vector<kmsg::Record> records;
-  for (std::string_view line : core::SplitLines(testing::ReadCapture("kernel_log/h200-run-kmsg-cuda-oob-xid13-xid31-torch-xid43.txt"))) {
+  const std::string nvidia = testing::ReadCapture("kernel_log/h200-run-kmsg-cuda-oob-xid13-xid31-torch-xid43.txt");
+  for (std::string_view line : core::SplitLines(nvidia)) {
     if (auto r = kmsg::ParseKmsgRecord(line)) records.push_back(*r);
   }
-  std::string amd = testing::ReadCapture("kernel_log/amdgpu-mmhub0-no-retry-pagefault-old-format-no-amdgpu-prefix-vega64-journalctl.txt");
+  const std::string amd = testing::ReadCapture("kernel_log/amdgpu-mmhub0-no-retry-pagefault-old-format-no-amdgpu-prefix-vega64-journalctl.txt");
   for (std::string_view line : core::SplitLines(amd)) {
     if (line.find("in page starting at address") != std::string_view::npos) {
       kmsg::Record r;
