@@ -2,13 +2,25 @@
 
 #include <re2/re2.h>
 
+#include <charconv>
+
 #include "core/text.h"
 
 namespace gputriage::forensics {
 namespace {
 
-std::vector<int64_t> Triple(const std::string& a, const std::string& b, const std::string& c) {
-  return {std::stoll(a), std::stoll(b), std::stoll(c)};
+// A decimal number of the report; nullopt when it does not fit (the text can hold anything).
+std::optional<int64_t> Number(const std::string& digits) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::vector<int64_t>> Triple(const std::string& a, const std::string& b, const std::string& c) {
+  auto x = Number(a), y = Number(b), z = Number(c);
+  if (!x || !y || !z) return std::nullopt;
+  return std::vector<int64_t>{*x, *y, *z};
 }
 
 }  // namespace
@@ -39,11 +51,11 @@ SanitizerReport ParseSanitizerReport(std::string_view text) {
       report.errors.push_back({});
       current = &report.errors.back();
       current->kind = a;
-      current->access_bytes = std::stoll(b);
+      current->access_bytes = Number(b);
       continue;
     }
     if (re2::RE2::PartialMatch(line, kSummary, &a)) {
-      report.errors_reported = std::stoll(a);
+      report.errors_reported = Number(a);
       current = nullptr;
       continue;
     }
@@ -51,11 +63,11 @@ SanitizerReport ParseSanitizerReport(std::string_view text) {
     if (current->kernel.empty() && re2::RE2::FullMatch(line, kAtOld, &a, &b, &c, &d)) {
       current->pc_offset = a;
       current->kernel = d;
-      if (!b.empty()) current->file = b, current->line = std::stoll(c);
+      if (!b.empty()) current->file = b, current->line = Number(c);
     } else if (current->kernel.empty() && re2::RE2::FullMatch(line, kAtNew, &a, &b, &c, &d)) {
       current->kernel = a;
       current->pc_offset = b;
-      if (!c.empty()) current->file = c, current->line = std::stoll(d);
+      if (!c.empty()) current->file = c, current->line = Number(d);
     } else if (re2::RE2::PartialMatch(line, kThread, &a, &b, &c, &d, &e, &f)) {
       current->thread = Triple(a, b, c);
       current->block = Triple(d, e, f);
@@ -65,7 +77,7 @@ SanitizerReport ParseSanitizerReport(std::string_view text) {
     } else if (re2::RE2::PartialMatch(line, kNearest, &a, &b, &c)) {
       current->relation = a;
       current->nearest_allocation = b;
-      current->nearest_allocation_bytes = std::stoll(c);
+      current->nearest_allocation_bytes = Number(c);
     } else if (re2::RE2::FullMatch(line, kHostFrame, &a)) {
       current->host_frames.push_back(a);
     }

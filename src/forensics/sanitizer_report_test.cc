@@ -75,6 +75,21 @@ TEST(SanitizerReport, NothingInTextWithoutTheToolsLines) {
   EXPECT_TRUE(ParseSanitizerReport(std::string("\0\xff=========", 11)).errors.empty());
 }
 
+// Found by fuzzing: a number too large for 64 bits is left unknown, not thrown on.
+TEST(SanitizerReport, NumbersTooLargeAreUnknown) {
+  SanitizerReport r = ParseSanitizerReport(
+      "========= Invalid __global__ write of size 99999999999999999999 bytes\n"
+      "=========     at k(int*)+0x10 in k.cu:99999999999999999999\n"
+      "=========     by thread (99999999999999999999,0,0) in block (0,0,0)\n"
+      "========= ERROR SUMMARY: 99999999999999999999 errors\n");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_FALSE(r.errors[0].access_bytes.has_value());
+  EXPECT_EQ(r.errors[0].file, "k.cu");
+  EXPECT_FALSE(r.errors[0].line.has_value());
+  EXPECT_FALSE(r.errors[0].thread.has_value());
+  EXPECT_FALSE(r.errors_reported.has_value());
+}
+
 TEST(SanitizerReport, KernelBaseNames) {
   EXPECT_EQ(KernelBaseName("compress(const unsigned int *, const unsigned int *, uint2 *, int)"), "compress");
   EXPECT_EQ(KernelBaseName("void ns::scale<float>(float*, int)"), "scale");
