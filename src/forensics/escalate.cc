@@ -115,7 +115,7 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
     sync.outcome = fmt::format("exit status {}; the recorder could not be loaded ({}), so no launch was named",
                                sync.exit_status.value_or(-1), *recording.not_possible());
   } else {
-    core::GpuCalls calls = recording.Read(errors);
+    core::GpuCalls calls = recording.Read(errors, request.command.front());
     // A launch that itself failed, else the newest launch before the first sticky error.
     for (const core::GpuCall& c : calls.calls) {
       if (c.kernel && c.result != 0) {

@@ -198,8 +198,25 @@ void RecordSession::Start(const std::string& library, const std::string& parent,
   }
 }
 
-core::GpuCalls RecordSession::Read(const catalog::ErrorCodes& errors) const {
+std::string ResolveCommand(const std::string& command) {
+  if (command.empty() || command.find('/') != std::string::npos) return command;
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (!rest.empty()) {
+    size_t colon = rest.find(':');
+    std::string dir(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+core::GpuCalls RecordSession::Read(const catalog::ErrorCodes& errors, const std::string& command) const {
   core::GpuCalls calls = ReadGpuRecordDir(dir_, errors);
+  if (calls.processes.empty() && !calls.not_recorded.empty()) {
+    calls.not_recorded.back().reason = WhyNothingWasRecorded(ResolveCommand(command));
+  }
   for (const std::string& note : notes_) calls.not_recorded.push_back({"gpu calls", note});
   return calls;
 }
@@ -395,6 +412,36 @@ core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::st
   return out;
 }
 
+std::string WhyNothingWasRecorded(const std::string& executable) {
+  const std::string generic =
+      "no process of the job loaded the recorder: a static or 32-bit executable, a job that clears "
+      "LD_PRELOAD, or a job that never started";
+  if (executable.empty()) return generic;
+  core::ScopedFd fd(::open(executable.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return generic;
+  unsigned char ident[64] = {};
+  ssize_t n = ::pread(fd.get(), ident, sizeof ident, 0);
+  if (n < 64 || std::memcmp(ident, "\x7f" "ELF", 4) != 0) return generic;
+  if (ident[4] == 1) {
+    return fmt::format("{} is a 32-bit program: the recorder is a 64-bit library and cannot be loaded into it", executable);
+  }
+  if (ident[4] != 2) return generic;
+  // A 64-bit ELF: dynamic when one of its program headers is PT_INTERP (the loader).
+  uint64_t phoff = 0;
+  uint16_t phentsize = 0, phnum = 0;
+  std::memcpy(&phoff, ident + 32, 8);
+  std::memcpy(&phentsize, ident + 54, 2);
+  std::memcpy(&phnum, ident + 56, 2);
+  if (phentsize < 4 || phnum == 0 || phnum > 512) return generic;
+  for (uint16_t i = 0; i < phnum; ++i) {
+    uint32_t type = 0;
+    if (::pread(fd.get(), &type, 4, static_cast<off_t>(phoff + uint64_t{i} * phentsize)) != 4) return generic;
+    if (type == 3) return generic;  // PT_INTERP: dynamic, so something else kept the recorder out
+  }
+  return fmt::format("{} is statically linked: the dynamic loader never runs, so LD_PRELOAD cannot load the "
+                     "recorder into it", executable);
+}
+
 core::GpuCalls ReadGpuRecordDir(const std::string& dir, const catalog::ErrorCodes& errors, const GpuRecordLimits& limits) {
   core::GpuCalls out;
   DIR* d = opendir(dir.c_str());
@@ -426,8 +473,7 @@ core::GpuCalls ReadGpuRecordDir(const std::string& dir, const catalog::ErrorCode
     append(out.not_recorded, one->not_recorded);
   }
   if (files.empty()) {
-    out.not_recorded.push_back({"gpu calls", "no process of the job loaded the recorder: a static or 32-bit executable, "
-                                             "a job that clears LD_PRELOAD, or a job that never started"});
+    out.not_recorded.push_back({"gpu calls", WhyNothingWasRecorded("")});
   }
   if (files.size() > 1) {
     // Across processes, time is each process's own; keep each process's order, newest last.
@@ -483,6 +529,13 @@ core::GpuAddressAttribution AttributeAddress(const core::GpuCalls& calls, uint64
     uint64_t offset = address - std::stoull(inside_live->address, nullptr, 16);
     out.relation = "inside", out.allocation = *inside_live, out.offset = static_cast<int64_t>(offset);
     out.summary = fmt::format("{} bytes into a live {}", offset, describe(*inside_live));
+    // A caching allocator (PyTorch's takes segments of 2 MiB and more from the driver and places
+    // tensors inside them) hides an overrun of one tensor into its neighbour.
+    if (inside_live->bytes >= (2 << 20)) {
+      out.summary += "; if the job uses PyTorch, this may be a caching-allocator segment holding many tensors — an "
+                     "access inside it can still be outside its own tensor: rerun with "
+                     "PYTORCH_NO_CUDA_MEMORY_CACHING=1 so each tensor is its own allocation";
+    }
   } else if (inside_freed != nullptr) {
     uint64_t offset = address - std::stoull(inside_freed->address, nullptr, 16);
     out.relation = "inside-freed", out.allocation = *inside_freed, out.offset = static_cast<int64_t>(offset);

@@ -76,8 +76,9 @@ class RecordSession {
   const std::optional<std::string>& not_possible() const { return not_possible_; }
 
   /// What the job's processes recorded (ReadGpuRecordDir), with what this session could not
-  /// arrange (another CUDA_INJECTION64_PATH already set).
-  core::GpuCalls Read(const catalog::ErrorCodes& errors) const;
+  /// arrange (another CUDA_INJECTION64_PATH already set). When nothing was recorded, `command`
+  /// (the job's argv[0]) says why when it can: a static or a 32-bit executable.
+  core::GpuCalls Read(const catalog::ErrorCodes& errors, const std::string& command) const;
 
  private:
   std::string dir_;
@@ -85,6 +86,13 @@ class RecordSession {
   std::vector<std::string> notes_;
   std::vector<std::string> env_;
 };
+
+/// Why no process of a job recorded anything, from its executable (`executable` resolved, or
+/// ""): statically linked, 32-bit, or the general list of reasons.
+std::string WhyNothingWasRecorded(const std::string& executable);
+
+/// `command` looked up in $PATH as execvp does when it has no '/'; "" when not found.
+std::string ResolveCommand(const std::string& command);
 
 /// "4 KiB", "1.5 MiB".
 std::string HumanBytes(uint64_t bytes);

@@ -263,6 +263,15 @@ TEST_F(GpuRecordTest, AllocationsAndTheirAttribution) {
   EXPECT_EQ(freed.relation, "inside-freed");
   EXPECT_NE(freed.summary.find("use after free"), std::string::npos);
 
+  RingFile big;
+  big.Alloc(0, 0x7f1000000000, 20 << 20, rec::kSlotLive);
+  auto segment = ReadGpuRecordFile(big.Write(dir_), Errors());
+  ASSERT_TRUE(segment.ok());
+  core::GpuAddressAttribution in_segment = AttributeAddress(*segment, 0x7f1000000000 + (3 << 20));
+  EXPECT_EQ(in_segment.relation, "inside");
+  EXPECT_NE(in_segment.summary.find("PYTORCH_NO_CUDA_MEMORY_CACHING=1"), std::string::npos) << in_segment.summary;
+  EXPECT_EQ(inside.summary.find("PYTORCH"), std::string::npos);  // 512 KiB: not a segment
+
   core::GpuAddressAttribution stray = AttributeAddress(*calls, 0x10);
   EXPECT_EQ(stray.relation, "none");
   EXPECT_FALSE(stray.allocation.has_value());
@@ -315,6 +324,24 @@ TEST_F(GpuRecordTest, DISABLED_WriteFuzzSeedCorpus) {
   for (int t = 0; t < 10; ++t) wrapped.Launch("k" + std::to_string(t) + "()", 0, t);
   wrapped.records()[9 % RingFile::kRecords].seq = 0;
   save(wrapped, "wrapped-ring-with-a-torn-record.ring");
+}
+
+TEST(GpuRecordText, WhyNothingWasRecorded) {
+  EXPECT_EQ(WhyNothingWasRecorded(""),
+            "no process of the job loaded the recorder: a static or 32-bit executable, a job that clears LD_PRELOAD, "
+            "or a job that never started");
+  // This test binary is a dynamic 64-bit program: the general reasons stand.
+  EXPECT_EQ(WhyNothingWasRecorded("/proc/self/exe").rfind("no process of the job loaded the recorder", 0), 0u);
+  // An ELF header of class 1 (32-bit), as `gcc -m32` writes one.
+  std::string elf32(64, '\0');
+  elf32.replace(0, 5, "\x7f" "ELF\x01");
+  std::string path = (fs::temp_directory_path() / ("gt-elf32-" + std::to_string(getpid()))).string();
+  std::ofstream(path, std::ios::binary) << elf32;
+  EXPECT_EQ(WhyNothingWasRecorded(path), path + " is a 32-bit program: the recorder is a 64-bit library and cannot be loaded into it");
+  fs::remove(path);
+  EXPECT_EQ(ResolveCommand("sh").empty(), false);
+  EXPECT_EQ(ResolveCommand("/bin/sh"), "/bin/sh");
+  EXPECT_EQ(ResolveCommand("no-such-command-gputriage"), "");
 }
 
 TEST(GpuRecordText, HumanBytesAndVendor) {

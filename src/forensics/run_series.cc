@@ -226,7 +226,7 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
       run.gpu_calls_missing = "--record: " + *recording.not_possible();
       series.speaker.Error("--record: " + *recording.not_possible() + "; the job ran without the recorder");
     } else {
-      AddGpuCalls(run, recording.Read(series.errors), series.errors);
+      AddGpuCalls(run, recording.Read(series.errors, request.command.front()), series.errors);
     }
   }
   if ((request.escalate || request.sync_only) && Escalatable(run)) {
