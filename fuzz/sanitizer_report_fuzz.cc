@@ -13,8 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gputriage::forensics::SanitizerReport report = gputriage::forensics::ParseSanitizerReport(text);
   gputriage::core::EscalationStep step;
   step.errors = report.errors;
-  (void)gputriage::core::ToJson(gputriage::core::Escalation{.steps = {step}}).dump(-1, ' ', false,
-                                                                                  nlohmann::json::error_handler_t::replace);
+  (void)gputriage::core::ToJson(gputriage::core::Escalation{.steps = {step}})
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   for (const auto& e : report.errors) (void)gputriage::forensics::KernelBaseName(e.kernel);
   (void)gputriage::forensics::KernelBaseName(text);
   return 0;

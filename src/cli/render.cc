@@ -239,7 +239,8 @@ std::string RenderAnalysis(const kb::Analysis& a) {
   if (a.gpu) {
     std::string gpu;
     if (a.gpu->kernel) {
-      gpu += fmt::format("  faulting kernel: {}{}\n", T(*a.gpu->kernel), a.gpu->location ? " at " + T(*a.gpu->location) : "");
+      gpu += fmt::format("  faulting kernel: {}{}\n", T(*a.gpu->kernel),
+                         a.gpu->location ? " at " + T(*a.gpu->location) : "");
     }
     if (!a.gpu->escalation_summary.empty()) gpu += fmt::format("  escalation: {}\n", T(a.gpu->escalation_summary));
     for (size_t i = 0; i < a.gpu->candidates.size() && i < 5; ++i) {
@@ -247,7 +248,8 @@ std::string RenderAnalysis(const kb::Analysis& a) {
       gpu += fmt::format("  {} {}: {} ({}, stream {})\n", i == 0 ? "in flight, newest:" : "                  ", i + 1,
                          T(c.kernel.value_or("?")), c.api, T(c.stream.value_or("?")));
     }
-    if (a.gpu->candidates.size() > 5) gpu += fmt::format("  ... {} more launches in flight (--json)\n", a.gpu->candidates.size() - 5);
+    if (a.gpu->candidates.size() > 5)
+      gpu += fmt::format("  ... {} more launches in flight (--json)\n", a.gpu->candidates.size() - 5);
     for (const core::GpuCall& c : a.gpu->in_progress) {
       gpu += fmt::format("  waiting in: {} (pid {}, thread {})\n", c.api, c.pid, c.tid);
     }

@@ -64,10 +64,14 @@ struct BundleFileSpec {
 };
 
 constexpr BundleFileSpec kBundleFiles[] = {
-    {"process.json", kBundleProcessMaxBytes, false}, {"manifest.json", kBundleManifestMaxBytes, false},
-    {"snapshot.json", kSnapshotMaxBytes, false},     {"repeat.json", kBundleRepeatMaxBytes, false},
-    {"stdout.tail", kBundleTailMaxBytes, true},      {"stderr.tail", kBundleTailMaxBytes, true},
-    {"kmsg.log", kBundleKmsgMaxBytes, true},         {"gpu_calls.json", kBundleGpuCallsMaxBytes, false},
+    {"process.json", kBundleProcessMaxBytes, false},
+    {"manifest.json", kBundleManifestMaxBytes, false},
+    {"snapshot.json", kSnapshotMaxBytes, false},
+    {"repeat.json", kBundleRepeatMaxBytes, false},
+    {"stdout.tail", kBundleTailMaxBytes, true},
+    {"stderr.tail", kBundleTailMaxBytes, true},
+    {"kmsg.log", kBundleKmsgMaxBytes, true},
+    {"gpu_calls.json", kBundleGpuCallsMaxBytes, false},
     {"escalation.json", kBundleEscalationMaxBytes, false},
 };
 

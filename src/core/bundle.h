@@ -163,8 +163,8 @@ struct Bundle {
   std::string dir;
   std::optional<BundleManifest> manifest;
   ProcessFile process;
-  std::optional<Snapshot> snapshot;   ///< snapshot.json, at most kSnapshotMaxBytes
-  std::optional<RepeatStats> repeat;  ///< only when the series ran more than once
+  std::optional<Snapshot> snapshot;      ///< snapshot.json, at most kSnapshotMaxBytes
+  std::optional<RepeatStats> repeat;     ///< only when the series ran more than once
   std::optional<GpuCalls> gpu_calls;     ///< gpu_calls.json (`run --record`)
   std::optional<Escalation> escalation;  ///< escalation.json (`run --escalate`)
   std::string stdout_tail;

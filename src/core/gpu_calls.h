@@ -23,16 +23,16 @@ struct GpuCall {
   int64_t tid = 0;
   double t_ms = 0;  ///< since the recorder started in that process
   double duration_us = 0;
-  bool in_progress = false;  ///< a synchronisation entered and not returned when the record ends
+  bool in_progress = false;           ///< a synchronisation entered and not returned when the record ends
   std::optional<std::string> kernel;  ///< launches: the demangled kernel name
   std::optional<std::vector<int64_t>> grid;
   std::optional<std::vector<int64_t>> block;
   std::optional<int64_t> shared_mem_bytes;
-  std::optional<std::string> stream;    ///< "0x..."; "0x0" is the default stream
-  std::optional<std::string> address;   ///< alloc/free: the memory; copy/set: the destination
-  std::optional<std::string> source;    ///< copy: the source
+  std::optional<std::string> stream;   ///< "0x..."; "0x0" is the default stream
+  std::optional<std::string> address;  ///< alloc/free: the memory; copy/set: the destination
+  std::optional<std::string> source;   ///< copy: the source
   std::optional<int64_t> bytes;
-  std::optional<std::string> module;    ///< module loads: the file, when loaded from one
+  std::optional<std::string> module;  ///< module loads: the file, when loaded from one
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("api", s.api);
@@ -98,7 +98,7 @@ struct GpuRecordedProcess {
   int64_t launches = 0;
   int64_t failed_calls = 0;
   int64_t calls_kept = 0;
-  int64_t allocations_not_tracked = 0;  ///< the table was full
+  int64_t allocations_not_tracked = 0;      ///< the table was full
   std::optional<std::string> switched_off;  ///< why the recorder turned itself off
   std::optional<std::string> note;
   template <class V, class S>
@@ -137,11 +137,11 @@ struct GpuAddressAttribution {
 struct GpuCalls {
   int64_t schema_version = 1;
   std::vector<GpuRecordedProcess> processes;
-  std::vector<GpuCall> calls;       ///< the newest kept calls of every process, oldest first
-  std::vector<GpuCall> candidates;  ///< launches since the last successful synchronisation, newest first
+  std::vector<GpuCall> calls;        ///< the newest kept calls of every process, oldest first
+  std::vector<GpuCall> candidates;   ///< launches since the last successful synchronisation, newest first
   std::vector<GpuCall> in_progress;  ///< synchronisations entered and not returned
   std::vector<GpuErrorCount> errors;
-  std::vector<GpuAllocation> allocations;  ///< live, then the most recently freed
+  std::vector<GpuAllocation> allocations;           ///< live, then the most recently freed
   std::map<std::string, int64_t> allocation_sizes;  ///< "64 KiB-128 KiB" -> count
   std::vector<GpuAddressAttribution> attributions;  ///< faulting addresses from the kernel log
   std::vector<NotCollected> not_recorded;
@@ -174,7 +174,7 @@ struct SanitizerError {
   std::optional<std::vector<int64_t>> thread;
   std::optional<std::vector<int64_t>> block;
   std::optional<std::string> address;
-  std::optional<std::string> problem;  ///< "is out of bounds", "is misaligned"
+  std::optional<std::string> problem;   ///< "is out of bounds", "is misaligned"
   std::optional<std::string> relation;  ///< "1 bytes after", "inside"
   std::optional<std::string> nearest_allocation;
   std::optional<int64_t> nearest_allocation_bytes;

@@ -184,14 +184,15 @@ std::string LaunchText(const core::GpuCall& c) {
   auto dims = [](const std::optional<std::vector<int64_t>>& d) {
     return d && d->size() == 3 ? fmt::format("({},{},{})", (*d)[0], (*d)[1], (*d)[2]) : std::string("?");
   };
-  return fmt::format("{} grid {} block {} on stream {} (pid {}, {}, {:.3f} ms)", c.kernel.value_or("?"), dims(c.grid), dims(c.block),
-                     c.stream.value_or("?"), c.pid, c.api, c.t_ms);
+  return fmt::format("{} grid {} block {} on stream {} (pid {}, {}, {:.3f} ms)", c.kernel.value_or("?"), dims(c.grid),
+                     dims(c.block), c.stream.value_or("?"), c.pid, c.api, c.t_ms);
 }
 
 }  // namespace
 
 void AddGpuCalls(RunAssessment& run, core::GpuCalls calls, const catalog::ErrorCodes& errors) {
-  for (uint64_t address : FaultAddresses(run.kernel_log)) calls.attributions.push_back(AttributeAddress(calls, address));
+  for (uint64_t address : FaultAddresses(run.kernel_log))
+    calls.attributions.push_back(AttributeAddress(calls, address));
   std::sort(calls.errors.begin(), calls.errors.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
   int64_t failed = calls.FailedCalls();
   if (!run.failed() && failed > 0) {
@@ -232,9 +233,9 @@ void AddGpuCalls(RunAssessment& run, core::GpuCalls calls, const catalog::ErrorC
     finding.id = "run.gpu-candidates";
     finding.layer = 4;
     finding.severity = core::Severity::kInfo;
-    finding.title = fmt::format("{} kernel launch{} since the last successful synchronisation; newest: {}",
-                                calls.candidates.size(), calls.candidates.size() == 1 ? "" : "es",
-                                calls.candidates.front().kernel.value_or("?"));
+    finding.title =
+        fmt::format("{} kernel launch{} since the last successful synchronisation; newest: {}", calls.candidates.size(),
+                    calls.candidates.size() == 1 ? "" : "es", calls.candidates.front().kernel.value_or("?"));
     finding.detail = "An asynchronous GPU error surfaces at a later call: the kernel that faulted is among these.";
     for (const core::GpuCall& c : calls.candidates) finding.evidence.push_back({"gpu_calls.json", LaunchText(c)});
     run.findings.push_back(std::move(finding));
@@ -321,12 +322,14 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
   if (run.gpu_calls) {
     GT_RETURN_IF_ERROR(staging.Put("gpu_calls.json", Pretty(core::ToJson(*run.gpu_calls))));
   } else {
-    staging.Absent("gpu_calls.json", run.gpu_calls_missing.value_or("not recorded: `run --record` records the job's GPU calls"));
+    staging.Absent("gpu_calls.json",
+                   run.gpu_calls_missing.value_or("not recorded: `run --record` records the job's GPU calls"));
   }
   if (run.escalation) {
     GT_RETURN_IF_ERROR(staging.Put("escalation.json", Pretty(core::ToJson(*run.escalation))));
   } else {
-    staging.Absent("escalation.json", "not run: `run --escalate` reruns a job that failed with an asynchronous GPU error");
+    staging.Absent("escalation.json",
+                   "not run: `run --escalate` reruns a job that failed with an asynchronous GPU error");
   }
   Json findings = {{"schema_version", core::kFindingsSchemaVersion}, {"findings", run.findings}};
   return staging.Put("findings.json", Pretty(findings));

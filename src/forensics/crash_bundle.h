@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "catalog/error_codes.h"
 #include "core/gpu_calls.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "core/snapshot.h"
-#include "catalog/error_codes.h"
 #include "forensics/classify.h"
 #include "forensics/kmsg_watch.h"
 #include "forensics/supervisor.h"

@@ -128,7 +128,8 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
       const catalog::ErrorCode* code = errors.FindByValue(ApiVendor(e.api), static_cast<int>(e.result));
       sticky_seen = sticky_seen || (code != nullptr && code->sticky);
     }
-    if (!sync.failing_launch && sticky_seen && !calls.candidates.empty()) sync.failing_launch = calls.candidates.front();
+    if (!sync.failing_launch && sticky_seen && !calls.candidates.empty())
+      sync.failing_launch = calls.candidates.front();
     if (sync.failing_launch) {
       const core::GpuCall& l = *sync.failing_launch;
       sync.outcome = fmt::format("the error surfaced right after kernel {} (grid {}, block {}, {} at {:.3f} ms)",
@@ -171,12 +172,14 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
       san.errors = std::move(report.errors);
       san.errors_reported = report.errors_reported;
       if (san.errors.empty()) {
-        san.outcome = fmt::format("memcheck reported no access error in {} (exit status {})", base, san.exit_status.value_or(-1));
+        san.outcome =
+            fmt::format("memcheck reported no access error in {} (exit status {})", base, san.exit_status.value_or(-1));
       } else {
         const core::SanitizerError& e = san.errors.front();
         std::string where = e.file ? fmt::format("{}:{}", *e.file, e.line.value_or(0)) : e.pc_offset.value_or("?");
-        san.outcome = fmt::format("{} of {} bytes in {} at {}, thread {} block {}, address {} {}", e.kind, e.access_bytes.value_or(0),
-                                  e.kernel, where, Dims(e.thread), Dims(e.block), e.address.value_or("?"), e.problem.value_or(""));
+        san.outcome = fmt::format("{} of {} bytes in {} at {}, thread {} block {}, address {} {}", e.kind,
+                                  e.access_bytes.value_or(0), e.kernel, where, Dims(e.thread), Dims(e.block),
+                                  e.address.value_or("?"), e.problem.value_or(""));
         if (e.relation && e.nearest_allocation) {
           san.outcome += fmt::format(" ({} the nearest allocation at {}, {} bytes)", *e.relation, *e.nearest_allocation,
                                      e.nearest_allocation_bytes.value_or(0));
@@ -205,7 +208,8 @@ void AddEscalation(RunAssessment& run, core::Escalation escalation) {
     total += s.seconds;
     finding.evidence.push_back({"escalation.json", fmt::format("{} ({:.1f} s): {}", s.step, s.seconds, s.outcome)});
   }
-  finding.evidence.push_back({"escalation.json", fmt::format("the job itself: {:.1f} s; escalation: {:.1f} s", escalation.job_seconds, total)});
+  finding.evidence.push_back({"escalation.json", fmt::format("the job itself: {:.1f} s; escalation: {:.1f} s",
+                                                             escalation.job_seconds, total)});
   run.findings.push_back(std::move(finding));
   run.escalation = std::move(escalation);
 }

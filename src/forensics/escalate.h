@@ -20,11 +20,11 @@
 namespace gputriage::forensics {
 
 struct EscalateRequest {
-  std::vector<std::string> command;  ///< the job
-  bool sync_only = false;            ///< --sync: the synchronous step only
-  std::string recorder_library;      ///< libgputriage-record.so
-  std::string record_parent;         ///< where record directories go (the bundle directory)
-  std::string writer_tag;            ///< PartialWriterTag()
+  std::vector<std::string> command;                  ///< the job
+  bool sync_only = false;                            ///< --sync: the synchronous step only
+  std::string recorder_library;                      ///< libgputriage-record.so
+  std::string record_parent;                         ///< where record directories go (the bundle directory)
+  std::string writer_tag;                            ///< PartialWriterTag()
   std::optional<std::chrono::milliseconds> timeout;  ///< per step, as the job's
   std::function<void(const std::string&)> progress;  ///< "escalation: rerunning ..." lines
 };

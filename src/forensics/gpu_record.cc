@@ -191,7 +191,8 @@ void RecordSession::Start(const std::string& library, const std::string& parent,
   const char* preload = std::getenv("LD_PRELOAD");
   env_.push_back("LD_PRELOAD=" + library + (preload && *preload ? std::string(":") + preload : ""));
   if (const char* injection = std::getenv("CUDA_INJECTION64_PATH"); injection && *injection) {
-    notes_.push_back(fmt::format("CUDA calls: CUDA_INJECTION64_PATH is already set ({}); the recorder did not replace it", injection));
+    notes_.push_back(fmt::format(
+        "CUDA calls: CUDA_INJECTION64_PATH is already set ({}); the recorder did not replace it", injection));
   } else {
     env_.push_back("CUDA_INJECTION64_PATH=" + library);
     if (std::optional<std::string> cupti = FindCupti()) env_.push_back(std::string(rec::kEnvCupti) + "=" + *cupti);
@@ -258,8 +259,9 @@ std::string HumanBytes(uint64_t bytes) {
   int unit = 0;
   while (value >= 1024 && unit < 6) value /= 1024, ++unit;
   if (unit == 0) return fmt::format("{} B", bytes);
-  return value == static_cast<double>(static_cast<uint64_t>(value)) ? fmt::format("{} {}", static_cast<uint64_t>(value), kUnits[unit])
-                                                                   : fmt::format("{:.1f} {}", value, kUnits[unit]);
+  return value == static_cast<double>(static_cast<uint64_t>(value))
+             ? fmt::format("{} {}", static_cast<uint64_t>(value), kUnits[unit])
+             : fmt::format("{:.1f} {}", value, kUnits[unit]);
 }
 
 core::Result<core::GpuCalls> ReadGpuRecordFile(const std::string& path, const catalog::ErrorCodes& errors,
@@ -270,8 +272,8 @@ core::Result<core::GpuCalls> ReadGpuRecordFile(const std::string& path, const ca
   if (fstat(fd.get(), &st) != 0) return core::MakeError("{}: {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return core::MakeError("{}: not a regular file", path);
   if (static_cast<size_t>(st.st_size) < rec::kHeaderBytes) {
-    return core::MakeError("{}: {} bytes, shorter than a record header ({}): not a recorder file or cut short",
-                           path, st.st_size, rec::kHeaderBytes);
+    return core::MakeError("{}: {} bytes, shorter than a record header ({}): not a recorder file or cut short", path,
+                           st.st_size, rec::kHeaderBytes);
   }
   size_t bytes = static_cast<size_t>(st.st_size);
   void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
@@ -280,11 +282,11 @@ core::Result<core::GpuCalls> ReadGpuRecordFile(const std::string& path, const ca
   return ParseGpuRecord(std::string_view(mapping.base, mapping.bytes), path, errors, limits);
 }
 
-core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::string& path, const catalog::ErrorCodes& errors,
-                                            const GpuRecordLimits& limits) {
+core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::string& path,
+                                            const catalog::ErrorCodes& errors, const GpuRecordLimits& limits) {
   if (file.size() < rec::kHeaderBytes) {
-    return core::MakeError("{}: {} bytes, shorter than a record header ({}): not a recorder file or cut short",
-                           path, file.size(), rec::kHeaderBytes);
+    return core::MakeError("{}: {} bytes, shorter than a record header ({}): not a recorder file or cut short", path,
+                           file.size(), rec::kHeaderBytes);
   }
   if (reinterpret_cast<uintptr_t>(file.data()) % alignof(uint64_t) != 0) {
     return core::MakeError("{}: the record is not 8-byte aligned in memory", path);
@@ -294,13 +296,16 @@ core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::st
   m.base = file.data();
   m.header = reinterpret_cast<const rec::Header*>(m.base);
   const rec::Header& h = *m.header;
-  if (std::memcmp(h.magic, rec::kMagic, sizeof rec::kMagic) != 0) return core::MakeError("{}: not a gputriage record file (bad magic)", path);
+  if (std::memcmp(h.magic, rec::kMagic, sizeof rec::kMagic) != 0)
+    return core::MakeError("{}: not a gputriage record file (bad magic)", path);
   if (h.version != rec::kFormatVersion) {
-    return core::MakeError("{}: record format version {}, this gputriage reads version {}", path, h.version, rec::kFormatVersion);
+    return core::MakeError("{}: record format version {}, this gputriage reads version {}", path, h.version,
+                           rec::kFormatVersion);
   }
-  if (h.header_bytes != rec::kHeaderBytes || h.record_bytes != sizeof(rec::Record) || h.alloc_bytes != sizeof(rec::AllocSlot) ||
-      h.record_slots == 0 || h.record_slots > kMaxSlots || h.alloc_slots == 0 || h.alloc_slots > kMaxSlots ||
-      h.error_slots == 0 || h.error_slots > kMaxSlots || h.name_bytes > kMaxNameBytes) {
+  if (h.header_bytes != rec::kHeaderBytes || h.record_bytes != sizeof(rec::Record) ||
+      h.alloc_bytes != sizeof(rec::AllocSlot) || h.record_slots == 0 || h.record_slots > kMaxSlots ||
+      h.alloc_slots == 0 || h.alloc_slots > kMaxSlots || h.error_slots == 0 || h.error_slots > kMaxSlots ||
+      h.name_bytes > kMaxNameBytes) {
     return core::MakeError("{}: the header's sizes are not this version's: a damaged record file", path);
   }
   size_t need = rec::FileBytes(h.record_slots, h.alloc_slots, h.error_slots, h.name_bytes);
@@ -317,7 +322,8 @@ core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::st
   proc.launches = static_cast<int64_t>(h.launches.load());
   proc.failed_calls = static_cast<int64_t>(h.failed_calls.load());
   proc.allocations_not_tracked = static_cast<int64_t>(h.allocs_dropped.load());
-  if (h.disabled.load() != 0) proc.switched_off = std::string(h.disabled_reason, strnlen(h.disabled_reason, sizeof h.disabled_reason));
+  if (h.disabled.load() != 0)
+    proc.switched_off = std::string(h.disabled_reason, strnlen(h.disabled_reason, sizeof h.disabled_reason));
   if (h.note[0] != '\0') proc.note = std::string(h.note, strnlen(h.note, sizeof h.note));
 
   // Calls, oldest first; pending synchronisations matched with their end by (tid, api, start).
@@ -346,14 +352,16 @@ core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::st
   if (flight.launches.size() > limits.max_candidates) flight.launches.resize(limits.max_candidates);
   out.candidates = std::move(flight.launches);
   if (calls.size() > limits.max_calls) {
-    out.not_recorded.push_back({"calls", fmt::format("pid {}: the newest {} of the {} calls kept are written to gpu_calls.json",
-                                                     h.pid, limits.max_calls, calls.size())});
+    out.not_recorded.push_back(
+        {"calls", fmt::format("pid {}: the newest {} of the {} calls kept are written to gpu_calls.json", h.pid,
+                              limits.max_calls, calls.size())});
     calls.erase(calls.begin(), calls.end() - static_cast<ptrdiff_t>(limits.max_calls));
   }
   out.calls = std::move(calls);
 
   // Failed calls by (api, result).
-  const auto* error_slots = reinterpret_cast<const rec::ErrorSlot*>(m.base + rec::ErrorsOffset(h.record_slots, h.alloc_slots));
+  const auto* error_slots =
+      reinterpret_cast<const rec::ErrorSlot*>(m.base + rec::ErrorsOffset(h.record_slots, h.alloc_slots));
   for (uint32_t i = 0; i < h.error_slots; ++i) {
     uint64_t key = error_slots[i].key.load();
     if (key == 0) continue;
@@ -367,7 +375,9 @@ core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::st
   }
   std::sort(out.errors.begin(), out.errors.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
   if (uint64_t lost = h.errors_dropped.load(); lost > 0) {
-    out.not_recorded.push_back({"error counts", fmt::format("{} failed calls of kinds beyond the table's {} were not counted by code", lost, h.error_slots)});
+    out.not_recorded.push_back(
+        {"error counts",
+         fmt::format("{} failed calls of kinds beyond the table's {} were not counted by code", lost, h.error_slots)});
   }
 
   // The allocation table.
@@ -384,7 +394,8 @@ core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::st
     a.state = state == rec::kSlotLive ? "live" : "freed";
     a.pid = h.pid;
     a.allocated_ms = s.t_alloc_ns >= h.start_ns ? static_cast<double>(s.t_alloc_ns - h.start_ns) / 1e6 : 0;
-    if (state == rec::kSlotFreed) a.freed_ms = s.t_free_ns >= h.start_ns ? static_cast<double>(s.t_free_ns - h.start_ns) / 1e6 : 0;
+    if (state == rec::kSlotFreed)
+      a.freed_ms = s.t_free_ns >= h.start_ns ? static_cast<double>(s.t_free_ns - h.start_ns) / 1e6 : 0;
     (state == rec::kSlotLive ? live : freed).push_back(std::move(a));
   }
   auto by_address = [](const core::GpuAllocation& a, const core::GpuAllocation& b) {
@@ -399,14 +410,17 @@ core::Result<core::GpuCalls> ParseGpuRecord(std::string_view file, const std::st
     if (uint64_t n = h.alloc_size_log2[b].load(); n > 0) out.allocation_sizes[SizeBucket(b)] += static_cast<int64_t>(n);
   }
   if (proc.allocations_not_tracked > 0) {
-    out.not_recorded.push_back({"allocations", fmt::format("pid {}: {} allocations found the table full and are not in it", h.pid,
-                                                           proc.allocations_not_tracked)});
+    out.not_recorded.push_back(
+        {"allocations", fmt::format("pid {}: {} allocations found the table full and are not in it", h.pid,
+                                    proc.allocations_not_tracked)});
   }
   if (uint64_t lost = h.names_dropped.load(); lost > 0) {
-    out.not_recorded.push_back({"kernel names", fmt::format("pid {}: the name area was full; {} names were not kept", h.pid, lost)});
+    out.not_recorded.push_back(
+        {"kernel names", fmt::format("pid {}: the name area was full; {} names were not kept", h.pid, lost)});
   }
   if (proc.calls > proc.calls_kept + static_cast<int64_t>(out.in_progress.size())) {
-    out.not_recorded.push_back({"calls", fmt::format("pid {}: {} calls, the newest {} kept", h.pid, proc.calls, proc.calls_kept)});
+    out.not_recorded.push_back(
+        {"calls", fmt::format("pid {}: {} calls, the newest {} kept", h.pid, proc.calls, proc.calls_kept)});
   }
   out.processes.push_back(std::move(proc));
   return out;
@@ -421,9 +435,14 @@ std::string WhyNothingWasRecorded(const std::string& executable) {
   if (!fd.valid()) return generic;
   unsigned char ident[64] = {};
   ssize_t n = ::pread(fd.get(), ident, sizeof ident, 0);
-  if (n < 64 || std::memcmp(ident, "\x7f" "ELF", 4) != 0) return generic;
+  if (n < 64 || std::memcmp(ident,
+                            "\x7f"
+                            "ELF",
+                            4) != 0)
+    return generic;
   if (ident[4] == 1) {
-    return fmt::format("{} is a 32-bit program: the recorder is a 64-bit library and cannot be loaded into it", executable);
+    return fmt::format("{} is a 32-bit program: the recorder is a 64-bit library and cannot be loaded into it",
+                       executable);
   }
   if (ident[4] != 2) return generic;
   // A 64-bit ELF: dynamic when one of its program headers is PT_INTERP (the loader).
@@ -438,11 +457,14 @@ std::string WhyNothingWasRecorded(const std::string& executable) {
     if (::pread(fd.get(), &type, 4, static_cast<off_t>(phoff + uint64_t{i} * phentsize)) != 4) return generic;
     if (type == 3) return generic;  // PT_INTERP: dynamic, so something else kept the recorder out
   }
-  return fmt::format("{} is statically linked: the dynamic loader never runs, so LD_PRELOAD cannot load the "
-                     "recorder into it", executable);
+  return fmt::format(
+      "{} is statically linked: the dynamic loader never runs, so LD_PRELOAD cannot load the "
+      "recorder into it",
+      executable);
 }
 
-core::GpuCalls ReadGpuRecordDir(const std::string& dir, const catalog::ErrorCodes& errors, const GpuRecordLimits& limits) {
+core::GpuCalls ReadGpuRecordDir(const std::string& dir, const catalog::ErrorCodes& errors,
+                                const GpuRecordLimits& limits) {
   core::GpuCalls out;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
@@ -452,7 +474,8 @@ core::GpuCalls ReadGpuRecordDir(const std::string& dir, const catalog::ErrorCode
   std::vector<std::string> files;
   while (dirent* e = readdir(d)) {
     std::string_view name = e->d_name;
-    if (name.starts_with(rec::kFilePrefix) && name.ends_with(rec::kFileSuffix)) files.push_back(dir + "/" + std::string(name));
+    if (name.starts_with(rec::kFilePrefix) && name.ends_with(rec::kFileSuffix))
+      files.push_back(dir + "/" + std::string(name));
   }
   closedir(d);
   std::sort(files.begin(), files.end());
@@ -491,7 +514,9 @@ std::vector<uint64_t> FaultAddresses(const std::vector<CorrelatedRecord>& record
   for (const CorrelatedRecord& r : records) {
     if (r.other_process) continue;
     std::string hex;
-    if (!re2::RE2::PartialMatch(r.record.message, kNvidia, &hex) && !re2::RE2::PartialMatch(r.record.message, kAmd, &hex)) continue;
+    if (!re2::RE2::PartialMatch(r.record.message, kNvidia, &hex) &&
+        !re2::RE2::PartialMatch(r.record.message, kAmd, &hex))
+      continue;
     std::erase(hex, '_');
     if (hex.empty() || hex.size() > 16) continue;
     uint64_t address = std::stoull(hex, nullptr, 16);
@@ -522,8 +547,8 @@ core::GpuAddressAttribution AttributeAddress(const core::GpuCalls& calls, uint64
     if (start > address && start - address < above_gap) above_gap = start - address, above = &a;
   }
   auto describe = [](const core::GpuAllocation& a) {
-    return fmt::format("{} buffer allocated by {} at {} (pid {}, {:.1f} ms after start)", HumanBytes(static_cast<uint64_t>(a.bytes)),
-                       a.api, a.address, a.pid, a.allocated_ms);
+    return fmt::format("{} buffer allocated by {} at {} (pid {}, {:.1f} ms after start)",
+                       HumanBytes(static_cast<uint64_t>(a.bytes)), a.api, a.address, a.pid, a.allocated_ms);
   };
   if (inside_live != nullptr) {
     uint64_t offset = address - std::stoull(inside_live->address, nullptr, 16);
@@ -532,9 +557,10 @@ core::GpuAddressAttribution AttributeAddress(const core::GpuCalls& calls, uint64
     // A caching allocator (PyTorch's takes segments of 2 MiB and more from the driver and places
     // tensors inside them) hides an overrun of one tensor into its neighbour.
     if (inside_live->bytes >= (2 << 20)) {
-      out.summary += "; if the job uses PyTorch, this may be a caching-allocator segment holding many tensors — an "
-                     "access inside it can still be outside its own tensor: rerun with "
-                     "PYTORCH_NO_CUDA_MEMORY_CACHING=1 so each tensor is its own allocation";
+      out.summary +=
+          "; if the job uses PyTorch, this may be a caching-allocator segment holding many tensors — an "
+          "access inside it can still be outside its own tensor: rerun with "
+          "PYTORCH_NO_CUDA_MEMORY_CACHING=1 so each tensor is its own allocation";
     }
   } else if (inside_freed != nullptr) {
     uint64_t offset = address - std::stoull(inside_freed->address, nullptr, 16);
@@ -550,9 +576,10 @@ core::GpuAddressAttribution AttributeAddress(const core::GpuCalls& calls, uint64
     out.relation = "none";
     out.summary = calls.allocations.empty()
                       ? "no allocation was recorded to compare with"
-                      : fmt::format("in no recorded allocation (none within {} of it): a stray or corrupted pointer, or "
-                                    "memory the recorder did not see allocated",
-                                    HumanBytes(kNear));
+                      : fmt::format(
+                            "in no recorded allocation (none within {} of it): a stray or corrupted pointer, or "
+                            "memory the recorder did not see allocated",
+                            HumanBytes(kNear));
   }
   return out;
 }

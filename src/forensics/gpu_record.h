@@ -18,7 +18,7 @@
 namespace gputriage::forensics {
 
 struct GpuRecordLimits {
-  size_t max_calls = 2000;        ///< the newest calls written to gpu_calls.json
+  size_t max_calls = 2000;  ///< the newest calls written to gpu_calls.json
   size_t max_candidates = 64;
   size_t max_allocations = 2000;  ///< live first, then the most recently freed
 };

@@ -101,7 +101,8 @@ class RingFile {
 
   std::string Write(const fs::path& dir, size_t keep = SIZE_MAX) const {
     std::string path = (dir / "gpu-record.4242.ring").string();
-    std::ofstream(path, std::ios::binary).write(bytes_.data(), static_cast<std::streamsize>(std::min(keep, bytes_.size())));
+    std::ofstream(path, std::ios::binary)
+        .write(bytes_.data(), static_cast<std::streamsize>(std::min(keep, bytes_.size())));
     return path;
   }
 
@@ -126,7 +127,7 @@ TEST_F(GpuRecordTest, CandidatesAreTheLaunchesSinceTheLastSyncUpToTheStickyError
   f.Launch("gemm_kernel<float>(float const*, float*)", 0, 3);
   f.Launch("scatter_add(float*, long const*, int)", 0x55, 4);
   f.Call(rec::Api::cuMemcpyDtoH_v2, 700, 5);  // CUDA_ERROR_ILLEGAL_ADDRESS surfaces here
-  f.Launch("after_the_fault(float*)", 0, 6);   // launched after: not a candidate
+  f.Launch("after_the_fault(float*)", 0, 6);  // launched after: not a candidate
   f.CountError(rec::Api::cuMemcpyDtoH_v2, 700, 1);
   auto calls = ReadGpuRecordFile(f.Write(dir_), Errors());
   ASSERT_TRUE(calls.ok()) << calls.error().message;
@@ -252,7 +253,8 @@ TEST_F(GpuRecordTest, AllocationsAndTheirAttribution) {
   core::GpuAddressAttribution past = AttributeAddress(*calls, 0x7f0000000000 + (512 << 10) + 4096);
   EXPECT_EQ(past.relation, "past-end");
   EXPECT_EQ(past.offset, 4096);
-  EXPECT_EQ(past.summary.rfind("4 KiB past the end of a 512 KiB buffer allocated by cuMemAlloc_v2 at 0x7f0000000000", 0), 0u)
+  EXPECT_EQ(
+      past.summary.rfind("4 KiB past the end of a 512 KiB buffer allocated by cuMemAlloc_v2 at 0x7f0000000000", 0), 0u)
       << past.summary;
 
   core::GpuAddressAttribution inside = AttributeAddress(*calls, 0x7f0000000100);
@@ -285,7 +287,8 @@ TEST(GpuFaultAddress, FromRealXid31AndAmdgpuRecords) {
   for (std::string_view line : core::SplitLines(nvidia)) {
     if (auto r = kmsg::ParseKmsgRecord(line)) records.push_back(*r);
   }
-  const std::string amd = testing::ReadCapture("kernel_log/amdgpu-mmhub0-no-retry-pagefault-old-format-no-amdgpu-prefix-vega64-journalctl.txt");
+  const std::string amd = testing::ReadCapture(
+      "kernel_log/amdgpu-mmhub0-no-retry-pagefault-old-format-no-amdgpu-prefix-vega64-journalctl.txt");
   for (std::string_view line : core::SplitLines(amd)) {
     if (line.find("in page starting at address") != std::string_view::npos) {
       kmsg::Record r;
@@ -305,7 +308,9 @@ TEST(GpuFaultAddress, FromRealXid31AndAmdgpuRecords) {
 TEST_F(GpuRecordTest, DISABLED_WriteFuzzSeedCorpus) {
   fs::path out = fs::path(GT_SOURCE_DIR) / "fuzz/corpus/gpu_record";
   fs::create_directories(out);
-  auto save = [&](const RingFile& f, const std::string& name) { fs::copy_file(f.Write(dir_), out / name, fs::copy_options::overwrite_existing); };
+  auto save = [&](const RingFile& f, const std::string& name) {
+    fs::copy_file(f.Write(dir_), out / name, fs::copy_options::overwrite_existing);
+  };
   RingFile fault;
   fault.Launch("warmup(float*)", 0, 1);
   fault.Call(rec::Api::cuCtxSynchronize, 0, 2);
@@ -334,10 +339,13 @@ TEST(GpuRecordText, WhyNothingWasRecorded) {
   EXPECT_EQ(WhyNothingWasRecorded("/proc/self/exe").rfind("no process of the job loaded the recorder", 0), 0u);
   // An ELF header of class 1 (32-bit), as `gcc -m32` writes one.
   std::string elf32(64, '\0');
-  elf32.replace(0, 5, "\x7f" "ELF\x01");
+  elf32.replace(0, 5,
+                "\x7f"
+                "ELF\x01");
   std::string path = (fs::temp_directory_path() / ("gt-elf32-" + std::to_string(getpid()))).string();
   std::ofstream(path, std::ios::binary) << elf32;
-  EXPECT_EQ(WhyNothingWasRecorded(path), path + " is a 32-bit program: the recorder is a 64-bit library and cannot be loaded into it");
+  EXPECT_EQ(WhyNothingWasRecorded(path),
+            path + " is a 32-bit program: the recorder is a 64-bit library and cannot be loaded into it");
   fs::remove(path);
   EXPECT_EQ(ResolveCommand("sh").empty(), false);
   EXPECT_EQ(ResolveCommand("/bin/sh"), "/bin/sh");

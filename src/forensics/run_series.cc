@@ -18,8 +18,8 @@
 #include "forensics/escalate.h"
 #include "forensics/exec_failure.h"
 #include "forensics/gpu_record.h"
-#include "recorder/ring_format.h"
 #include "forensics/gpu_signature.h"
+#include "recorder/ring_format.h"
 
 namespace gputriage::forensics {
 namespace {
@@ -187,9 +187,9 @@ void PassedRun(Series& series, const RunAssessment& run, const RunRecord& record
     const core::GpuCalls& g = *run.gpu_calls;
     int64_t calls = 0, launches = 0;
     for (const core::GpuRecordedProcess& p : g.processes) calls += p.calls, launches += p.launches;
-    series.speaker.Summary(fmt::format("gputriage: recorder: {} GPU call{} ({} launch{}) in {} process{}, none failed\n", calls,
-                                       calls == 1 ? "" : "s", launches, launches == 1 ? "" : "es", g.processes.size(),
-                                       g.processes.size() == 1 ? "" : "es"));
+    series.speaker.Summary(fmt::format(
+        "gputriage: recorder: {} GPU call{} ({} launch{}) in {} process{}, none failed\n", calls, calls == 1 ? "" : "s",
+        launches, launches == 1 ? "" : "es", g.processes.size(), g.processes.size() == 1 ? "" : "es"));
   }
   if (record.status != 0) {
     series.speaker.Summary(
@@ -239,9 +239,9 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
                        .progress = [&](const std::string& text) { series.speaker.Progress(text); }};
     AddEscalation(run, Escalate(er, run.outcome.duration_s, series.errors));
   } else if ((request.escalate || request.sync_only) && run.failed()) {
-    series.speaker.Progress(fmt::format("gputriage: {}: the failure ({}) is not an asynchronous GPU error; nothing to rerun\n",
-                                        request.sync_only ? "--sync" : "--escalate",
-                                        core::CategoryName(run.classification->category)));
+    series.speaker.Progress(
+        fmt::format("gputriage: {}: the failure ({}) is not an asynchronous GPU error; nothing to rerun\n",
+                    request.sync_only ? "--sync" : "--escalate", core::CategoryName(run.classification->category)));
   }
   if (!run.failed()) {
     PassedRun(series, run, record);

@@ -93,7 +93,8 @@ TEST(SanitizerReport, NumbersTooLargeAreUnknown) {
 TEST(SanitizerReport, KernelBaseNames) {
   EXPECT_EQ(KernelBaseName("compress(const unsigned int *, const unsigned int *, uint2 *, int)"), "compress");
   EXPECT_EQ(KernelBaseName("void ns::scale<float>(float*, int)"), "scale");
-  EXPECT_EQ(KernelBaseName("void device_bootstrap_amortized<unsigned long,Degree<int=2048>,sharedMemDegree=1>(unsigned long*)"),
+  EXPECT_EQ(KernelBaseName(
+                "void device_bootstrap_amortized<unsigned long,Degree<int=2048>,sharedMemDegree=1>(unsigned long*)"),
             "device_bootstrap_amortized");
   EXPECT_EQ(KernelBaseName("triton_poi_fused_add_0"), "triton_poi_fused_add_0");
 }

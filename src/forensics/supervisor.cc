@@ -230,9 +230,10 @@ core::Result<void> Supervisor::Start() {
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view entry(*e);
     std::string_view name = entry.substr(0, entry.find('='));
-    bool replaced = std::any_of(options_.env_overrides.begin(), options_.env_overrides.end(), [&](const std::string& o) {
-      return o.size() > name.size() && o.compare(0, name.size(), name) == 0 && o[name.size()] == '=';
-    });
+    bool replaced =
+        std::any_of(options_.env_overrides.begin(), options_.env_overrides.end(), [&](const std::string& o) {
+          return o.size() > name.size() && o.compare(0, name.size(), name) == 0 && o[name.size()] == '=';
+        });
     if (!replaced) env_strings.emplace_back(entry);
   }
   for (const std::string& o : options_.env_overrides) env_strings.push_back(o);

@@ -208,9 +208,10 @@ Analysis Analyzer::Finish(const Facts* facts) {
   if (a.matches.empty()) a.search_links = SearchLinks(a.signature);
   if (gpu_) {
     if (gpu_->kernel) {
-      a.next_steps.insert(a.next_steps.begin(),
-                          fmt::format("The faulting kernel is {}{}: start there (escalation.json has the chain of evidence).",
-                                      *gpu_->kernel, gpu_->location ? " at " + *gpu_->location : ""));
+      a.next_steps.insert(
+          a.next_steps.begin(),
+          fmt::format("The faulting kernel is {}{}: start there (escalation.json has the chain of evidence).",
+                      *gpu_->kernel, gpu_->location ? " at " + *gpu_->location : ""));
     } else if (!gpu_->candidates.empty()) {
       a.next_steps.insert(a.next_steps.begin(),
                           fmt::format("The kernel that failed is among the {} launched since the last successful "

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/gpu_calls.h"
 #include "core/bundle.h"
 #include "core/category.h"
+#include "core/gpu_calls.h"
 #include "core/model.h"
 #include "core/process.h"
 #include "core/result.h"

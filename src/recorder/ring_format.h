@@ -27,34 +27,89 @@ enum class ApiKind : uint16_t { kOther = 0, kAlloc, kFree, kCopy, kSet, kLaunch,
 // Every API the recorder knows: its name as the vendor spells it and its kind. The index in this
 // list is the record's `api`; new names go at the end of a vendor's block only with a new
 // kFormatVersion.
-#define GT_RECORDER_APIS(X)                                                                     \
-  X(hipMalloc, kAlloc) X(hipMallocManaged, kAlloc) X(hipHostMalloc, kAlloc)                     \
-  X(hipMallocAsync, kAlloc) X(hipExtMallocWithFlags, kAlloc) X(hipFree, kFree)                  \
-  X(hipFreeAsync, kFree) X(hipHostFree, kFree) X(hipMemcpy, kCopy) X(hipMemcpyAsync, kCopy)     \
-  X(hipMemcpyHtoD, kCopy) X(hipMemcpyDtoH, kCopy) X(hipMemcpyDtoD, kCopy) X(hipMemset, kSet)    \
-  X(hipMemsetAsync, kSet) X(hipLaunchKernel, kLaunch) X(hipModuleLaunchKernel, kLaunch)         \
-  X(hipDeviceSynchronize, kSync) X(hipStreamSynchronize, kSync) X(hipEventSynchronize, kSync)   \
-  X(hipModuleLoad, kModule) X(hipModuleLoadData, kModule) X(hipModuleLoadDataEx, kModule)       \
-  X(hipGraphLaunch, kGraph) X(__hipPushCallConfiguration, kOther) X(cuMemAlloc_v2, kAlloc) X(cuMemAllocManaged, kAlloc)               \
-  X(cuMemAllocHost_v2, kAlloc) X(cuMemHostAlloc, kAlloc) X(cuMemAllocAsync, kAlloc)             \
-  X(cuMemAllocAsync_ptsz, kAlloc) X(cuMemAllocFromPoolAsync, kAlloc)                            \
-  X(cuMemAllocFromPoolAsync_ptsz, kAlloc) X(cuMemAllocPitch_v2, kAlloc) X(cuMemFree_v2, kFree)  \
-  X(cuMemFreeHost, kFree) X(cuMemFreeAsync, kFree) X(cuMemFreeAsync_ptsz, kFree)                \
-  X(cuMemcpy, kCopy) X(cuMemcpyAsync, kCopy) X(cuMemcpy_ptds, kCopy) X(cuMemcpyAsync_ptsz, kCopy) \
-  X(cuMemcpyHtoD_v2, kCopy) X(cuMemcpyDtoH_v2, kCopy) X(cuMemcpyDtoD_v2, kCopy)                 \
-  X(cuMemcpyHtoDAsync_v2, kCopy) X(cuMemcpyDtoHAsync_v2, kCopy) X(cuMemcpyDtoDAsync_v2, kCopy)  \
-  X(cuMemcpyHtoD_v2_ptds, kCopy) X(cuMemcpyDtoH_v2_ptds, kCopy) X(cuMemcpyDtoD_v2_ptds, kCopy)  \
-  X(cuMemcpyHtoDAsync_v2_ptsz, kCopy) X(cuMemcpyDtoHAsync_v2_ptsz, kCopy)                       \
-  X(cuMemcpyDtoDAsync_v2_ptsz, kCopy) X(cuMemsetD8_v2, kSet) X(cuMemsetD32_v2, kSet)            \
-  X(cuMemsetD8Async, kSet) X(cuMemsetD32Async, kSet) X(cuMemsetD8_v2_ptds, kSet)                \
-  X(cuMemsetD32_v2_ptds, kSet) X(cuMemsetD8Async_ptsz, kSet) X(cuMemsetD32Async_ptsz, kSet)     \
-  X(cuLaunchKernel, kLaunch) X(cuLaunchKernel_ptsz, kLaunch) X(cuLaunchKernelEx, kLaunch)       \
-  X(cuLaunchKernelEx_ptsz, kLaunch) X(cuLaunchCooperativeKernel, kLaunch)                       \
-  X(cuLaunchCooperativeKernel_ptsz, kLaunch) X(cuCtxSynchronize, kSync)                         \
-  X(cuStreamSynchronize, kSync) X(cuStreamSynchronize_ptsz, kSync) X(cuEventSynchronize, kSync) \
-  X(cuModuleLoad, kModule) X(cuModuleLoadData, kModule) X(cuModuleLoadDataEx, kModule)          \
-  X(cuModuleLoadFatBinary, kModule) X(cuLibraryLoadData, kModule)                               \
-  X(cuLibraryLoadFromFile, kModule) X(cuGraphLaunch, kGraph) X(cuGraphLaunch_ptsz, kGraph)
+// clang-format off
+#define GT_RECORDER_APIS(X) \
+  X(hipMalloc, kAlloc) \
+  X(hipMallocManaged, kAlloc) \
+  X(hipHostMalloc, kAlloc) \
+  X(hipMallocAsync, kAlloc) \
+  X(hipExtMallocWithFlags, kAlloc) \
+  X(hipFree, kFree) \
+  X(hipFreeAsync, kFree) \
+  X(hipHostFree, kFree) \
+  X(hipMemcpy, kCopy) \
+  X(hipMemcpyAsync, kCopy) \
+  X(hipMemcpyHtoD, kCopy) \
+  X(hipMemcpyDtoH, kCopy) \
+  X(hipMemcpyDtoD, kCopy) \
+  X(hipMemset, kSet) \
+  X(hipMemsetAsync, kSet) \
+  X(hipLaunchKernel, kLaunch) \
+  X(hipModuleLaunchKernel, kLaunch) \
+  X(hipDeviceSynchronize, kSync) \
+  X(hipStreamSynchronize, kSync) \
+  X(hipEventSynchronize, kSync) \
+  X(hipModuleLoad, kModule) \
+  X(hipModuleLoadData, kModule) \
+  X(hipModuleLoadDataEx, kModule) \
+  X(hipGraphLaunch, kGraph) \
+  X(__hipPushCallConfiguration, kOther) \
+  X(cuMemAlloc_v2, kAlloc) \
+  X(cuMemAllocManaged, kAlloc) \
+  X(cuMemAllocHost_v2, kAlloc) \
+  X(cuMemHostAlloc, kAlloc) \
+  X(cuMemAllocAsync, kAlloc) \
+  X(cuMemAllocAsync_ptsz, kAlloc) \
+  X(cuMemAllocFromPoolAsync, kAlloc) \
+  X(cuMemAllocFromPoolAsync_ptsz, kAlloc) \
+  X(cuMemAllocPitch_v2, kAlloc) \
+  X(cuMemFree_v2, kFree) \
+  X(cuMemFreeHost, kFree) \
+  X(cuMemFreeAsync, kFree) \
+  X(cuMemFreeAsync_ptsz, kFree) \
+  X(cuMemcpy, kCopy) \
+  X(cuMemcpyAsync, kCopy) \
+  X(cuMemcpy_ptds, kCopy) \
+  X(cuMemcpyAsync_ptsz, kCopy) \
+  X(cuMemcpyHtoD_v2, kCopy) \
+  X(cuMemcpyDtoH_v2, kCopy) \
+  X(cuMemcpyDtoD_v2, kCopy) \
+  X(cuMemcpyHtoDAsync_v2, kCopy) \
+  X(cuMemcpyDtoHAsync_v2, kCopy) \
+  X(cuMemcpyDtoDAsync_v2, kCopy) \
+  X(cuMemcpyHtoD_v2_ptds, kCopy) \
+  X(cuMemcpyDtoH_v2_ptds, kCopy) \
+  X(cuMemcpyDtoD_v2_ptds, kCopy) \
+  X(cuMemcpyHtoDAsync_v2_ptsz, kCopy) \
+  X(cuMemcpyDtoHAsync_v2_ptsz, kCopy) \
+  X(cuMemcpyDtoDAsync_v2_ptsz, kCopy) \
+  X(cuMemsetD8_v2, kSet) \
+  X(cuMemsetD32_v2, kSet) \
+  X(cuMemsetD8Async, kSet) \
+  X(cuMemsetD32Async, kSet) \
+  X(cuMemsetD8_v2_ptds, kSet) \
+  X(cuMemsetD32_v2_ptds, kSet) \
+  X(cuMemsetD8Async_ptsz, kSet) \
+  X(cuMemsetD32Async_ptsz, kSet) \
+  X(cuLaunchKernel, kLaunch) \
+  X(cuLaunchKernel_ptsz, kLaunch) \
+  X(cuLaunchKernelEx, kLaunch) \
+  X(cuLaunchKernelEx_ptsz, kLaunch) \
+  X(cuLaunchCooperativeKernel, kLaunch) \
+  X(cuLaunchCooperativeKernel_ptsz, kLaunch) \
+  X(cuCtxSynchronize, kSync) \
+  X(cuStreamSynchronize, kSync) \
+  X(cuStreamSynchronize_ptsz, kSync) \
+  X(cuEventSynchronize, kSync) \
+  X(cuModuleLoad, kModule) \
+  X(cuModuleLoadData, kModule) \
+  X(cuModuleLoadDataEx, kModule) \
+  X(cuModuleLoadFatBinary, kModule) \
+  X(cuLibraryLoadData, kModule) \
+  X(cuLibraryLoadFromFile, kModule) \
+  X(cuGraphLaunch, kGraph) \
+  X(cuGraphLaunch_ptsz, kGraph)
+// clang-format on
 
 enum class Api : uint16_t {
   kUnknown = 0,
@@ -71,10 +126,9 @@ struct ApiInfo {
 
 /// The name and kind of `api`; {"unknown", kOther} for a value this build does not know.
 inline ApiInfo DescribeApi(uint16_t api) {
-  static constexpr ApiInfo kInfo[] = {
-      {"unknown", ApiKind::kOther},
+  static constexpr ApiInfo kInfo[] = {{"unknown", ApiKind::kOther},
 #define GT_RECORDER_INFO(name, kind) {#name, ApiKind::kind},
-      GT_RECORDER_APIS(GT_RECORDER_INFO)
+                                      GT_RECORDER_APIS(GT_RECORDER_INFO)
 #undef GT_RECORDER_INFO
   };
   if (api >= sizeof(kInfo) / sizeof(kInfo[0])) return kInfo[0];
@@ -151,8 +205,8 @@ struct Header {
   uint32_t name_bytes;
   int32_t pid;
   uint32_t reserved0;
-  uint64_t start_ns;        ///< CLOCK_MONOTONIC when the recorder started
-  uint64_t start_epoch_ns;  ///< wall clock at the same moment
+  uint64_t start_ns;               ///< CLOCK_MONOTONIC when the recorder started
+  uint64_t start_epoch_ns;         ///< wall clock at the same moment
   std::atomic<uint32_t> hooks;     ///< kHook* bits
   std::atomic<uint32_t> disabled;  ///< nonzero: the recorder switched itself off (reason below)
   std::atomic<uint64_t> next;      ///< records taken so far (the ring holds the newest)
@@ -172,14 +226,17 @@ struct Header {
 inline constexpr size_t kHeaderBytes = (sizeof(Header) + 4095) & ~size_t{4095};
 
 inline constexpr size_t RecordsOffset() { return kHeaderBytes; }
-inline constexpr size_t AllocsOffset(uint32_t record_slots) { return RecordsOffset() + size_t{record_slots} * sizeof(Record); }
+inline constexpr size_t AllocsOffset(uint32_t record_slots) {
+  return RecordsOffset() + size_t{record_slots} * sizeof(Record);
+}
 inline constexpr size_t ErrorsOffset(uint32_t record_slots, uint32_t alloc_slots) {
   return AllocsOffset(record_slots) + size_t{alloc_slots} * sizeof(AllocSlot);
 }
 inline constexpr size_t NamesOffset(uint32_t record_slots, uint32_t alloc_slots, uint32_t error_slots) {
   return ErrorsOffset(record_slots, alloc_slots) + size_t{error_slots} * sizeof(ErrorSlot);
 }
-inline constexpr size_t FileBytes(uint32_t record_slots, uint32_t alloc_slots, uint32_t error_slots, uint32_t name_bytes) {
+inline constexpr size_t FileBytes(uint32_t record_slots, uint32_t alloc_slots, uint32_t error_slots,
+                                  uint32_t name_bytes) {
   return NamesOffset(record_slots, alloc_slots, error_slots) + name_bytes;
 }
 

@@ -243,7 +243,8 @@ Json GpuCalls(const kb::Analysis& a) {
   for (const core::GpuAddressAttribution& t : g.attributions) addresses.push_back(Safe(t.address + ": " + t.summary));
   Json failed = Json::array();
   for (const core::GpuErrorCount& e : g.errors) {
-    failed.push_back(Safe(fmt::format("{} returned {} ({}) x{}", e.api, e.result_name.value_or("?"), e.result, e.count)));
+    failed.push_back(
+        Safe(fmt::format("{} returned {} ({}) x{}", e.api, e.result_name.value_or("?"), e.result, e.count)));
   }
   return {{"kernel", g.kernel ? Json(Safe(*g.kernel)) : Json(nullptr)},
           {"location", g.location ? Json(Safe(*g.location)) : Json(nullptr)},
@@ -454,7 +455,8 @@ std::string RenderMarkdown(const Json& r) {
     if (!g["in_flight"].empty()) {
       std::string lines;
       for (const Json& l : g["in_flight"]) lines += Val(l) + "\n";
-      md += fmt::format("Launches since the last successful synchronisation ({} in all, newest first):\n\n", g["in_flight_total"].get<size_t>()) +
+      md += fmt::format("Launches since the last successful synchronisation ({} in all, newest first):\n\n",
+                        g["in_flight_total"].get<size_t>()) +
             Code(lines);
     }
     md += MdList(g["fault_addresses"]);

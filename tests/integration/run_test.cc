@@ -646,7 +646,8 @@ TEST_F(RunTest, RecordKeepsEveryThreadsCallsAndAForkedChilds) {
   EXPECT_EQ(g["processes"][0].value("calls_kept", 0), 2001);
   ASSERT_EQ(g["calls"].size(), 2000u);
   ASSERT_FALSE(g["not_recorded"].empty());
-  EXPECT_NE(g["not_recorded"][0].value("reason", "").find("the newest 2000 of the 2001 calls kept are written"), std::string::npos)
+  EXPECT_NE(g["not_recorded"][0].value("reason", "").find("the newest 2000 of the 2001 calls kept are written"),
+            std::string::npos)
       << g["not_recorded"].dump();
   std::map<std::string, int> per_api;
   std::set<int64_t> tids, pids;
@@ -692,8 +693,9 @@ TEST_F(RunTest, RecordSaysWhatAStaticJobCouldNotRecord) {
   EXPECT_TRUE(g["processes"].empty());
   ASSERT_FALSE(g["not_recorded"].empty());
   EXPECT_EQ(g["not_recorded"][0].value("reason", ""),
-            std::string(GT_CRASHERS_DIR) + "/static_abort is statically linked: the dynamic loader never runs, so "
-                                           "LD_PRELOAD cannot load the recorder into it")
+            std::string(GT_CRASHERS_DIR) +
+                "/static_abort is statically linked: the dynamic loader never runs, so "
+                "LD_PRELOAD cannot load the recorder into it")
       << g.dump(1);
 }
 

@@ -30,24 +30,64 @@ struct Cbid {
   Api api;
 };
 
-#define GT_CBID(name) {CUPTI_DRIVER_TRACE_CBID_##name, Api::name}
+#define GT_CBID(name) \
+  { CUPTI_DRIVER_TRACE_CBID_##name, Api::name }
 constexpr Cbid kCallbacks[] = {
-    GT_CBID(cuMemAlloc_v2), GT_CBID(cuMemAllocManaged), GT_CBID(cuMemAllocHost_v2), GT_CBID(cuMemHostAlloc),
-    GT_CBID(cuMemAllocAsync), GT_CBID(cuMemAllocAsync_ptsz), GT_CBID(cuMemAllocFromPoolAsync),
-    GT_CBID(cuMemAllocFromPoolAsync_ptsz), GT_CBID(cuMemAllocPitch_v2), GT_CBID(cuMemFree_v2),
-    GT_CBID(cuMemFreeHost), GT_CBID(cuMemFreeAsync), GT_CBID(cuMemFreeAsync_ptsz), GT_CBID(cuMemcpy),
-    GT_CBID(cuMemcpyAsync), GT_CBID(cuMemcpy_ptds), GT_CBID(cuMemcpyAsync_ptsz), GT_CBID(cuMemcpyHtoD_v2),
-    GT_CBID(cuMemcpyDtoH_v2), GT_CBID(cuMemcpyDtoD_v2), GT_CBID(cuMemcpyHtoDAsync_v2),
-    GT_CBID(cuMemcpyDtoHAsync_v2), GT_CBID(cuMemcpyDtoDAsync_v2), GT_CBID(cuMemcpyHtoD_v2_ptds),
-    GT_CBID(cuMemcpyDtoH_v2_ptds), GT_CBID(cuMemcpyDtoD_v2_ptds), GT_CBID(cuMemcpyHtoDAsync_v2_ptsz),
-    GT_CBID(cuMemcpyDtoHAsync_v2_ptsz), GT_CBID(cuMemcpyDtoDAsync_v2_ptsz), GT_CBID(cuMemsetD8_v2),
-    GT_CBID(cuMemsetD32_v2), GT_CBID(cuMemsetD8Async), GT_CBID(cuMemsetD32Async), GT_CBID(cuMemsetD8_v2_ptds),
-    GT_CBID(cuMemsetD32_v2_ptds), GT_CBID(cuMemsetD8Async_ptsz), GT_CBID(cuMemsetD32Async_ptsz),
-    GT_CBID(cuLaunchKernel), GT_CBID(cuLaunchKernel_ptsz), GT_CBID(cuLaunchKernelEx), GT_CBID(cuLaunchKernelEx_ptsz),
-    GT_CBID(cuLaunchCooperativeKernel), GT_CBID(cuLaunchCooperativeKernel_ptsz), GT_CBID(cuCtxSynchronize),
-    GT_CBID(cuStreamSynchronize), GT_CBID(cuStreamSynchronize_ptsz), GT_CBID(cuEventSynchronize),
-    GT_CBID(cuModuleLoad), GT_CBID(cuModuleLoadData), GT_CBID(cuModuleLoadDataEx), GT_CBID(cuModuleLoadFatBinary),
-    GT_CBID(cuLibraryLoadData), GT_CBID(cuLibraryLoadFromFile), GT_CBID(cuGraphLaunch), GT_CBID(cuGraphLaunch_ptsz),
+    GT_CBID(cuMemAlloc_v2),
+    GT_CBID(cuMemAllocManaged),
+    GT_CBID(cuMemAllocHost_v2),
+    GT_CBID(cuMemHostAlloc),
+    GT_CBID(cuMemAllocAsync),
+    GT_CBID(cuMemAllocAsync_ptsz),
+    GT_CBID(cuMemAllocFromPoolAsync),
+    GT_CBID(cuMemAllocFromPoolAsync_ptsz),
+    GT_CBID(cuMemAllocPitch_v2),
+    GT_CBID(cuMemFree_v2),
+    GT_CBID(cuMemFreeHost),
+    GT_CBID(cuMemFreeAsync),
+    GT_CBID(cuMemFreeAsync_ptsz),
+    GT_CBID(cuMemcpy),
+    GT_CBID(cuMemcpyAsync),
+    GT_CBID(cuMemcpy_ptds),
+    GT_CBID(cuMemcpyAsync_ptsz),
+    GT_CBID(cuMemcpyHtoD_v2),
+    GT_CBID(cuMemcpyDtoH_v2),
+    GT_CBID(cuMemcpyDtoD_v2),
+    GT_CBID(cuMemcpyHtoDAsync_v2),
+    GT_CBID(cuMemcpyDtoHAsync_v2),
+    GT_CBID(cuMemcpyDtoDAsync_v2),
+    GT_CBID(cuMemcpyHtoD_v2_ptds),
+    GT_CBID(cuMemcpyDtoH_v2_ptds),
+    GT_CBID(cuMemcpyDtoD_v2_ptds),
+    GT_CBID(cuMemcpyHtoDAsync_v2_ptsz),
+    GT_CBID(cuMemcpyDtoHAsync_v2_ptsz),
+    GT_CBID(cuMemcpyDtoDAsync_v2_ptsz),
+    GT_CBID(cuMemsetD8_v2),
+    GT_CBID(cuMemsetD32_v2),
+    GT_CBID(cuMemsetD8Async),
+    GT_CBID(cuMemsetD32Async),
+    GT_CBID(cuMemsetD8_v2_ptds),
+    GT_CBID(cuMemsetD32_v2_ptds),
+    GT_CBID(cuMemsetD8Async_ptsz),
+    GT_CBID(cuMemsetD32Async_ptsz),
+    GT_CBID(cuLaunchKernel),
+    GT_CBID(cuLaunchKernel_ptsz),
+    GT_CBID(cuLaunchKernelEx),
+    GT_CBID(cuLaunchKernelEx_ptsz),
+    GT_CBID(cuLaunchCooperativeKernel),
+    GT_CBID(cuLaunchCooperativeKernel_ptsz),
+    GT_CBID(cuCtxSynchronize),
+    GT_CBID(cuStreamSynchronize),
+    GT_CBID(cuStreamSynchronize_ptsz),
+    GT_CBID(cuEventSynchronize),
+    GT_CBID(cuModuleLoad),
+    GT_CBID(cuModuleLoadData),
+    GT_CBID(cuModuleLoadDataEx),
+    GT_CBID(cuModuleLoadFatBinary),
+    GT_CBID(cuLibraryLoadData),
+    GT_CBID(cuLibraryLoadFromFile),
+    GT_CBID(cuGraphLaunch),
+    GT_CBID(cuGraphLaunch_ptsz),
 };
 #undef GT_CBID
 
@@ -92,11 +132,11 @@ void LaunchEx(Event& e, const P* p, const char* symbol) {
 void Describe(Event& e, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   const void* p = cb->functionParams;
   switch (cbid) {
-#define GT_ALLOC_DPTR(name) \
-  case CUPTI_DRIVER_TRACE_CBID_##name: { \
-    auto* a = static_cast<const name##_params*>(p); \
+#define GT_ALLOC_DPTR(name)                                                      \
+  case CUPTI_DRIVER_TRACE_CBID_##name: {                                         \
+    auto* a = static_cast<const name##_params*>(p);                              \
     e.ptr = a->dptr ? static_cast<uint64_t>(*a->dptr) : 0, e.size = a->bytesize; \
-    break; \
+    break;                                                                       \
   }
     GT_ALLOC_DPTR(cuMemAlloc_v2)
     GT_ALLOC_DPTR(cuMemAllocManaged)
@@ -135,58 +175,58 @@ void Describe(Event& e, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       e.ptr = static_cast<const cuMemFreeAsync_ptsz_params*>(p)->dptr;
       e.stream = U(static_cast<const cuMemFreeAsync_ptsz_params*>(p)->hStream);
       break;
-#define GT_COPY(name, dstf, srcf, kind) \
-  case CUPTI_DRIVER_TRACE_CBID_##name: { \
-    auto* a = static_cast<const name##_params*>(p); \
+#define GT_COPY(name, dstf, srcf, kind)                                                             \
+  case CUPTI_DRIVER_TRACE_CBID_##name: {                                                            \
+    auto* a = static_cast<const name##_params*>(p);                                                 \
     e.ptr = (uint64_t)(a->dstf), e.ptr2 = (uint64_t)(a->srcf), e.size = a->ByteCount, e.aux = kind; \
-    break; \
+    break;                                                                                          \
   }
-#define GT_COPY_ASYNC(name, dstf, srcf, kind) \
-  case CUPTI_DRIVER_TRACE_CBID_##name: { \
-    auto* a = static_cast<const name##_params*>(p); \
+#define GT_COPY_ASYNC(name, dstf, srcf, kind)                                                       \
+  case CUPTI_DRIVER_TRACE_CBID_##name: {                                                            \
+    auto* a = static_cast<const name##_params*>(p);                                                 \
     e.ptr = (uint64_t)(a->dstf), e.ptr2 = (uint64_t)(a->srcf), e.size = a->ByteCount, e.aux = kind; \
-    e.stream = U(a->hStream); \
-    break; \
+    e.stream = U(a->hStream);                                                                       \
+    break;                                                                                          \
   }
-    // aux: 1 host to device, 2 device to host, 3 device to device, 4 unified (cudaMemcpyKind).
-    GT_COPY(cuMemcpy, dst, src, 4)
-    GT_COPY(cuMemcpy_ptds, dst, src, 4)
-    GT_COPY_ASYNC(cuMemcpyAsync, dst, src, 4)
-    GT_COPY_ASYNC(cuMemcpyAsync_ptsz, dst, src, 4)
-    GT_COPY(cuMemcpyHtoD_v2, dstDevice, srcHost, 1)
-    GT_COPY(cuMemcpyHtoD_v2_ptds, dstDevice, srcHost, 1)
-    GT_COPY(cuMemcpyDtoH_v2, dstHost, srcDevice, 2)
-    GT_COPY(cuMemcpyDtoH_v2_ptds, dstHost, srcDevice, 2)
-    GT_COPY(cuMemcpyDtoD_v2, dstDevice, srcDevice, 3)
-    GT_COPY(cuMemcpyDtoD_v2_ptds, dstDevice, srcDevice, 3)
-    GT_COPY_ASYNC(cuMemcpyHtoDAsync_v2, dstDevice, srcHost, 1)
-    GT_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, dstDevice, srcHost, 1)
-    GT_COPY_ASYNC(cuMemcpyDtoHAsync_v2, dstHost, srcDevice, 2)
-    GT_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, dstHost, srcDevice, 2)
-    GT_COPY_ASYNC(cuMemcpyDtoDAsync_v2, dstDevice, srcDevice, 3)
-    GT_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, dstDevice, srcDevice, 3)
+      // aux: 1 host to device, 2 device to host, 3 device to device, 4 unified (cudaMemcpyKind).
+      GT_COPY(cuMemcpy, dst, src, 4)
+      GT_COPY(cuMemcpy_ptds, dst, src, 4)
+      GT_COPY_ASYNC(cuMemcpyAsync, dst, src, 4)
+      GT_COPY_ASYNC(cuMemcpyAsync_ptsz, dst, src, 4)
+      GT_COPY(cuMemcpyHtoD_v2, dstDevice, srcHost, 1)
+      GT_COPY(cuMemcpyHtoD_v2_ptds, dstDevice, srcHost, 1)
+      GT_COPY(cuMemcpyDtoH_v2, dstHost, srcDevice, 2)
+      GT_COPY(cuMemcpyDtoH_v2_ptds, dstHost, srcDevice, 2)
+      GT_COPY(cuMemcpyDtoD_v2, dstDevice, srcDevice, 3)
+      GT_COPY(cuMemcpyDtoD_v2_ptds, dstDevice, srcDevice, 3)
+      GT_COPY_ASYNC(cuMemcpyHtoDAsync_v2, dstDevice, srcHost, 1)
+      GT_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, dstDevice, srcHost, 1)
+      GT_COPY_ASYNC(cuMemcpyDtoHAsync_v2, dstHost, srcDevice, 2)
+      GT_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, dstHost, srcDevice, 2)
+      GT_COPY_ASYNC(cuMemcpyDtoDAsync_v2, dstDevice, srcDevice, 3)
+      GT_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, dstDevice, srcDevice, 3)
 #undef GT_COPY
 #undef GT_COPY_ASYNC
-#define GT_SET(name, width) \
-  case CUPTI_DRIVER_TRACE_CBID_##name: { \
+#define GT_SET(name, width)                         \
+  case CUPTI_DRIVER_TRACE_CBID_##name: {            \
     auto* a = static_cast<const name##_params*>(p); \
-    e.ptr = a->dstDevice, e.size = a->N * (width); \
-    break; \
+    e.ptr = a->dstDevice, e.size = a->N * (width);  \
+    break;                                          \
   }
-#define GT_SET_ASYNC(name, width) \
-  case CUPTI_DRIVER_TRACE_CBID_##name: { \
-    auto* a = static_cast<const name##_params*>(p); \
+#define GT_SET_ASYNC(name, width)                                            \
+  case CUPTI_DRIVER_TRACE_CBID_##name: {                                     \
+    auto* a = static_cast<const name##_params*>(p);                          \
     e.ptr = a->dstDevice, e.size = a->N * (width), e.stream = U(a->hStream); \
-    break; \
+    break;                                                                   \
   }
-    GT_SET(cuMemsetD8_v2, 1)
-    GT_SET(cuMemsetD8_v2_ptds, 1)
-    GT_SET(cuMemsetD32_v2, 4)
-    GT_SET(cuMemsetD32_v2_ptds, 4)
-    GT_SET_ASYNC(cuMemsetD8Async, 1)
-    GT_SET_ASYNC(cuMemsetD8Async_ptsz, 1)
-    GT_SET_ASYNC(cuMemsetD32Async, 4)
-    GT_SET_ASYNC(cuMemsetD32Async_ptsz, 4)
+      GT_SET(cuMemsetD8_v2, 1)
+      GT_SET(cuMemsetD8_v2_ptds, 1)
+      GT_SET(cuMemsetD32_v2, 4)
+      GT_SET(cuMemsetD32_v2_ptds, 4)
+      GT_SET_ASYNC(cuMemsetD8Async, 1)
+      GT_SET_ASYNC(cuMemsetD8Async_ptsz, 1)
+      GT_SET_ASYNC(cuMemsetD32Async, 4)
+      GT_SET_ASYNC(cuMemsetD32Async_ptsz, 4)
 #undef GT_SET
 #undef GT_SET_ASYNC
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:

@@ -34,7 +34,10 @@ uint64_t U(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 // One call: the time it started, the event to fill, and the write when it returns.
 struct Call {
   Event e;
-  explicit Call(Api api) { e.api = api; e.t_ns = Active() ? NowNs() : 0; }
+  explicit Call(Api api) {
+    e.api = api;
+    e.t_ns = Active() ? NowNs() : 0;
+  }
   hipError_t Done(hipError_t result) {
     if (e.t_ns != 0) {
       e.result = static_cast<int32_t>(result);
@@ -57,7 +60,8 @@ struct SyncCall : Call {
   }
 };
 
-#define GT_REAL(type, name) static const auto real = reinterpret_cast<type>(ResolveNext(#name)); \
+#define GT_REAL(type, name)                                            \
+  static const auto real = reinterpret_cast<type>(ResolveNext(#name)); \
   if (real == nullptr) return hipErrorNotSupported
 
 void LaunchShape(Event& e, dim3 grid, dim3 block) {
@@ -87,7 +91,7 @@ __attribute__((visibility("default"))) void __hipRegisterFunction(void** modules
 }
 
 __attribute__((visibility("default"))) hipError_t hipMalloc(void** ptr, size_t size) {
-  GT_REAL(hipError_t (*)(void**, size_t), hipMalloc);
+  GT_REAL(hipError_t(*)(void**, size_t), hipMalloc);
   Call c(Api::hipMalloc);
   hipError_t r = real(ptr, size);
   c.e.ptr = ptr ? U(*ptr) : 0, c.e.size = size;
@@ -95,7 +99,7 @@ __attribute__((visibility("default"))) hipError_t hipMalloc(void** ptr, size_t s
 }
 
 __attribute__((visibility("default"))) hipError_t hipMallocManaged(void** ptr, size_t size, unsigned int flags) {
-  GT_REAL(hipError_t (*)(void**, size_t, unsigned int), hipMallocManaged);
+  GT_REAL(hipError_t(*)(void**, size_t, unsigned int), hipMallocManaged);
   Call c(Api::hipMallocManaged);
   hipError_t r = real(ptr, size, flags);
   c.e.ptr = ptr ? U(*ptr) : 0, c.e.size = size, c.e.aux = flags;
@@ -103,7 +107,7 @@ __attribute__((visibility("default"))) hipError_t hipMallocManaged(void** ptr, s
 }
 
 __attribute__((visibility("default"))) hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags) {
-  GT_REAL(hipError_t (*)(void**, size_t, unsigned int), hipHostMalloc);
+  GT_REAL(hipError_t(*)(void**, size_t, unsigned int), hipHostMalloc);
   Call c(Api::hipHostMalloc);
   hipError_t r = real(ptr, size, flags);
   c.e.ptr = ptr ? U(*ptr) : 0, c.e.size = size, c.e.aux = flags, c.e.flags = kFlagHostMemory;
@@ -111,7 +115,7 @@ __attribute__((visibility("default"))) hipError_t hipHostMalloc(void** ptr, size
 }
 
 __attribute__((visibility("default"))) hipError_t hipExtMallocWithFlags(void** ptr, size_t size, unsigned int flags) {
-  GT_REAL(hipError_t (*)(void**, size_t, unsigned int), hipExtMallocWithFlags);
+  GT_REAL(hipError_t(*)(void**, size_t, unsigned int), hipExtMallocWithFlags);
   Call c(Api::hipExtMallocWithFlags);
   hipError_t r = real(ptr, size, flags);
   c.e.ptr = ptr ? U(*ptr) : 0, c.e.size = size, c.e.aux = flags;
@@ -119,7 +123,7 @@ __attribute__((visibility("default"))) hipError_t hipExtMallocWithFlags(void** p
 }
 
 __attribute__((visibility("default"))) hipError_t hipMallocAsync(void** ptr, size_t size, hipStream_t stream) {
-  GT_REAL(hipError_t (*)(void**, size_t, hipStream_t), hipMallocAsync);
+  GT_REAL(hipError_t(*)(void**, size_t, hipStream_t), hipMallocAsync);
   Call c(Api::hipMallocAsync);
   hipError_t r = real(ptr, size, stream);
   c.e.ptr = ptr ? U(*ptr) : 0, c.e.size = size, c.e.stream = U(stream);
@@ -127,28 +131,29 @@ __attribute__((visibility("default"))) hipError_t hipMallocAsync(void** ptr, siz
 }
 
 __attribute__((visibility("default"))) hipError_t hipFree(void* ptr) {
-  GT_REAL(hipError_t (*)(void*), hipFree);
+  GT_REAL(hipError_t(*)(void*), hipFree);
   Call c(Api::hipFree);
   c.e.ptr = U(ptr);
   return c.Done(real(ptr));
 }
 
 __attribute__((visibility("default"))) hipError_t hipFreeAsync(void* ptr, hipStream_t stream) {
-  GT_REAL(hipError_t (*)(void*, hipStream_t), hipFreeAsync);
+  GT_REAL(hipError_t(*)(void*, hipStream_t), hipFreeAsync);
   Call c(Api::hipFreeAsync);
   c.e.ptr = U(ptr), c.e.stream = U(stream);
   return c.Done(real(ptr, stream));
 }
 
 __attribute__((visibility("default"))) hipError_t hipHostFree(void* ptr) {
-  GT_REAL(hipError_t (*)(void*), hipHostFree);
+  GT_REAL(hipError_t(*)(void*), hipHostFree);
   Call c(Api::hipHostFree);
   c.e.ptr = U(ptr), c.e.flags = kFlagHostMemory;
   return c.Done(real(ptr));
 }
 
-__attribute__((visibility("default"))) hipError_t hipMemcpy(void* dst, const void* src, size_t size, hipMemcpyKind kind) {
-  GT_REAL(hipError_t (*)(void*, const void*, size_t, hipMemcpyKind), hipMemcpy);
+__attribute__((visibility("default"))) hipError_t hipMemcpy(void* dst, const void* src, size_t size,
+                                                            hipMemcpyKind kind) {
+  GT_REAL(hipError_t(*)(void*, const void*, size_t, hipMemcpyKind), hipMemcpy);
   Call c(Api::hipMemcpy);
   c.e.ptr = U(dst), c.e.ptr2 = U(src), c.e.size = size, c.e.aux = static_cast<uint32_t>(kind);
   return c.Done(real(dst, src, size, kind));
@@ -156,42 +161,43 @@ __attribute__((visibility("default"))) hipError_t hipMemcpy(void* dst, const voi
 
 __attribute__((visibility("default"))) hipError_t hipMemcpyAsync(void* dst, const void* src, size_t size,
                                                                  hipMemcpyKind kind, hipStream_t stream) {
-  GT_REAL(hipError_t (*)(void*, const void*, size_t, hipMemcpyKind, hipStream_t), hipMemcpyAsync);
+  GT_REAL(hipError_t(*)(void*, const void*, size_t, hipMemcpyKind, hipStream_t), hipMemcpyAsync);
   Call c(Api::hipMemcpyAsync);
   c.e.ptr = U(dst), c.e.ptr2 = U(src), c.e.size = size, c.e.aux = static_cast<uint32_t>(kind), c.e.stream = U(stream);
   return c.Done(real(dst, src, size, kind, stream));
 }
 
 __attribute__((visibility("default"))) hipError_t hipMemcpyHtoD(hipDeviceptr_t dst, void* src, size_t size) {
-  GT_REAL(hipError_t (*)(hipDeviceptr_t, void*, size_t), hipMemcpyHtoD);
+  GT_REAL(hipError_t(*)(hipDeviceptr_t, void*, size_t), hipMemcpyHtoD);
   Call c(Api::hipMemcpyHtoD);
   c.e.ptr = U(dst), c.e.ptr2 = U(src), c.e.size = size, c.e.aux = hipMemcpyHostToDevice;
   return c.Done(real(dst, src, size));
 }
 
 __attribute__((visibility("default"))) hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t size) {
-  GT_REAL(hipError_t (*)(void*, hipDeviceptr_t, size_t), hipMemcpyDtoH);
+  GT_REAL(hipError_t(*)(void*, hipDeviceptr_t, size_t), hipMemcpyDtoH);
   Call c(Api::hipMemcpyDtoH);
   c.e.ptr = U(dst), c.e.ptr2 = U(src), c.e.size = size, c.e.aux = hipMemcpyDeviceToHost;
   return c.Done(real(dst, src, size));
 }
 
 __attribute__((visibility("default"))) hipError_t hipMemcpyDtoD(hipDeviceptr_t dst, hipDeviceptr_t src, size_t size) {
-  GT_REAL(hipError_t (*)(hipDeviceptr_t, hipDeviceptr_t, size_t), hipMemcpyDtoD);
+  GT_REAL(hipError_t(*)(hipDeviceptr_t, hipDeviceptr_t, size_t), hipMemcpyDtoD);
   Call c(Api::hipMemcpyDtoD);
   c.e.ptr = U(dst), c.e.ptr2 = U(src), c.e.size = size, c.e.aux = hipMemcpyDeviceToDevice;
   return c.Done(real(dst, src, size));
 }
 
 __attribute__((visibility("default"))) hipError_t hipMemset(void* dst, int value, size_t size) {
-  GT_REAL(hipError_t (*)(void*, int, size_t), hipMemset);
+  GT_REAL(hipError_t(*)(void*, int, size_t), hipMemset);
   Call c(Api::hipMemset);
   c.e.ptr = U(dst), c.e.size = size, c.e.aux = static_cast<uint32_t>(value);
   return c.Done(real(dst, value, size));
 }
 
-__attribute__((visibility("default"))) hipError_t hipMemsetAsync(void* dst, int value, size_t size, hipStream_t stream) {
-  GT_REAL(hipError_t (*)(void*, int, size_t, hipStream_t), hipMemsetAsync);
+__attribute__((visibility("default"))) hipError_t hipMemsetAsync(void* dst, int value, size_t size,
+                                                                 hipStream_t stream) {
+  GT_REAL(hipError_t(*)(void*, int, size_t, hipStream_t), hipMemsetAsync);
   Call c(Api::hipMemsetAsync);
   c.e.ptr = U(dst), c.e.size = size, c.e.aux = static_cast<uint32_t>(value), c.e.stream = U(stream);
   return c.Done(real(dst, value, size, stream));
@@ -199,7 +205,7 @@ __attribute__((visibility("default"))) hipError_t hipMemsetAsync(void* dst, int 
 
 __attribute__((visibility("default"))) hipError_t hipLaunchKernel(const void* function, dim3 grid, dim3 block,
                                                                   void** args, size_t shmem, hipStream_t stream) {
-  GT_REAL(hipError_t (*)(const void*, dim3, dim3, void**, size_t, hipStream_t), hipLaunchKernel);
+  GT_REAL(hipError_t(*)(const void*, dim3, dim3, void**, size_t, hipStream_t), hipLaunchKernel);
   Call c(Api::hipLaunchKernel);
   c.e.ptr = U(function), c.e.name = FunctionName(U(function)), c.e.shmem = static_cast<uint32_t>(shmem);
   c.e.stream = U(stream);
@@ -212,7 +218,7 @@ __attribute__((visibility("default"))) hipError_t hipLaunchKernel(const void* fu
 // hipLaunchKernel is never called: this record is the only trace of the launch.
 __attribute__((visibility("default"))) hipError_t __hipPushCallConfiguration(dim3 grid, dim3 block, size_t shmem,
                                                                              hipStream_t stream) {
-  GT_REAL(hipError_t (*)(dim3, dim3, size_t, hipStream_t), __hipPushCallConfiguration);
+  GT_REAL(hipError_t(*)(dim3, dim3, size_t, hipStream_t), __hipPushCallConfiguration);
   hipError_t r = real(grid, block, shmem, stream);
   if (r == hipSuccess) return r;  // the launch itself is recorded by hipLaunchKernel
   Call c(Api::__hipPushCallConfiguration);
@@ -223,7 +229,7 @@ __attribute__((visibility("default"))) hipError_t __hipPushCallConfiguration(dim
 
 __attribute__((visibility("default"))) hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module,
                                                                        const char* name) {
-  GT_REAL(hipError_t (*)(hipFunction_t*, hipModule_t, const char*), hipModuleGetFunction);
+  GT_REAL(hipError_t(*)(hipFunction_t*, hipModule_t, const char*), hipModuleGetFunction);
   hipError_t r = real(function, module, name);
   if (r == hipSuccess && function != nullptr && Active() != nullptr && FunctionName(U(*function)) == 0) {
     RememberFunctionName(U(*function), InternSymbol(name));
@@ -231,12 +237,11 @@ __attribute__((visibility("default"))) hipError_t hipModuleGetFunction(hipFuncti
   return r;
 }
 
-__attribute__((visibility("default"))) hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx, unsigned int gy,
-                                                                        unsigned int gz, unsigned int bx, unsigned int by,
-                                                                        unsigned int bz, unsigned int shmem,
-                                                                        hipStream_t stream, void** params, void** extra) {
-  GT_REAL(hipError_t (*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                         hipStream_t, void**, void**),
+__attribute__((visibility("default"))) hipError_t hipModuleLaunchKernel(
+    hipFunction_t f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,
+    unsigned int bz, unsigned int shmem, hipStream_t stream, void** params, void** extra) {
+  GT_REAL(hipError_t(*)(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        hipStream_t, void**, void**),
           hipModuleLaunchKernel);
   Call c(Api::hipModuleLaunchKernel);
   c.e.ptr = U(f), c.e.name = FunctionName(U(f)), c.e.shmem = shmem, c.e.stream = U(stream);
@@ -245,26 +250,26 @@ __attribute__((visibility("default"))) hipError_t hipModuleLaunchKernel(hipFunct
 }
 
 __attribute__((visibility("default"))) hipError_t hipDeviceSynchronize() {
-  GT_REAL(hipError_t (*)(), hipDeviceSynchronize);
+  GT_REAL(hipError_t(*)(), hipDeviceSynchronize);
   SyncCall c(Api::hipDeviceSynchronize, 0);
   return c.Done(real());
 }
 
 __attribute__((visibility("default"))) hipError_t hipStreamSynchronize(hipStream_t stream) {
-  GT_REAL(hipError_t (*)(hipStream_t), hipStreamSynchronize);
+  GT_REAL(hipError_t(*)(hipStream_t), hipStreamSynchronize);
   SyncCall c(Api::hipStreamSynchronize, U(stream));
   return c.Done(real(stream));
 }
 
 __attribute__((visibility("default"))) hipError_t hipEventSynchronize(hipEvent_t event) {
-  GT_REAL(hipError_t (*)(hipEvent_t), hipEventSynchronize);
+  GT_REAL(hipError_t(*)(hipEvent_t), hipEventSynchronize);
   SyncCall c(Api::hipEventSynchronize, 0);
   c.e.ptr = U(event);
   return c.Done(real(event));
 }
 
 __attribute__((visibility("default"))) hipError_t hipModuleLoad(hipModule_t* module, const char* fname) {
-  GT_REAL(hipError_t (*)(hipModule_t*, const char*), hipModuleLoad);
+  GT_REAL(hipError_t(*)(hipModule_t*, const char*), hipModuleLoad);
   Call c(Api::hipModuleLoad);
   hipError_t r = real(module, fname);
   c.e.ptr = module ? U(*module) : 0, c.e.name = fname ? InternName(fname) : 0;
@@ -272,7 +277,7 @@ __attribute__((visibility("default"))) hipError_t hipModuleLoad(hipModule_t* mod
 }
 
 __attribute__((visibility("default"))) hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
-  GT_REAL(hipError_t (*)(hipModule_t*, const void*), hipModuleLoadData);
+  GT_REAL(hipError_t(*)(hipModule_t*, const void*), hipModuleLoadData);
   Call c(Api::hipModuleLoadData);
   hipError_t r = real(module, image);
   c.e.ptr = module ? U(*module) : 0, c.e.ptr2 = U(image);
@@ -282,7 +287,7 @@ __attribute__((visibility("default"))) hipError_t hipModuleLoadData(hipModule_t*
 __attribute__((visibility("default"))) hipError_t hipModuleLoadDataEx(hipModule_t* module, const void* image,
                                                                       unsigned int n, hipJitOption* options,
                                                                       void** values) {
-  GT_REAL(hipError_t (*)(hipModule_t*, const void*, unsigned int, hipJitOption*, void**), hipModuleLoadDataEx);
+  GT_REAL(hipError_t(*)(hipModule_t*, const void*, unsigned int, hipJitOption*, void**), hipModuleLoadDataEx);
   Call c(Api::hipModuleLoadDataEx);
   hipError_t r = real(module, image, n, options, values);
   c.e.ptr = module ? U(*module) : 0, c.e.ptr2 = U(image);
@@ -290,7 +295,7 @@ __attribute__((visibility("default"))) hipError_t hipModuleLoadDataEx(hipModule_
 }
 
 __attribute__((visibility("default"))) hipError_t hipGraphLaunch(hipGraphExec_t graph, hipStream_t stream) {
-  GT_REAL(hipError_t (*)(hipGraphExec_t, hipStream_t), hipGraphLaunch);
+  GT_REAL(hipError_t(*)(hipGraphExec_t, hipStream_t), hipGraphLaunch);
   Call c(Api::hipGraphLaunch);
   c.e.ptr = U(graph), c.e.stream = U(stream);
   return c.Done(real(graph, stream));

@@ -64,8 +64,10 @@ void CountError(uint16_t api, int32_t result) {
     uint64_t seen = slot.key.load(std::memory_order_acquire);
     if (seen == 0) {
       uint64_t expected = 0;
-      if (slot.key.compare_exchange_strong(expected, key, std::memory_order_acq_rel)) seen = key;
-      else seen = expected;
+      if (slot.key.compare_exchange_strong(expected, key, std::memory_order_acq_rel))
+        seen = key;
+      else
+        seen = expected;
     }
     if (seen == key) {
       slot.count.fetch_add(1, std::memory_order_relaxed);
@@ -92,10 +94,12 @@ void AddAllocation(const Event& e) {
                slot.state.compare_exchange_strong(state, kSlotWriting, std::memory_order_acq_rel);
       } else if (pass == 1) {
         uint32_t empty = kSlotEmpty;
-        take = state == kSlotEmpty && slot.state.compare_exchange_strong(empty, kSlotWriting, std::memory_order_acq_rel);
+        take =
+            state == kSlotEmpty && slot.state.compare_exchange_strong(empty, kSlotWriting, std::memory_order_acq_rel);
       } else {
         uint32_t freed = kSlotFreed;
-        take = state == kSlotFreed && slot.state.compare_exchange_strong(freed, kSlotWriting, std::memory_order_acq_rel);
+        take =
+            state == kSlotFreed && slot.state.compare_exchange_strong(freed, kSlotWriting, std::memory_order_acq_rel);
       }
       if (!take) continue;
       slot.addr.store(e.ptr, std::memory_order_relaxed);
