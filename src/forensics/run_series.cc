@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -19,7 +18,6 @@
 #include "forensics/exec_failure.h"
 #include "forensics/gpu_record.h"
 #include "forensics/gpu_signature.h"
-#include "recorder/ring_format.h"
 
 namespace gputriage::forensics {
 namespace {
