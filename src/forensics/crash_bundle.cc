@@ -604,6 +604,10 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
                        newest.kernel.value_or("?"));
   }
   if (run.gpu_calls) {
+    for (const core::GpuCall& c : run.gpu_calls->in_progress) {
+      out += fmt::format("  waiting in: {} (pid {}, thread {}, entered {:.1f} ms after the recorder started)\n", c.api,
+                         c.pid, c.tid, c.t_ms);
+    }
     for (const core::GpuAddressAttribution& a : run.gpu_calls->attributions) {
       out += fmt::format("  fault address {}: {}\n", a.address, a.summary);
     }
