@@ -33,6 +33,8 @@ struct GpuCall {
   std::optional<std::string> source;   ///< copy: the source
   std::optional<int64_t> bytes;
   std::optional<std::string> module;  ///< module loads: the file, when loaded from one
+  /// Graph launches and instantiations: the graph's kernels (CUDA graphs, child graphs included).
+  std::optional<std::vector<std::string>> graph_kernels;
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("api", s.api);
@@ -52,6 +54,7 @@ struct GpuCall {
     v("source", s.source);
     v("bytes", s.bytes);
     v("module", s.module);
+    v("graph_kernels", s.graph_kernels);
   }
 };
 

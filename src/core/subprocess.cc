@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -203,8 +204,20 @@ Result<ProcessOutcome> RunWithTimeout(const std::vector<std::string>& argv, cons
   if (options.stdin_data) {
     // Small inputs only (probe requests); a full pipe would block, so write non-blocking.
     ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
-    ssize_t ignored = ::write(in_w.get(), options.stdin_data->data(), options.stdin_data->size());
-    (void)ignored;
+    // A helper that exits before reading its input closes the pipe: the write then fails with
+    // EPIPE, and the SIGPIPE it raises must not kill this process (it is blocked in this thread
+    // for the write and taken back if it came).
+    sigset_t pipe_only, old_mask;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+    ssize_t written = ::write(in_w.get(), options.stdin_data->data(), options.stdin_data->size());
+    if (written < 0 && errno == EPIPE) {
+      const timespec no_wait{0, 0};
+      while (sigtimedwait(&pipe_only, nullptr, &no_wait) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     in_w.reset();
   }
   auto deadline = start + options.timeout;

@@ -73,6 +73,27 @@ std::string NameAt(const Mapped& m, uint32_t name) {
   return std::string(names + at, static_cast<const char*>(end) - (names + at));
 }
 
+// A graph's kernels, stored one per line under its instantiation and launches.
+std::vector<std::string> GraphKernelNames(const Mapped& m, uint32_t name) {
+  std::vector<std::string> out;
+  std::string all = NameAt(m, name);
+  size_t at = 0;
+  while (at < all.size()) {
+    size_t nl = all.find('\n', at);
+    out.push_back(all.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return out;
+}
+
+std::string GraphLabel(const std::vector<std::string>& kernels) {
+  std::string label = fmt::format("CUDA graph of {} kernel{}: ", kernels.size(), kernels.size() == 1 ? "" : "s");
+  for (size_t i = 0; i < kernels.size() && i < 3; ++i) label += (i ? "; " : "") + kernels[i];
+  if (kernels.size() > 3) label += "; ...";
+  return label;
+}
+
 std::string SizeBucket(int log2) {
   return fmt::format("{}-{}", HumanBytes(uint64_t{1} << log2), log2 >= 63 ? "" : HumanBytes(uint64_t{1} << (log2 + 1)));
 }
@@ -116,8 +137,14 @@ core::GpuCall CallOf(const Mapped& m, const rec::Record& r, const catalog::Error
       c.stream = Hex(r.stream);
       break;
     case rec::ApiKind::kSync:
+      c.stream = Hex(r.stream);
+      break;
     case rec::ApiKind::kGraph:
       c.stream = Hex(r.stream);
+      if (std::vector<std::string> kernels = GraphKernelNames(m, r.name); !kernels.empty()) {
+        c.kernel = GraphLabel(kernels);
+        c.graph_kernels = std::move(kernels);
+      }
       break;
     case rec::ApiKind::kModule: {
       std::string name = NameAt(m, r.name);
@@ -125,6 +152,9 @@ core::GpuCall CallOf(const Mapped& m, const rec::Record& r, const catalog::Error
       break;
     }
     case rec::ApiKind::kOther:
+      if (std::vector<std::string> kernels = GraphKernelNames(m, r.name); !kernels.empty()) {
+        c.graph_kernels = std::move(kernels);  // a graph's instantiation
+      }
       if (r.grid[0] != 0) {  // a launch's configuration (__hipPushCallConfiguration)
         c.grid = std::vector<int64_t>{r.grid[0], r.grid[1], r.grid[2]};
         c.block = std::vector<int64_t>{r.block[0], r.block[1], r.block[2]};
@@ -150,7 +180,7 @@ void Track(Flight& flight, const core::GpuCall& c, rec::ApiKind kind, const cata
     flight.frozen = true;
     return;
   }
-  if (kind == rec::ApiKind::kLaunch && c.result == 0) {
+  if ((kind == rec::ApiKind::kLaunch || kind == rec::ApiKind::kGraph) && c.result == 0) {
     flight.launches.push_back(c);
   } else if (kind == rec::ApiKind::kSync && c.result == 0) {
     bool whole_device = c.api == "hipDeviceSynchronize" || c.api == "cuCtxSynchronize";

@@ -148,6 +148,30 @@ TEST_F(GpuRecordTest, CandidatesAreTheLaunchesSinceTheLastSyncUpToTheStickyError
   EXPECT_EQ(calls->processes[0].launches, 4);
 }
 
+// A graph launch carries its graph's kernels (stored one per line at instantiation) and counts as
+// a launch in flight.
+TEST_F(GpuRecordTest, AGraphLaunchNamesTheGraphsKernels) {
+  RingFile f;
+  uint64_t inst = f.Call(rec::Api::cuGraphInstantiateWithFlags, 0, 1);
+  uint32_t kernels =
+      f.Name("gemm_kernel<float>(float const*, float*)\nrelu(float*)\nsoftmax(float*, int)\nnorm(float*)");
+  f.records()[inst % RingFile::kRecords].name = kernels;
+  uint64_t launch = f.Call(rec::Api::cuGraphLaunch, 0, 2);
+  f.records()[launch % RingFile::kRecords].name = kernels;
+  f.Call(rec::Api::cuStreamSynchronize, 700, 3);
+  auto calls = ReadGpuRecordFile(f.Write(dir_), Errors());
+  ASSERT_TRUE(calls.ok()) << calls.error().message;
+  ASSERT_EQ(calls->calls.size(), 3u);
+  ASSERT_TRUE(calls->calls[0].graph_kernels.has_value());
+  EXPECT_EQ(calls->calls[0].graph_kernels->size(), 4u);
+  ASSERT_EQ(calls->candidates.size(), 1u);
+  EXPECT_EQ(calls->candidates[0].api, "cuGraphLaunch");
+  EXPECT_EQ(
+      calls->candidates[0].kernel,
+      "CUDA graph of 4 kernels: gemm_kernel<float>(float const*, float*); relu(float*); softmax(float*, int); ...");
+  EXPECT_EQ(calls->candidates[0].graph_kernels->back(), "norm(float*)");
+}
+
 TEST_F(GpuRecordTest, AStreamSyncClearsOnlyItsStream) {
   RingFile f;
   f.Launch("a(int)", 0x1, 1);

@@ -108,7 +108,11 @@ enum class ApiKind : uint16_t { kOther = 0, kAlloc, kFree, kCopy, kSet, kLaunch,
   X(cuLibraryLoadData, kModule) \
   X(cuLibraryLoadFromFile, kModule) \
   X(cuGraphLaunch, kGraph) \
-  X(cuGraphLaunch_ptsz, kGraph)
+  X(cuGraphLaunch_ptsz, kGraph) \
+  X(cuGraphInstantiateWithFlags, kOther) \
+  X(cuGraphInstantiateWithParams, kOther) \
+  X(cuGraphInstantiateWithParams_ptsz, kOther) \
+  X(cuGraphInstantiate_v2, kOther)
 // clang-format on
 
 enum class Api : uint16_t {
@@ -161,7 +165,8 @@ struct Record {
   uint16_t api;  ///< Api
   uint16_t flags;
   int32_t result;     ///< the call's return code (hipError_t, CUresult)
-  uint32_t name;      ///< kernel or module name: offset + 1 into names; 0: none
+  uint32_t name;      ///< kernel or module name: offset + 1 into names; 0: none. A graph launch's
+                      ///< (and its instantiation's) name lists the graph's kernels, one per line
   uint32_t shmem;     ///< launch: dynamic shared memory bytes
   uint64_t ptr;       ///< alloc/free: address; copy/set: destination; launch: function; module: handle
   uint64_t ptr2;      ///< copy: source

@@ -12,9 +12,12 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <cxxabi.h>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "recorder/lib/writer.h"
 
@@ -126,6 +129,77 @@ void LaunchEx(Event& e, const P* p, const char* symbol) {
     e.name = InternSymbol(symbol);
     RememberFunctionName(e.ptr, e.name);
   }
+}
+
+// The kernels of a graph, for its instantiation and its launches: the driver's own graph calls,
+// looked up in the already loaded libcuda (no callback is enabled for them, so no recursion).
+struct GraphApi {
+  CUresult (*get_nodes)(CUgraph, CUgraphNode*, size_t*) = nullptr;
+  CUresult (*node_type)(CUgraphNode, CUgraphNodeType*) = nullptr;
+  CUresult (*kernel_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;
+  CUresult (*child_graph)(CUgraphNode, CUgraph*) = nullptr;
+  CUresult (*func_name)(const char**, CUfunction) = nullptr;
+  CUresult (*kernel_name)(const char**, CUkernel) = nullptr;
+};
+
+const GraphApi& Graph() {
+  static const GraphApi api = [] {
+    GraphApi g;
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda == nullptr) return g;
+    g.get_nodes = reinterpret_cast<decltype(g.get_nodes)>(dlsym(cuda, "cuGraphGetNodes"));
+    g.node_type = reinterpret_cast<decltype(g.node_type)>(dlsym(cuda, "cuGraphNodeGetType"));
+    g.kernel_params = reinterpret_cast<decltype(g.kernel_params)>(dlsym(cuda, "cuGraphKernelNodeGetParams_v2"));
+    g.child_graph = reinterpret_cast<decltype(g.child_graph)>(dlsym(cuda, "cuGraphChildGraphNodeGetGraph"));
+    g.func_name = reinterpret_cast<decltype(g.func_name)>(dlsym(cuda, "cuFuncGetName"));
+    g.kernel_name = reinterpret_cast<decltype(g.kernel_name)>(dlsym(cuda, "cuKernelGetName"));
+    return g;
+  }();
+  return api;
+}
+
+// Appends the demangled names of `graph`'s kernel nodes (child graphs included, 3 levels deep),
+// one per line, to `out` (at most `cap` bytes). Allocates: called from the driver's callback for
+// an instantiation, not from a signal handler.
+void GraphKernels(CUgraph graph, int depth, std::string& out, size_t cap) {
+  const GraphApi& g = Graph();
+  if (graph == nullptr || depth > 3 || !g.get_nodes || !g.node_type || !g.kernel_params) return;
+  size_t count = 0;
+  if (g.get_nodes(graph, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
+  if (count > 4096) count = 4096;
+  std::vector<CUgraphNode> nodes(count);
+  if (g.get_nodes(graph, nodes.data(), &count) != CUDA_SUCCESS) return;
+  for (size_t i = 0; i < count && out.size() < cap; ++i) {
+    CUgraphNodeType type;
+    if (g.node_type(nodes[i], &type) != CUDA_SUCCESS) continue;
+    if (type == CU_GRAPH_NODE_TYPE_GRAPH && g.child_graph) {
+      CUgraph child = nullptr;
+      if (g.child_graph(nodes[i], &child) == CUDA_SUCCESS) GraphKernels(child, depth + 1, out, cap);
+      continue;
+    }
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    CUDA_KERNEL_NODE_PARAMS params{};
+    if (g.kernel_params(nodes[i], &params) != CUDA_SUCCESS) continue;
+    const char* name = nullptr;
+    if (params.func != nullptr && g.func_name) g.func_name(&name, params.func);
+    if (name == nullptr && params.kern != nullptr && g.kernel_name) g.kernel_name(&name, params.kern);
+    int status = 0;
+    char* demangled = name ? abi::__cxa_demangle(name, nullptr, nullptr, &status) : nullptr;
+    if (!out.empty()) out += '\n';
+    out += demangled && status == 0 ? demangled : (name ? name : "(unnamed kernel)");
+    std::free(demangled);
+  }
+}
+
+// Remembers the kernels of a graph just instantiated under its executable graph's handle.
+void RememberGraph(Event& e, CUgraphExec* exec, CUgraph graph) {
+  if (e.result != CUDA_SUCCESS || exec == nullptr || *exec == nullptr) return;
+  e.ptr = U(*exec);
+  std::string kernels;
+  GraphKernels(graph, 0, kernels, 16u << 10);
+  if (kernels.empty()) return;
+  e.name = InternName(kernels);
+  RememberFunctionName(e.ptr, e.name);
 }
 
 // Fills the event from the call's parameters (on exit: out-pointers hold their results).
@@ -289,11 +363,33 @@ void Describe(Event& e, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
       e.ptr = U(static_cast<const cuGraphLaunch_params*>(p)->hGraph);
       e.stream = U(static_cast<const cuGraphLaunch_params*>(p)->hStream);
+      e.name = FunctionName(e.ptr);
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
       e.ptr = U(static_cast<const cuGraphLaunch_ptsz_params*>(p)->hGraphExec);
       e.stream = U(static_cast<const cuGraphLaunch_ptsz_params*>(p)->hStream);
+      e.name = FunctionName(e.ptr);
       break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: {
+      auto* a = static_cast<const cuGraphInstantiateWithFlags_params*>(p);
+      RememberGraph(e, a->phGraphExec, a->hGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams: {
+      auto* a = static_cast<const cuGraphInstantiateWithParams_params*>(p);
+      RememberGraph(e, a->phGraphExec, a->hGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+      auto* a = static_cast<const cuGraphInstantiateWithParams_ptsz_params*>(p);
+      RememberGraph(e, a->phGraphExec, a->hGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2: {
+      auto* a = static_cast<const cuGraphInstantiate_v2_params*>(p);
+      RememberGraph(e, a->phGraphExec, a->hGraph);
+      break;
+    }
     default:
       break;
   }
