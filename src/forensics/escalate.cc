@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/scoped_fd.h"
+#include "forensics/exec_failure.h"
 #include "forensics/gpu_record.h"
 #include "forensics/sanitizer_report.h"
 #include "forensics/supervisor.h"
@@ -64,22 +65,13 @@ bool Escalatable(const RunAssessment& run) {
 }
 
 std::optional<std::string> FindComputeSanitizer() {
-  std::vector<std::string> dirs;
-  if (const char* path = std::getenv("PATH")) {
-    std::string_view rest(path);
-    while (!rest.empty()) {
-      size_t colon = rest.find(':');
-      dirs.emplace_back(rest.substr(0, colon));
-      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    }
-  }
+  std::vector<std::string> candidates;
+  if (std::optional<std::string> in_path = CommandPath("compute-sanitizer")) candidates.push_back(*in_path);
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-    if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/bin");
+    if (const char* v = std::getenv(var); v && *v) candidates.push_back(std::string(v) + "/bin/compute-sanitizer");
   }
-  dirs.emplace_back("/usr/local/cuda/bin");
-  for (const std::string& dir : dirs) {
-    if (dir.empty()) continue;
-    std::string candidate = dir + "/compute-sanitizer";
+  candidates.emplace_back("/usr/local/cuda/bin/compute-sanitizer");
+  for (const std::string& candidate : candidates) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return std::nullopt;

@@ -15,11 +15,9 @@
 #include "core/text.h"
 
 namespace gputriage::forensics {
-namespace {
+namespace {}  // namespace
 
-// The file execvp tried: `command` itself when it has a '/', else the first $PATH entry holding
-// something of that name (glibc's default search path when PATH is unset).
-std::optional<std::string> Candidate(const std::string& command) {
+std::optional<std::string> CommandPath(const std::string& command) {
   if (command.find('/') != std::string::npos) return command;
   const char* env = std::getenv("PATH");
   std::string path = env ? env : "/bin:/usr/bin";
@@ -30,6 +28,8 @@ std::optional<std::string> Candidate(const std::string& command) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 // The interpreter named by a "#!" first line, "" when there is none.
 std::string ShebangInterpreter(const std::string& path) {
@@ -77,7 +77,7 @@ std::string Denied(const std::string& path, const struct stat& st) {
 }  // namespace
 
 std::string DescribeExecFailure(const std::string& command, int err) {
-  std::optional<std::string> path = Candidate(command);
+  std::optional<std::string> path = CommandPath(command);
   if (!path) return fmt::format("{}: command not found (not in PATH)", command);
   struct stat st {};
   if (stat(path->c_str(), &st) != 0) return fmt::format("{}: {}", *path, std::strerror(errno));

@@ -3,9 +3,15 @@
 // named, not just execvp's errno ("Permission denied", "No such file or directory").
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace gputriage::forensics {
+
+/// The file execvp tries for `command`: `command` itself when it has a '/', else the first $PATH
+/// entry holding something of that name (glibc's default search path when PATH is unset);
+/// nullopt when there is none.
+std::optional<std::string> CommandPath(const std::string& command);
 
 /// The message for `command` (argv[0] of the job, looked up in $PATH when it has no '/', as
 /// execvp does) that failed to execute with `err`. Examples:

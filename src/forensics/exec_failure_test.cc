@@ -38,6 +38,9 @@ TEST(ExecFailure, ANameIsLookedUpInPath) {
   EXPECT_EQ(DescribeExecFailure("tool", EACCES), tmp / "bin/tool: is a directory, not a program");
   EXPECT_EQ(DescribeExecFailure("gputriage-no-such-tool", ENOENT),
             "gputriage-no-such-tool: command not found (not in PATH)");
+  EXPECT_EQ(CommandPath("tool"), tmp / "bin/tool");
+  EXPECT_EQ(CommandPath("gputriage-no-such-tool"), std::nullopt);
+  EXPECT_EQ(CommandPath("/bin/sh"), "/bin/sh");  // a path is taken as it is
   setenv("PATH", old_path.c_str(), 1);
 }
 

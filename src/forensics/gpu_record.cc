@@ -19,6 +19,7 @@
 
 #include "core/fs.h"
 #include "core/scoped_fd.h"
+#include "forensics/exec_failure.h"
 #include "recorder/ring_format.h"
 
 namespace gputriage::forensics {
@@ -229,24 +230,10 @@ void RecordSession::Start(const std::string& library, const std::string& parent,
   }
 }
 
-std::string ResolveCommand(const std::string& command) {
-  if (command.empty() || command.find('/') != std::string::npos) return command;
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (!rest.empty()) {
-    size_t colon = rest.find(':');
-    std::string dir(rest.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 core::GpuCalls RecordSession::Read(const catalog::ErrorCodes& errors, const std::string& command) const {
   core::GpuCalls calls = ReadGpuRecordDir(dir_, errors);
   if (calls.processes.empty() && !calls.not_recorded.empty()) {
-    calls.not_recorded.back().reason = WhyNothingWasRecorded(ResolveCommand(command));
+    calls.not_recorded.back().reason = WhyNothingWasRecorded(CommandPath(command).value_or(""));
   }
   for (const std::string& note : notes_) calls.not_recorded.push_back({"gpu calls", note});
   return calls;

@@ -91,9 +91,6 @@ class RecordSession {
 /// ""): statically linked, 32-bit, or the general list of reasons.
 std::string WhyNothingWasRecorded(const std::string& executable);
 
-/// `command` looked up in $PATH as execvp does when it has no '/'; "" when not found.
-std::string ResolveCommand(const std::string& command);
-
 /// "4 KiB", "1.5 MiB".
 std::string HumanBytes(uint64_t bytes);
 
