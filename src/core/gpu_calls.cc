@@ -10,6 +10,11 @@ int64_t GpuCalls::FailedCalls() const {
   return total;
 }
 
+std::string DimsText(const std::optional<std::vector<int64_t>>& dims) {
+  if (!dims || dims->size() != 3) return "?";
+  return "(" + std::to_string((*dims)[0]) + "," + std::to_string((*dims)[1]) + "," + std::to_string((*dims)[2]) + ")";
+}
+
 Json ToJson(const GpuCalls& calls) { return json_fields::WriteValue(calls); }
 Json ToJson(const GpuCall& call) { return json_fields::WriteValue(call); }
 Json ToJson(const GpuErrorCount& count) { return json_fields::WriteValue(count); }

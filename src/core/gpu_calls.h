@@ -243,6 +243,9 @@ struct Escalation {
   }
 };
 
+/// "(128,1,1)" for a grid, block or thread; "?" when unknown.
+std::string DimsText(const std::optional<std::vector<int64_t>>& dims);
+
 Json ToJson(const GpuCalls& calls);
 Json ToJson(const GpuCall& call);
 Json ToJson(const GpuErrorCount& count);

@@ -181,11 +181,8 @@ std::string CallName(const core::GpuErrorCount& e) {
 }
 
 std::string LaunchText(const core::GpuCall& c) {
-  auto dims = [](const std::optional<std::vector<int64_t>>& d) {
-    return d && d->size() == 3 ? fmt::format("({},{},{})", (*d)[0], (*d)[1], (*d)[2]) : std::string("?");
-  };
-  return fmt::format("{} grid {} block {} on stream {} (pid {}, {}, {:.3f} ms)", c.kernel.value_or("?"), dims(c.grid),
-                     dims(c.block), c.stream.value_or("?"), c.pid, c.api, c.t_ms);
+  return fmt::format("{} grid {} block {} on stream {} (pid {}, {}, {:.3f} ms)", c.kernel.value_or("?"),
+                     core::DimsText(c.grid), core::DimsText(c.block), c.stream.value_or("?"), c.pid, c.api, c.t_ms);
 }
 
 }  // namespace

@@ -17,10 +17,6 @@
 namespace gputriage::forensics {
 namespace {
 
-std::string Dims(const std::optional<std::vector<int64_t>>& d) {
-  return d && d->size() == 3 ? fmt::format("({},{},{})", (*d)[0], (*d)[1], (*d)[2]) : std::string("?");
-}
-
 // One rerun: the job with `env`, not traced, its output kept (tails) but not shown again.
 struct StepRun {
   std::optional<SuperviseOutcome> outcome;
@@ -124,8 +120,9 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
       sync.failing_launch = calls.candidates.front();
     if (sync.failing_launch) {
       const core::GpuCall& l = *sync.failing_launch;
-      sync.outcome = fmt::format("the error surfaced right after kernel {} (grid {}, block {}, {} at {:.3f} ms)",
-                                 l.kernel.value_or("?"), Dims(l.grid), Dims(l.block), l.api, l.t_ms);
+      sync.outcome =
+          fmt::format("the error surfaced right after kernel {} (grid {}, block {}, {} at {:.3f} ms)",
+                      l.kernel.value_or("?"), core::DimsText(l.grid), core::DimsText(l.block), l.api, l.t_ms);
       esc.kernel = l.kernel;
     } else if (sync.exit_status == 0) {
       sync.outcome = "the job passed with synchronous launches: the failure did not reproduce (timing-dependent?)";
@@ -170,8 +167,8 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
         const core::SanitizerError& e = san.errors.front();
         std::string where = e.file ? fmt::format("{}:{}", *e.file, e.line.value_or(0)) : e.pc_offset.value_or("?");
         san.outcome = fmt::format("{} of {} bytes in {} at {}, thread {} block {}, address {} {}", e.kind,
-                                  e.access_bytes.value_or(0), e.kernel, where, Dims(e.thread), Dims(e.block),
-                                  e.address.value_or("?"), e.problem.value_or(""));
+                                  e.access_bytes.value_or(0), e.kernel, where, core::DimsText(e.thread),
+                                  core::DimsText(e.block), e.address.value_or("?"), e.problem.value_or(""));
         if (e.relation && e.nearest_allocation) {
           san.outcome += fmt::format(" ({} the nearest allocation at {}, {} bytes)", *e.relation, *e.nearest_allocation,
                                      e.nearest_allocation_bytes.value_or(0));

@@ -233,11 +233,9 @@ Json GpuCalls(const kb::Analysis& a) {
   Json in_flight = Json::array();
   for (size_t i = 0; i < g.candidates.size() && i < 10; ++i) {
     const core::GpuCall& c = g.candidates[i];
-    auto dims = [](const std::optional<std::vector<int64_t>>& d) {
-      return d && d->size() == 3 ? fmt::format("({},{},{})", (*d)[0], (*d)[1], (*d)[2]) : std::string("?");
-    };
-    in_flight.push_back(Safe(fmt::format("{} grid {} block {} stream {} ({})", c.kernel.value_or("?"), dims(c.grid),
-                                         dims(c.block), c.stream.value_or("?"), c.api)));
+    in_flight.push_back(
+        Safe(fmt::format("{} grid {} block {} stream {} ({})", c.kernel.value_or("?"), core::DimsText(c.grid),
+                         core::DimsText(c.block), c.stream.value_or("?"), c.api)));
   }
   Json addresses = Json::array();
   for (const core::GpuAddressAttribution& t : g.attributions) addresses.push_back(Safe(t.address + ": " + t.summary));
