@@ -1066,6 +1066,10 @@ TEST_F(RunTest, StalePartialFilesOfKilledRunsAreRemovedByTheNextRun) {
   std::string stale_dir = bundles_ + "/.20261203T120000Z-train-77.partial-" + stale + "_XyZ789";
   fs::create_directories(stale_dir);
   WriteText(stale_dir + "/process.json", "{}");
+  // A flight-recorder directory of a killed `run --record` (its record files inside).
+  std::string stale_record = bundles_ + "/.record.partial-" + stale + "_Rec123";
+  fs::create_directories(stale_record);
+  WriteText(stale_record + "/gpu-record.77.ring", std::string(4096, 'r'));
   std::string live_core = put(".core.partial-" + live, 1024);
   std::string live_dir = bundles_ + "/.20261203T120000Z-train-78.partial-" + live + "_Qwe456";
   fs::create_directories(live_dir);
@@ -1078,11 +1082,11 @@ TEST_F(RunTest, StalePartialFilesOfKilledRunsAreRemovedByTheNextRun) {
 
   JobRun r = Run({kCrasher, "exit", "0"});
   EXPECT_EQ(r.status, 0) << r.err;
-  for (const std::string& gone : {stale_core, stale_tmp, stale_dir, old_legacy}) {
+  for (const std::string& gone : {stale_core, stale_tmp, stale_dir, stale_record, old_legacy}) {
     EXPECT_FALSE(fs::exists(gone)) << gone;
   }
   for (const std::string& kept : {live_core, live_dir, other_host, new_legacy}) EXPECT_TRUE(fs::exists(kept)) << kept;
-  EXPECT_NE(r.err.find("gputriage: removed 4 partial files of runs that were killed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gputriage: removed 5 partial files of runs that were killed"), std::string::npos) << r.err;
 }
 
 // Each bundle file and the directory reach the disk before the rename, and the rename after it:
