@@ -147,10 +147,14 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
   } else if (!tool) {
     san.outcome = "not run: compute-sanitizer was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)";
   } else {
-    std::string base = KernelBaseName(*esc.kernel);
-    san.command = {*tool, "--tool", "memcheck", "--print-limit", "20", "--kernel-name", "kns=" + base};
+    // A graph launch has several kernels: memcheck then checks them all (no name filter).
+    bool graph = sync.failing_launch->graph_kernels.has_value();
+    std::string base = graph ? "the graph's kernels" : KernelBaseName(*esc.kernel);
+    san.command = {*tool, "--tool", "memcheck", "--print-limit", "20"};
+    if (!graph) san.command.insert(san.command.end(), {"--kernel-name", "kns=" + base});
     san.command.insert(san.command.end(), request.command.begin(), request.command.end());
-    say(fmt::format("gputriage: escalation 2/2: rerunning under compute-sanitizer memcheck, kernel {} only\n", base));
+    say(fmt::format("gputriage: escalation 2/2: rerunning under compute-sanitizer memcheck, {} only\n",
+                    graph ? base : "kernel " + base));
     StepRun checked = Rerun(san.command, {}, request.timeout);
     san.seconds = checked.seconds;
     if (!checked.outcome) {
