@@ -112,10 +112,8 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
       }
     }
     bool sticky_seen = false;
-    for (const core::GpuErrorCount& e : calls.errors) {
-      const catalog::ErrorCode* code = errors.FindByValue(ApiVendor(e.api), static_cast<int>(e.result));
-      sticky_seen = sticky_seen || (code != nullptr && code->sticky);
-    }
+    for (const core::GpuErrorCount& e : calls.errors)
+      sticky_seen = sticky_seen || IsStickyError(errors, e.api, e.result);
     if (!sync.failing_launch && sticky_seen && !calls.candidates.empty())
       sync.failing_launch = calls.candidates.front();
     if (sync.failing_launch) {

@@ -45,11 +45,6 @@ std::optional<std::string> ResultName(const catalog::ErrorCodes& errors, std::st
   return code->name;
 }
 
-bool IsSticky(const catalog::ErrorCodes& errors, std::string_view api, int64_t result) {
-  const catalog::ErrorCode* code = errors.FindByValue(Vendor(api), static_cast<int>(result));
-  return code != nullptr && code->sticky;
-}
-
 // The file's bytes and its header, validated.
 struct Mapped {
   const char* base = nullptr;
@@ -177,7 +172,7 @@ struct Flight {
 
 void Track(Flight& flight, const core::GpuCall& c, rec::ApiKind kind, const catalog::ErrorCodes& errors) {
   if (flight.frozen) return;
-  if (c.result != 0 && IsSticky(errors, c.api, c.result)) {
+  if (c.result != 0 && IsStickyError(errors, c.api, c.result)) {
     flight.frozen = true;
     return;
   }
@@ -237,6 +232,11 @@ core::GpuCalls RecordSession::Read(const catalog::ErrorCodes& errors, const std:
   }
   for (const std::string& note : notes_) calls.not_recorded.push_back({"gpu calls", note});
   return calls;
+}
+
+bool IsStickyError(const catalog::ErrorCodes& errors, std::string_view api, int64_t result) {
+  const catalog::ErrorCode* code = errors.FindByValue(ApiVendor(api), static_cast<int>(result));
+  return code != nullptr && code->sticky;
 }
 
 std::string_view ApiVendor(std::string_view api) {

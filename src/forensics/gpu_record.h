@@ -53,6 +53,9 @@ core::GpuAddressAttribution AttributeAddress(const core::GpuCalls& calls, uint64
 /// records nothing of CUDA and says so.
 std::optional<std::string> FindCupti();
 
+/// Whether `result` of `api` is a context-killing (sticky) error in the error tables.
+bool IsStickyError(const catalog::ErrorCodes& errors, std::string_view api, int64_t result);
+
 /// "hip" for HIP runtime calls (hipMalloc, __hipPushCallConfiguration), else "cuda".
 std::string_view ApiVendor(std::string_view api);
 
