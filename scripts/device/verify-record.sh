@@ -7,7 +7,9 @@
 # on a PyTorch training step and a tight launch loop (bare vs recorded, 5 runs each, medians),
 # and the escalation's cost against the whole job under compute-sanitizer. Needs the bundle
 # (scripts/bundle) and the test programs (scripts/device/pack-tests) in dist/. Results: $OUT/record.
+#   verify-record.sh [cases] [bench] [cost]     (all three when none is named)
 set -u
+phases=" ${*:-cases bench cost} "
 out=${OUT:-/tmp/gputriage-out}/record
 mkdir -p "$out"
 gt=$PWD/dist/gputriage/bin/gputriage
@@ -44,7 +46,7 @@ PY
 case_run() {  # NAME [run options] -- CMD...
   local name=$1; shift
   local start=$(date +%s.%N)
-  "$gt" run --no-snapshot --bundle-dir "$b" "$@" > "$out/$name.out" 2>&1
+  timeout -k 10 240 "$gt" run --no-snapshot --bundle-dir "$b" "$@" > "$out/$name.out" 2>&1
   local rc=$? end=$(date +%s.%N)
   log "$name: rc=$rc, $(python3 -c "print(round($end-$start,2))") s"
   tail -12 "$out/$name.out" >> "$out/verify.log"
@@ -56,6 +58,7 @@ ldd "$gt" | grep 'not found' && log "MISSING LIBRARIES"
 log "tools"; (command -v compute-sanitizer; compute-sanitizer --version | tail -2; compute-sanitizer --help | grep -A4 -- '--kernel-name') >> "$out/verify.log" 2>&1
 log "cupti found by run --record"; find / -xdev -name 'libcupti.so*' 2>/dev/null | head -5 >> "$out/verify.log"
 
+if [[ $phases == *" cases "* ]]; then
 case_run oob-record --record -- "$t/cuda_oob"
 case_run oob-escalate --escalate -- "$t/cuda_oob"
 case_run torch-assert-record --record -- python3 tests/gpu/torch_index_add_assert.py
@@ -67,7 +70,8 @@ case_run cublas-escalate --escalate -- "$t/cublas_bad_output"
 case_run no-kernel-image --record -- "$t/cuda_no_kernel_image"
 case_run spin --record --timeout 8 -- "$t/cuda_spin"
 log "dmesg"; dmesg 2>/dev/null | tail -20 >> "$out/verify.log"
-
+fi
+if [[ $phases == *" bench "* ]]; then
 log "cost of the recorder (job's own timer; 5 runs each, alternating)"
 cupti=$(find / -xdev -name 'libcupti.so*' 2>/dev/null | sort | head -1)
 rec_env() { mkdir -p /tmp/gt-rec-bench; rm -f /tmp/gt-rec-bench/*; env GPUTRIAGE_RECORD_DIR=/tmp/gt-rec-bench LD_PRELOAD=$lib CUDA_INJECTION64_PATH=$lib GPUTRIAGE_RECORD_CUPTI=$cupti "$@"; }
@@ -79,9 +83,11 @@ for i in 1 2 3 4 5; do
 done
 ls -la /tmp/gt-rec-bench >> "$out/bench.txt" 2>&1
 cat "$out/bench.txt" >> "$out/verify.log"
+fi
 
+if [[ $phases == *" cost "* ]]; then
 log "escalation vs the whole job under compute-sanitizer"
-for job in "$t/cuda_oob" "python3 tests/gpu/triton_oob_store.py"; do
+for job in "$t/cuda_oob" "python3 tests/gpu/triton_oob_store.py" "python3 tests/gpu/torch_index_add_assert.py"; do
   start=$(date +%s.%N); $job > /dev/null 2>&1; end=$(date +%s.%N)
   echo "bare $job: $(python3 -c "print(round($end-$start,2))") s" >> "$out/bench.txt"
   start=$(date +%s.%N); compute-sanitizer $job > "$out/sanitizer-whole.txt" 2>&1; end=$(date +%s.%N)
@@ -89,5 +95,6 @@ for job in "$t/cuda_oob" "python3 tests/gpu/triton_oob_store.py"; do
   start=$(date +%s.%N); "$gt" run --no-snapshot --escalate --bundle-dir "$b/cost" -- $job > /dev/null 2>&1; end=$(date +%s.%N)
   echo "gputriage run --escalate $job: $(python3 -c "print(round($end-$start,2))") s" >> "$out/bench.txt"
 done
-tail -6 "$out/bench.txt" >> "$out/verify.log"
+tail -9 "$out/bench.txt" >> "$out/verify.log"
+fi
 rm -rf "$out/home" "$b"

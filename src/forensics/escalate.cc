@@ -148,12 +148,17 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
     // A graph launch has several kernels: memcheck then checks them all (no name filter).
     bool graph = sync.failing_launch->graph_kernels.has_value();
     std::string base = graph ? "the graph's kernels" : KernelBaseName(*esc.kernel);
+    // PyTorch's caching allocator places many tensors in one driver allocation, which hides an
+    // access past a tensor's end from memcheck; PYTORCH_NO_CUDA_MEMORY_CACHING=1 gives each tensor
+    // its own cudaMalloc (c10/cuda/CUDACachingAllocator.cpp: "the caching allocator foils
+    // cuda-memcheck"). Other jobs ignore it.
+    san.environment = {"PYTORCH_NO_CUDA_MEMORY_CACHING=1"};
     san.command = {*tool, "--tool", "memcheck", "--print-limit", "20"};
     if (!graph) san.command.insert(san.command.end(), {"--kernel-name", "kns=" + base});
     san.command.insert(san.command.end(), request.command.begin(), request.command.end());
     say(fmt::format("gputriage: escalation 2/2: rerunning under compute-sanitizer memcheck, {} only\n",
                     graph ? base : "kernel " + base));
-    StepRun checked = Rerun(san.command, {}, request.timeout);
+    StepRun checked = Rerun(san.command, san.environment, request.timeout);
     san.seconds = checked.seconds;
     if (!checked.outcome) {
       san.outcome = "could not run compute-sanitizer: " + checked.error;
