@@ -68,20 +68,40 @@ case_run triton-escalate --escalate -- python3 tests/gpu/triton_oob_store.py
 case_run cublas-record --record -- "$t/cublas_bad_output"
 case_run cublas-escalate --escalate -- "$t/cublas_bad_output"
 case_run no-kernel-image --record -- "$t/cuda_no_kernel_image"
+GPUTRIAGE_RECORD_DRIVER_ALL=1 case_run no-kernel-image-all --record -- "$t/cuda_no_kernel_image"
+case_run launch-loop-record --record -- python3 tests/gpu/torch_launch_loop.py 20000
 case_run spin --record --timeout 8 -- "$t/cuda_spin"
 log "dmesg"; dmesg 2>/dev/null | tail -20 >> "$out/verify.log"
 fi
 if [[ $phases == *" bench "* ]]; then
-log "cost of the recorder (job's own timer; 5 runs each, alternating)"
+log "cost of the recorder (job's own timer; ${RUNS:-7} runs each, alternating; cores 2-7)"
+echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>&1)" >> "$out/bench.txt"
+python3 -c "import time; n=1000000; t=time.perf_counter(); [time.monotonic_ns() for _ in range(n)]; print(f'monotonic_ns from python: {(time.perf_counter()-t)/n*1e9:.0f} ns per call')" >> "$out/bench.txt"
 cupti=$(find / -xdev -name 'libcupti.so*' 2>/dev/null | sort | head -1)
+# The recorder as `run --record` loads it (the same variables), writing to a scratch directory.
 rec_env() { mkdir -p /tmp/gt-rec-bench; rm -f /tmp/gt-rec-bench/*; env GPUTRIAGE_RECORD_DIR=/tmp/gt-rec-bench LD_PRELOAD=$lib CUDA_INJECTION64_PATH=$lib GPUTRIAGE_RECORD_CUPTI=$cupti "$@"; }
-for i in 1 2 3 4 5; do
-  python3 tests/gpu/torch_train_loop.py 2000 | sed 's/^/bare /' >> "$out/bench.txt"
-  rec_env python3 tests/gpu/torch_train_loop.py 2000 | sed 's/^/record /' >> "$out/bench.txt"
-  python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/bare /' >> "$out/bench.txt"
-  rec_env python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record /' >> "$out/bench.txt"
+pin() { taskset -c 2-7 "$@"; }
+for i in $(seq "${RUNS:-7}"); do
+  pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/bare /' >> "$out/bench.txt"
+  GPUTRIAGE_RECORD_BENCH=cupti-only rec_env pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/cupti-only /' >> "$out/bench.txt"
+  rec_env pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record /' >> "$out/bench.txt"
+  GPUTRIAGE_RECORD_DRIVER_ALL=1 rec_env pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record-all /' >> "$out/bench.txt"
+done
+for i in $(seq "${RUNS:-7}"); do
+  pin python3 tests/gpu/torch_train_loop.py 3000 | sed 's/^/bare /' >> "$out/bench.txt"
+  rec_env pin python3 tests/gpu/torch_train_loop.py 3000 | sed 's/^/record /' >> "$out/bench.txt"
 done
 ls -la /tmp/gt-rec-bench >> "$out/bench.txt" 2>&1
+python3 - "$out/bench.txt" <<'PY' | tee -a "$out/bench.txt"
+import re, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(\S+) (launch_loop|train_loop): .*?([0-9.]+) (us per launch|s, loss)", line)
+    if m:
+        runs.setdefault((m.group(2), m.group(1)), []).append(float(m.group(3)))
+for (loop, config), values in sorted(runs.items()):
+    print(f"median {loop} {config}: {statistics.median(values):.3f} over {len(values)} runs {values}")
+PY
 cat "$out/bench.txt" >> "$out/verify.log"
 fi
 

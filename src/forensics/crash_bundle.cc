@@ -197,9 +197,11 @@ void AddGpuCalls(RunAssessment& run, core::GpuCalls calls, const catalog::ErrorC
     // The first failed call the record kept (the cause; later ones often follow from it), else the
     // most frequent.
     core::GpuErrorCount top = calls.errors.front();
+    std::string kernel;
     for (const core::GpuCall& call : calls.calls) {
       if (call.result == 0) continue;
       top = {.api = call.api, .result = call.result, .result_name = call.result_name, .count = 1};
+      if (call.kernel) kernel = fmt::format(" (kernel {})", *call.kernel);
       break;
     }
     const catalog::ErrorCode* code = errors.FindByValue(ApiVendor(top.api), static_cast<int>(top.result));
@@ -207,8 +209,8 @@ void AddGpuCalls(RunAssessment& run, core::GpuCalls calls, const catalog::ErrorC
     c.kind = "gpu-api-error";
     c.category = code ? code->category : core::Category::kOther;
     std::string status = run.outcome.exit_code ? fmt::format("exited with status {}", *run.outcome.exit_code) : "ended";
-    c.summary = fmt::format("the job {} but {} GPU call{} failed, the first {} with {}", status, failed,
-                            failed == 1 ? "" : "s", top.api, CallName(top));
+    c.summary = fmt::format("the job {} but {} GPU call{} failed, the first {}{} with {}", status, failed,
+                            failed == 1 ? "" : "s", top.api, kernel, CallName(top));
     c.detail = fmt::format("{}The job did not act on these return codes; the flight recorder saw them.",
                            code && !code->message.empty() ? "\"" + code->message + "\". " : "");
     for (const core::GpuErrorCount& e : calls.errors) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include "core/scoped_fd.h"
 #include "forensics/exec_failure.h"
@@ -53,6 +54,16 @@ std::optional<int64_t> Status(const SuperviseOutcome& o) {
 }
 
 }  // namespace
+
+std::optional<std::string> AssertLocation(std::string_view message) {
+  // CUDA's device assert: "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1021: indexFuncSmallIndex:
+  // block: [0,0,0], thread: [0,0,0] Assertion `...` failed."; HIP's and glibc's: "file:line: function:
+  // Assertion `...' failed."
+  static const re2::RE2 kAt(R"((?:^|\s)(\S+\.(?:cu|cuh|cpp|cxx|cc|c|h|hpp|hip|py)):(\d+):)");
+  std::string file, line;
+  if (!re2::RE2::PartialMatch(re2::StringPiece(message.data(), message.size()), kAt, &file, &line)) return std::nullopt;
+  return file + ":" + line;
+}
 
 bool Escalatable(const RunAssessment& run) {
   if (!run.failed()) return false;
@@ -140,7 +151,14 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
   core::EscalationStep san;
   san.step = "sanitizer";
   std::optional<std::string> tool = nvidia ? FindComputeSanitizer() : std::nullopt;
-  if (!nvidia) {
+  if (!request.device_assert.empty()) {
+    std::optional<std::string> at = AssertLocation(request.device_assert);
+    san.outcome = fmt::format(
+        "not run: a device-side assert is the kernel's own check and fired before any bad access, so memcheck "
+        "has nothing to add; the assert names {}",
+        at ? *at : "no file:line (" + request.device_assert.substr(0, 200) + ")");
+    if (at) esc.location = *at;
+  } else if (!nvidia) {
     san.outcome = "not run: the ROCm debug agent step is not implemented in this version";
   } else if (!tool) {
     san.outcome = "not run: compute-sanitizer was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)";

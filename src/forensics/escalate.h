@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "catalog/error_codes.h"
@@ -27,7 +28,14 @@ struct EscalateRequest {
   std::string writer_tag;                            ///< PartialWriterTag()
   std::optional<std::chrono::milliseconds> timeout;  ///< per step, as the job's
   std::function<void(const std::string&)> progress;  ///< "escalation: rerunning ..." lines
+  /// The failure's own message when it was a device-side assert ("Indexing.cu:1021: ... Assertion
+  /// `...` failed."): the kernel's own check fired before any bad access, so memcheck has nothing
+  /// to add and is not run; the assert's file:line becomes the location.
+  std::string device_assert;
 };
+
+/// "FILE:LINE" from a device-side assert's message; nullopt when it names none.
+std::optional<std::string> AssertLocation(std::string_view message);
 
 /// Whether escalation can name more for this run: it failed with an asynchronous GPU error.
 bool Escalatable(const RunAssessment& run);

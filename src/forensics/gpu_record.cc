@@ -148,6 +148,17 @@ core::GpuCall CallOf(const Mapped& m, const rec::Record& r, const catalog::Error
       break;
     }
     case rec::ApiKind::kOther:
+      if (r.api == static_cast<uint16_t>(rec::Api::cuDriverCall)) {  // a failure of another entry point
+        if (std::string name = NameAt(m, r.name); !name.empty()) c.api = name;
+        c.result_name = ResultName(errors, c.api, r.result);
+        break;
+      }
+      if (r.api == static_cast<uint16_t>(rec::Api::cuModuleGetFunction) ||
+          r.api == static_cast<uint16_t>(rec::Api::cuLibraryGetKernel) ||
+          r.api == static_cast<uint16_t>(rec::Api::cuFuncSetAttribute)) {  // the kernel of a failed lookup
+        if (std::string name = NameAt(m, r.name); !name.empty()) c.kernel = name;
+        break;
+      }
       if (std::vector<std::string> kernels = GraphKernelNames(m, r.name); !kernels.empty()) {
         c.graph_kernels = std::move(kernels);  // a graph's instantiation
       }

@@ -234,7 +234,10 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
                        .record_parent = request.bundle_dir,
                        .writer_tag = PartialWriterTag(),
                        .timeout = request.timeout,
-                       .progress = [&](const std::string& text) { series.speaker.Progress(text); }};
+                       .progress = [&](const std::string& text) { series.speaker.Progress(text); },
+                       .device_assert = run.classification->category == core::Category::kDeviceAssert
+                                            ? run.classification->summary
+                                            : std::string()};
     AddEscalation(run, Escalate(er, run.outcome.duration_s, series.errors));
   } else if ((request.escalate || request.sync_only) && run.failed()) {
     series.speaker.Progress(

@@ -112,7 +112,14 @@ enum class ApiKind : uint16_t { kOther = 0, kAlloc, kFree, kCopy, kSet, kLaunch,
   X(cuGraphInstantiateWithFlags, kOther) \
   X(cuGraphInstantiateWithParams, kOther) \
   X(cuGraphInstantiateWithParams_ptsz, kOther) \
-  X(cuGraphInstantiate_v2, kOther)
+  X(cuGraphInstantiate_v2, kOther) \
+  X(cuModuleGetFunction, kOther) \
+  X(cuLibraryGetKernel, kOther) \
+  X(cuLibraryGetModule, kOther) \
+  X(cuKernelGetFunction, kOther) \
+  X(cuFuncSetAttribute, kOther) \
+  X(cuKernelSetAttribute, kOther) \
+  X(cuDriverCall, kOther)
 // clang-format on
 
 enum class Api : uint16_t {
@@ -140,7 +147,7 @@ inline ApiInfo DescribeApi(uint16_t api) {
 }
 
 inline constexpr char kMagic[8] = {'G', 'T', 'R', 'E', 'C', 'O', 'R', 'D'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint32_t kRecordSlots = 1u << 16;  ///< the newest 65,536 calls are kept
 inline constexpr uint32_t kAllocSlots = 1u << 15;
 inline constexpr uint32_t kErrorSlots = 512;
@@ -258,5 +265,11 @@ inline constexpr const char* kFileSuffix = ".ring";
 /// Environment variables the recorder reads (set by `gputriage run --record`).
 inline constexpr const char* kEnvDir = "GPUTRIAGE_RECORD_DIR";
 inline constexpr const char* kEnvCupti = "GPUTRIAGE_RECORD_CUPTI";  ///< path of libcupti.so
+/// "1": also subscribe to every other driver entry point and record the ones that fail (as
+/// cuDriverCall, the record's name holding the function's name); costs a callback per call.
+inline constexpr const char* kEnvDriverAll = "GPUTRIAGE_RECORD_DRIVER_ALL";
+/// "cupti-only": subscribe and enable the callbacks but record nothing — measures CUPTI's own
+/// cost against the recorder's (bench/, scripts/device/verify-record.sh). Not for users.
+inline constexpr const char* kEnvBench = "GPUTRIAGE_RECORD_BENCH";
 
 }  // namespace gputriage::recorder

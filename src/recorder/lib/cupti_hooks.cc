@@ -13,9 +13,11 @@
 #include <dlfcn.h>
 
 #include <cxxabi.h>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@ namespace {
 using SubscribeFn = CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
 using EnableCallbackFn = CUptiResult (*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
 using ResultStringFn = CUptiResult (*)(CUptiResult, const char**);
+using EnableDomainFn = CUptiResult (*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
 
 struct Cbid {
   CUpti_CallbackId cbid;
@@ -91,6 +94,14 @@ constexpr Cbid kCallbacks[] = {
     GT_CBID(cuLibraryLoadFromFile),
     GT_CBID(cuGraphLaunch),
     GT_CBID(cuGraphLaunch_ptsz),
+    // Looking up a kernel is where a module without code for this GPU fails ("no kernel image":
+    // the runtime returns the error from its launch call without reaching cuLaunchKernel).
+    GT_CBID(cuModuleGetFunction),
+    GT_CBID(cuLibraryGetKernel),
+    GT_CBID(cuLibraryGetModule),
+    GT_CBID(cuKernelGetFunction),
+    GT_CBID(cuFuncSetAttribute),
+    GT_CBID(cuKernelSetAttribute),
 };
 #undef GT_CBID
 
@@ -390,16 +401,69 @@ void Describe(Event& e, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       RememberGraph(e, a->phGraphExec, a->hGraph);
       break;
     }
+    // The kernel's name, for a lookup that failed (interning it on every successful lookup
+    // would fill the name area for nothing).
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction: {
+      auto* a = static_cast<const cuModuleGetFunction_params*>(p);
+      e.ptr2 = U(a->hmod);
+      if (e.result != CUDA_SUCCESS && a->name != nullptr) e.name = InternSymbol(a->name);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel: {
+      auto* a = static_cast<const cuLibraryGetKernel_params*>(p);
+      e.ptr2 = U(a->library);
+      if (e.result != CUDA_SUCCESS && a->name != nullptr) e.name = InternSymbol(a->name);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction:
+      e.ptr2 = U(static_cast<const cuKernelGetFunction_params*>(p)->kernel);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuFuncSetAttribute: {
+      auto* a = static_cast<const cuFuncSetAttribute_params*>(p);
+      e.ptr2 = U(a->hfunc), e.aux = static_cast<uint32_t>(a->attrib), e.size = static_cast<uint64_t>(a->value);
+      if (e.result != CUDA_SUCCESS) e.name = FunctionName(e.ptr2);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuKernelSetAttribute: {
+      auto* a = static_cast<const cuKernelSetAttribute_params*>(p);
+      e.ptr2 = U(a->kernel), e.aux = static_cast<uint32_t>(a->attrib), e.size = static_cast<uint64_t>(a->val);
+      break;
+    }
     default:
       break;
   }
 }
 
+// The interned name of a driver entry point outside kCallbacks (GPUTRIAGE_RECORD_DRIVER_ALL),
+// once per callback id.
+std::atomic<uint32_t> g_other_name[1024];
+
+uint32_t OtherName(CUpti_CallbackId cbid, const char* function) {
+  uint32_t name = g_other_name[cbid].load(std::memory_order_acquire);
+  if (name != 0 || function == nullptr) return name;
+  name = InternName(function);
+  g_other_name[cbid].store(name, std::memory_order_release);  // a race interns it twice: harmless
+  return name;
+}
+
+bool g_bench_cupti_only = false;
+
 void CUPTIAPI OnDriverCall(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= kMaxCbid || Active() == nullptr) return;
+  if (g_bench_cupti_only) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   Api api = g_api_of[cbid];
-  if (api == Api::kUnknown) return;
+  if (api == Api::kUnknown) {
+    // Another entry point (GPUTRIAGE_RECORD_DRIVER_ALL): only its failures are recorded.
+    if (cb->callbackSite != CUPTI_API_EXIT || cb->functionReturnValue == nullptr) return;
+    auto result = static_cast<int32_t>(*static_cast<const CUresult*>(cb->functionReturnValue));
+    if (result == CUDA_SUCCESS) return;
+    Event e;
+    e.api = Api::cuDriverCall, e.t_ns = NowNs(), e.result = result, e.aux = cbid;
+    e.name = OtherName(cbid, cb->functionName);
+    Emit(e);
+    return;
+  }
   if (cb->callbackSite == CUPTI_API_ENTER) {
     uint64_t now = NowNs();
     if (cb->correlationData != nullptr) *cb->correlationData = now;
@@ -474,8 +538,21 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       return 1;
     }
   }
+  const char* all = std::getenv(kEnvDriverAll);
+  bool every_call = all != nullptr && std::strcmp(all, "1") == 0;
+  if (every_call) {
+    auto enable_domain = reinterpret_cast<EnableDomainFn>(dlsym(lib, "cuptiEnableDomain"));
+    if (enable_domain == nullptr || enable_domain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) {
+      Disable("cuptiEnableDomain(driver API) failed");
+      return 1;
+    }
+  }
+  const char* bench = std::getenv(kEnvBench);
+  g_bench_cupti_only = bench != nullptr && std::strcmp(bench, "cupti-only") == 0;
   char note[kReasonBytes];
-  std::snprintf(note, sizeof note, "CUPTI driver-API callbacks via %s", name);
+  std::snprintf(note, sizeof note, "CUPTI driver-API callbacks via %s%s%s", name,
+                every_call ? "; failures of every other driver call too" : "",
+                g_bench_cupti_only ? "; BENCH MODE: nothing recorded" : "");
   Note(note);
   SetHook(kHookCupti);
   return 1;
