@@ -43,8 +43,9 @@ if os.path.exists(d + "/escalation.json"):
         print("  step", s["step"], round(s["seconds"], 2), "s:", s["outcome"][:400])
 PY
 }
-case_run() {  # NAME [run options] -- CMD...
+case_run() {  # NAME [run options] -- CMD...   (CASES="a b": only those)
   local name=$1; shift
+  [ -n "${CASES:-}" ] && [[ " $CASES " != *" $name "* ]] && return 0
   local start=$(date +%s.%N)
   timeout -k 10 240 "$gt" run --no-snapshot --bundle-dir "$b" "$@" > "$out/$name.out" 2>&1
   local rc=$? end=$(date +%s.%N)
@@ -80,16 +81,16 @@ python3 -c "import time; n=1000000; t=time.perf_counter(); [time.monotonic_ns() 
 cupti=$(find / -xdev -name 'libcupti.so*' 2>/dev/null | sort | head -1)
 # The recorder as `run --record` loads it (the same variables), writing to a scratch directory.
 rec_env() { mkdir -p /tmp/gt-rec-bench; rm -f /tmp/gt-rec-bench/*; env GPUTRIAGE_RECORD_DIR=/tmp/gt-rec-bench LD_PRELOAD=$lib CUDA_INJECTION64_PATH=$lib GPUTRIAGE_RECORD_CUPTI=$cupti "$@"; }
-pin() { taskset -c 2-7 "$@"; }
+pin() { taskset -c 2-7 "$@"; }  # (env cannot run a function: rec_env names taskset itself)
 for i in $(seq "${RUNS:-7}"); do
   pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/bare /' >> "$out/bench.txt"
-  GPUTRIAGE_RECORD_BENCH=cupti-only rec_env pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/cupti-only /' >> "$out/bench.txt"
-  rec_env pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record /' >> "$out/bench.txt"
-  GPUTRIAGE_RECORD_DRIVER_ALL=1 rec_env pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record-all /' >> "$out/bench.txt"
+  GPUTRIAGE_RECORD_BENCH=cupti-only rec_env taskset -c 2-7 python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/cupti-only /' >> "$out/bench.txt"
+  rec_env taskset -c 2-7 python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record /' >> "$out/bench.txt"
+  GPUTRIAGE_RECORD_DRIVER_ALL=1 rec_env taskset -c 2-7 python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record-all /' >> "$out/bench.txt"
 done
 for i in $(seq "${RUNS:-7}"); do
   pin python3 tests/gpu/torch_train_loop.py 3000 | sed 's/^/bare /' >> "$out/bench.txt"
-  rec_env pin python3 tests/gpu/torch_train_loop.py 3000 | sed 's/^/record /' >> "$out/bench.txt"
+  rec_env taskset -c 2-7 python3 tests/gpu/torch_train_loop.py 3000 | sed 's/^/record /' >> "$out/bench.txt"
 done
 ls -la /tmp/gt-rec-bench >> "$out/bench.txt" 2>&1
 python3 - "$out/bench.txt" <<'PY' | tee -a "$out/bench.txt"
@@ -107,14 +108,17 @@ fi
 
 if [[ $phases == *" cost "* ]]; then
 log "escalation vs the whole job under compute-sanitizer"
-for job in "$t/cuda_oob" "python3 tests/gpu/triton_oob_store.py" "python3 tests/gpu/torch_index_add_assert.py"; do
+for job in "$t/cuda_oob" "python3 tests/gpu/triton_oob_store.py" "python3 tests/gpu/torch_index_add_assert.py" \
+           "python3 tests/gpu/torch_train_then_oob.py ${LATE_STEPS:-1000}"; do
   start=$(date +%s.%N); $job > /dev/null 2>&1; end=$(date +%s.%N)
   echo "bare $job: $(python3 -c "print(round($end-$start,2))") s" >> "$out/bench.txt"
-  start=$(date +%s.%N); compute-sanitizer $job > "$out/sanitizer-whole.txt" 2>&1; end=$(date +%s.%N)
+  start=$(date +%s.%N); timeout 200 compute-sanitizer $job > "$out/sanitizer-whole.txt" 2>&1; end=$(date +%s.%N)
   echo "compute-sanitizer whole $job: $(python3 -c "print(round($end-$start,2))") s" >> "$out/bench.txt"
-  start=$(date +%s.%N); "$gt" run --no-snapshot --escalate --bundle-dir "$b/cost" -- $job > /dev/null 2>&1; end=$(date +%s.%N)
+  start=$(date +%s.%N); "$gt" run --no-snapshot --escalate --bundle-dir "$b/cost" -- $job > "$out/escalate-cost.txt" 2>&1; end=$(date +%s.%N)
   echo "gputriage run --escalate $job: $(python3 -c "print(round($end-$start,2))") s" >> "$out/bench.txt"
+  grep -E "escalation (sync|sanitizer) \(|kernel:" "$out/escalate-cost.txt" | cut -c1-300 >> "$out/bench.txt"
+  tail -3 "$out/sanitizer-whole.txt" >> "$out/bench.txt"
 done
-tail -9 "$out/bench.txt" >> "$out/verify.log"
+tail -40 "$out/bench.txt" >> "$out/verify.log"
 fi
 rm -rf "$out/home" "$b"

@@ -190,7 +190,8 @@ void Track(Flight& flight, const core::GpuCall& c, rec::ApiKind kind, const cata
   if ((kind == rec::ApiKind::kLaunch || kind == rec::ApiKind::kGraph) && c.result == 0) {
     flight.launches.push_back(c);
   } else if (kind == rec::ApiKind::kSync && c.result == 0) {
-    bool whole_device = c.api == "hipDeviceSynchronize" || c.api == "cuCtxSynchronize";
+    bool whole_device =
+        c.api == "hipDeviceSynchronize" || c.api == "cuCtxSynchronize" || c.api == "cuCtxSynchronize_v2";
     bool stream_sync = c.api.find("StreamSynchronize") != std::string::npos;
     if (whole_device) {
       flight.launches.clear();
@@ -602,12 +603,19 @@ core::GpuAddressAttribution AttributeAddress(const core::GpuCalls& calls, uint64
     out.summary = fmt::format("{} before the start of a {}", HumanBytes(above_gap), describe(*above));
   } else {
     out.relation = "none";
+    std::string nearest;
+    if (below != nullptr && below_gap <= above_gap) {
+      nearest = fmt::format("; the nearest live one, a {}, ends {} below it", describe(*below), HumanBytes(below_gap));
+    } else if (above != nullptr) {
+      nearest =
+          fmt::format("; the nearest live one, a {}, starts {} above it", describe(*above), HumanBytes(above_gap));
+    }
     out.summary = calls.allocations.empty()
                       ? "no allocation was recorded to compare with"
                       : fmt::format(
-                            "in no recorded allocation (none within {} of it): a stray or corrupted pointer, or "
-                            "memory the recorder did not see allocated",
-                            HumanBytes(kNear));
+                            "in no recorded allocation (none within {} of it): an index far out of range, a stray "
+                            "or corrupted pointer, or memory the recorder did not see allocated{}",
+                            HumanBytes(kNear), nearest);
   }
   return out;
 }

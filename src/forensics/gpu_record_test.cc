@@ -301,6 +301,39 @@ TEST_F(GpuRecordTest, AllocationsAndTheirAttribution) {
   core::GpuAddressAttribution stray = AttributeAddress(*calls, 0x10);
   EXPECT_EQ(stray.relation, "none");
   EXPECT_FALSE(stray.allocation.has_value());
+  // The nearest live allocation is still said (on the H200, Triton's store 76 MiB past a 2 MiB
+  // segment): how far off the pointer is tells an index bug from a garbage pointer.
+  EXPECT_NE(stray.summary.find("; the nearest live one, a 512 KiB buffer allocated by cuMemAlloc_v2 at 0x7f0000000000 "
+                               "(pid 4242, 2.0 ms after start), starts 127.0 TiB above it"),
+            std::string::npos)
+      << stray.summary;
+  core::GpuAddressAttribution far = AttributeAddress(*calls, 0x7f0000000000 + (76 << 20));
+  EXPECT_EQ(far.relation, "none");
+  EXPECT_NE(far.summary.find("ends 75.5 MiB below it"), std::string::npos) << far.summary;
+}
+
+// A module without code for this GPU fails where the runtime looks its kernel up (seen on the
+// H200: an sm_80-only program's cudaLaunchKernel returned the error without reaching the driver's
+// launch): the lookup names the kernel; a failure of another entry point (recorded only with
+// GPUTRIAGE_RECORD_DRIVER_ALL) carries the entry point's own name.
+TEST_F(GpuRecordTest, FailedLookupsNameTheKernelAndOtherDriverCallsTheirFunction) {
+  RingFile f;
+  f.Call(rec::Api::cuLibraryLoadData, 0, 1);
+  uint64_t lookup = f.Call(rec::Api::cuLibraryGetKernel, 209, 2);
+  f.records()[lookup % RingFile::kRecords].name = f.Name("fill(float*, int, float)");
+  uint64_t other = f.Call(rec::Api::cuDriverCall, 1, 3);
+  f.records()[other % RingFile::kRecords].name = f.Name("cuMemPrefetchAsync_v2");
+  f.CountError(rec::Api::cuLibraryGetKernel, 209, 1);
+  auto calls = ReadGpuRecordFile(f.Write(dir_), Errors());
+  ASSERT_TRUE(calls.ok()) << calls.error().message;
+  ASSERT_EQ(calls->calls.size(), 3u);
+  EXPECT_EQ(calls->calls[1].api, "cuLibraryGetKernel");
+  EXPECT_EQ(calls->calls[1].kernel, "fill(float*, int, float)");
+  EXPECT_EQ(calls->calls[1].result_name, "CUDA_ERROR_NO_BINARY_FOR_GPU");
+  EXPECT_FALSE(calls->calls[1].graph_kernels.has_value());
+  EXPECT_EQ(calls->calls[2].api, "cuMemPrefetchAsync_v2");
+  EXPECT_EQ(calls->calls[2].result_name, "CUDA_ERROR_INVALID_VALUE");
+  EXPECT_TRUE(calls->candidates.empty());  // a lookup is not a launch
 }
 
 // The faulting addresses of real kernel-log records: an Xid 31 from the H200 run of

@@ -119,7 +119,8 @@ enum class ApiKind : uint16_t { kOther = 0, kAlloc, kFree, kCopy, kSet, kLaunch,
   X(cuKernelGetFunction, kOther) \
   X(cuFuncSetAttribute, kOther) \
   X(cuKernelSetAttribute, kOther) \
-  X(cuDriverCall, kOther)
+  X(cuDriverCall, kOther) \
+  X(cuCtxSynchronize_v2, kSync)
 // clang-format on
 
 enum class Api : uint16_t {

@@ -83,6 +83,7 @@ constexpr Cbid kCallbacks[] = {
     GT_CBID(cuLaunchCooperativeKernel),
     GT_CBID(cuLaunchCooperativeKernel_ptsz),
     GT_CBID(cuCtxSynchronize),
+    GT_CBID(cuCtxSynchronize_v2),  // CUDA 13's runtime synchronises the device through this one
     GT_CBID(cuStreamSynchronize),
     GT_CBID(cuStreamSynchronize_ptsz),
     GT_CBID(cuEventSynchronize),
