@@ -4,8 +4,8 @@
 # device-side assert (index_add_ in a custom backward), a Triton kernel storing past its output,
 # cuBLAS SGEMM given an output pointer in no allocation, a program built for sm_80 only that
 # ignores "no kernel image", a kernel that spins forever (--timeout) — then the recorder's cost
-# on a PyTorch training step and a tight launch loop (bare vs recorded, 5 runs each, medians),
-# and the escalation's cost against the whole job under compute-sanitizer. Needs the bundle
+# on a PyTorch training step and a tight launch loop (bench/record_overhead.sh: medians),
+# and the escalation against the whole job under compute-sanitizer (bench/escalation_vs_sanitizer.sh). Needs the bundle
 # (scripts/bundle) and the test programs (scripts/device/pack-tests) in dist/. Results: $OUT/record.
 #   verify-record.sh [cases] [bench] [cost]     (all three when none is named)
 set -u
@@ -75,50 +75,15 @@ case_run spin --record --timeout 8 -- "$t/cuda_spin"
 log "dmesg"; dmesg 2>/dev/null | tail -20 >> "$out/verify.log"
 fi
 if [[ $phases == *" bench "* ]]; then
-log "cost of the recorder (job's own timer; ${RUNS:-7} runs each, alternating; cores 2-7)"
-echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>&1)" >> "$out/bench.txt"
-python3 -c "import time; n=1000000; t=time.perf_counter(); [time.monotonic_ns() for _ in range(n)]; print(f'monotonic_ns from python: {(time.perf_counter()-t)/n*1e9:.0f} ns per call')" >> "$out/bench.txt"
-cupti=$(find / -xdev -name 'libcupti.so*' 2>/dev/null | sort | head -1)
-# The recorder as `run --record` loads it (the same variables), writing to a scratch directory.
-rec_env() { mkdir -p /tmp/gt-rec-bench; rm -f /tmp/gt-rec-bench/*; env GPUTRIAGE_RECORD_DIR=/tmp/gt-rec-bench LD_PRELOAD=$lib CUDA_INJECTION64_PATH=$lib GPUTRIAGE_RECORD_CUPTI=$cupti "$@"; }
-pin() { taskset -c 2-7 "$@"; }  # (env cannot run a function: rec_env names taskset itself)
-for i in $(seq "${RUNS:-7}"); do
-  pin python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/bare /' >> "$out/bench.txt"
-  GPUTRIAGE_RECORD_BENCH=cupti-only rec_env taskset -c 2-7 python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/cupti-only /' >> "$out/bench.txt"
-  rec_env taskset -c 2-7 python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record /' >> "$out/bench.txt"
-  GPUTRIAGE_RECORD_DRIVER_ALL=1 rec_env taskset -c 2-7 python3 tests/gpu/torch_launch_loop.py 200000 | sed 's/^/record-all /' >> "$out/bench.txt"
-done
-for i in $(seq "${RUNS:-7}"); do
-  pin python3 tests/gpu/torch_train_loop.py 3000 | sed 's/^/bare /' >> "$out/bench.txt"
-  rec_env taskset -c 2-7 python3 tests/gpu/torch_train_loop.py 3000 | sed 's/^/record /' >> "$out/bench.txt"
-done
-ls -la /tmp/gt-rec-bench >> "$out/bench.txt" 2>&1
-python3 - "$out/bench.txt" <<'PY' | tee -a "$out/bench.txt"
-import re, statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    m = re.match(r"(\S+) (launch_loop|train_loop): .*?([0-9.]+) (us per launch|s, loss)", line)
-    if m:
-        runs.setdefault((m.group(2), m.group(1)), []).append(float(m.group(3)))
-for (loop, config), values in sorted(runs.items()):
-    print(f"median {loop} {config}: {statistics.median(values):.3f} over {len(values)} runs {values}")
-PY
-cat "$out/bench.txt" >> "$out/verify.log"
+  log "cost of the recorder (bench/record_overhead.sh, ${RUNS:-7} rounds)"
+  bench/record_overhead.sh "$lib" "${RUNS:-7}" > "$out/bench.txt" 2>&1
+  cat "$out/bench.txt" >> "$out/verify.log"
 fi
-
 if [[ $phases == *" cost "* ]]; then
-log "escalation vs the whole job under compute-sanitizer"
-for job in "$t/cuda_oob" "python3 tests/gpu/triton_oob_store.py" "python3 tests/gpu/torch_index_add_assert.py" \
-           "python3 tests/gpu/torch_train_then_oob.py ${LATE_STEPS:-1000}"; do
-  start=$(date +%s.%N); $job > /dev/null 2>&1; end=$(date +%s.%N)
-  echo "bare $job: $(python3 -c "print(round($end-$start,2))") s" >> "$out/bench.txt"
-  start=$(date +%s.%N); timeout 200 compute-sanitizer $job > "$out/sanitizer-whole.txt" 2>&1; end=$(date +%s.%N)
-  echo "compute-sanitizer whole $job: $(python3 -c "print(round($end-$start,2))") s" >> "$out/bench.txt"
-  start=$(date +%s.%N); "$gt" run --no-snapshot --escalate --bundle-dir "$b/cost" -- $job > "$out/escalate-cost.txt" 2>&1; end=$(date +%s.%N)
-  echo "gputriage run --escalate $job: $(python3 -c "print(round($end-$start,2))") s" >> "$out/bench.txt"
-  grep -E "escalation (sync|sanitizer) \(|kernel:" "$out/escalate-cost.txt" | cut -c1-300 >> "$out/bench.txt"
-  tail -3 "$out/sanitizer-whole.txt" >> "$out/bench.txt"
-done
-tail -40 "$out/bench.txt" >> "$out/verify.log"
+  log "escalation vs the whole job under compute-sanitizer (bench/escalation_vs_sanitizer.sh)"
+  bench/escalation_vs_sanitizer.sh "$gt" "$t/cuda_oob" "python3 tests/gpu/triton_oob_store.py" \
+    "python3 tests/gpu/torch_index_add_assert.py" "python3 tests/gpu/torch_train_then_oob.py ${LATE_STEPS:-1000}" \
+    > "$out/cost.txt" 2>&1
+  cat "$out/cost.txt" >> "$out/verify.log"
 fi
 rm -rf "$out/home" "$b"

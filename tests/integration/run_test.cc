@@ -664,6 +664,35 @@ TEST_F(RunTest, RecordKeepsEveryThreadsCallsAndAForkedChilds) {
 #endif
 }
 
+// A job that loads HIP through a plugin with RTLD_LOCAL and unloads it, three times: the
+// plugin's calls reach the recorder although libamdhip64 is not in the global scope, return their
+// real codes (hipErrorInvalidDevice here, never the recorder's own), are all recorded, and the
+// pinned library (a dlclose must not unmap what the recorder calls) is said in the bundle.
+TEST_F(RunTest, RecordSurvivesAJobThatUnloadsAndReloadsHip) {
+#ifndef GT_HIP_RELOAD
+  GTEST_SKIP() << "hipcc was not found at configure time, so tests/gpu/hip_reload was not built";
+#else
+  if (access("/dev/kfd", F_OK) == 0) GTEST_SKIP() << "this machine has an AMD GPU: the calls would succeed";
+  JobRun r = Run({GT_HIP_RELOAD}, {"--record"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* round :
+       {"round 0: hipMalloc returned 101", "round 1: hipMalloc returned 101", "round 2: hipMalloc returned 101"}) {
+    EXPECT_NE(r.out.find(round), std::string::npos) << r.out;
+  }
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  Json g = Json::parse(ReadAll(r.bundle + "/gpu_calls.json"), nullptr, false);
+  ASSERT_TRUE(g.is_object());
+  ASSERT_EQ(g["calls"].size(), 3u) << g.dump(1).substr(0, 2000);
+  for (const Json& c : g["calls"]) {
+    EXPECT_EQ(c.value("api", ""), "hipMalloc");
+    EXPECT_EQ(c.value("result", 0), 101);
+  }
+  ASSERT_EQ(g["processes"].size(), 1u);
+  EXPECT_NE(g["processes"][0].value("note", "").find("pinned (RTLD_NODELETE)"), std::string::npos)
+      << g["processes"].dump();
+#endif
+}
+
 // A job with no GPU calls: the recorder is loaded, sees nothing, and the crash is what it was.
 TEST_F(RunTest, RecordLeavesAJobWithoutGpuCallsAsItWas) {
   JobRun r = Run({kCrasher, "null"}, {"--record"});

@@ -9,23 +9,60 @@
 #endif
 #include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
+#include <link.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "recorder/lib/writer.h"
 
 namespace gputriage::recorder {
 namespace {
 
+// The real entry point, resolved once per function and kept. The library that holds it is pinned
+// (RTLD_NODELETE): a job that loads HIP through a plugin and unloads it again (dlclose of the
+// last user unmaps libamdhip64) would otherwise leave the kept pointer aimed at unmapped code, and
+// the next call through it would crash the job. Pinned, a later dlopen finds the library still
+// loaded; the bundle's note says so.
+// The HIP runtime a plugin loaded with RTLD_LOCAL: not in the global scope, so dlsym(RTLD_NEXT)
+// misses it, yet the plugin's own calls reach the recorder's definitions. Found among the loaded
+// objects by name and opened without loading anything (RTLD_NOLOAD).
+int FindLoadedHip(dl_phdr_info* info, size_t, void* out) {
+  const char* name = info->dlpi_name;
+  const char* base = name ? std::strrchr(name, '/') : nullptr;
+  base = base ? base + 1 : name;
+  if (base == nullptr || std::strncmp(base, "libamdhip64.so", 14) != 0) return 0;
+  *static_cast<void**>(out) = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+  return *static_cast<void**>(out) != nullptr ? 1 : 0;
+}
+
 void* ResolveNext(const char* name) {
   void* fn = dlsym(RTLD_NEXT, name);
   if (fn == nullptr) {
-    char reason[160];
-    __builtin_snprintf(reason, sizeof reason, "the HIP runtime's %s was not found by dlsym(RTLD_NEXT)", name);
-    Disable(reason);
-  } else {
-    SetHook(kHookHip);
+    void* hip = nullptr;
+    dl_iterate_phdr(FindLoadedHip, &hip);
+    if (hip != nullptr) fn = dlsym(hip, name);
   }
+  if (fn == nullptr) {
+    char reason[160];
+    __builtin_snprintf(reason, sizeof reason,
+                       "the HIP runtime's %s was found neither by dlsym(RTLD_NEXT) nor in a loaded libamdhip64", name);
+    Disable(reason);
+    return nullptr;
+  }
+  Dl_info info{};
+  if (dladdr(fn, &info) != 0 && info.dli_fname != nullptr) {
+    // RTLD_NOLOAD: only the library already loaded; the handle is never closed (that is the pin).
+    if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != nullptr) {
+      char note[kReasonBytes];
+      __builtin_snprintf(note, sizeof note,
+                         "HIP calls via LD_PRELOAD; %s pinned (RTLD_NODELETE): a dlclose cannot unmap what the "
+                         "recorder calls",
+                         info.dli_fname);
+      Note(note);
+    }
+  }
+  SetHook(kHookHip);
   return fn;
 }
 
