@@ -1,5 +1,5 @@
-// `gputriage run [--repeat N] [--timeout D] [--bundle-dir DIR] [--core] [--record] [--json] -- CMD ...`:
-// supervise a job; when it fails, write a crash bundle and say what happened and where.
+// `gputriage run [--repeat N] [--timeout D] [--bundle-dir DIR] [--core] [--record] [--torch-snapshot PATH] [--json] --
+// CMD ...`: supervise a job; when it fails, write a crash bundle and say what happened and where.
 #include <filesystem>
 
 #include "catalog/catalog.h"
@@ -47,7 +47,7 @@ int RunJob(RunFlags& flags, CLI::App& app) {
     request.bundle_dir = *home + "/bundles";
   }
   request.trace = !flags.no_trace;
-  if (request.escalate || request.sync_only) request.record = true;
+  if (request.escalate || request.sync_only || request.torch_snapshot) request.record = true;
   if (request.record) request.recorder_library = RecorderLibraryPath();
   request.tool_version = core::kToolVersion;
   if (!flags.no_snapshot) request.take_snapshot = [] { return TakeSnapshot(SnapshotFlags{}); };
@@ -126,6 +126,13 @@ Command RunCommand() {
                      "kernel for file:line, thread, block and address; writes escalation.json. Implies --record");
         app.add_flag("--sync", flags->request.sync_only,
                      "Like --escalate, but only the synchronous rerun (no compute-sanitizer)");
+        app.add_option("--torch-snapshot", flags->request.torch_snapshot,
+                       "Where the job writes PyTorch's allocator snapshot when it fails "
+                       "(torch.cuda.memory._record_memory_history() at start, _dump_snapshot(PATH) in its "
+                       "exception handler): read after the run (by python3, refusing any class in the pickle), "
+                       "and a faulting address is placed among its tensors, with the Python line that allocated "
+                       "each. Implies --record")
+            ->type_name("PATH");
         app.add_flag("--json", flags->json,
                      "After the job, print {runs:[{exit_status, failed, classification, signature, bundle, "
                      "signal, si_code, fault_address, crashed_thread, tracing_side_effects}], "

@@ -119,6 +119,51 @@ struct GpuRecordedProcess {
   }
 };
 
+/// One block of PyTorch's caching allocator, from the job's own allocator snapshot
+/// (torch.cuda.memory._record_memory_history + _dump_snapshot; `run --torch-snapshot`).
+struct TorchBlock {
+  std::string address;  ///< "0x..."
+  int64_t bytes = 0;
+  int64_t requested_bytes = 0;      ///< what the tensor asked for (bytes is rounded up)
+  std::string state;                ///< "active_allocated", "active_pending_free", "inactive"
+  std::vector<std::string> frames;  ///< where it was allocated: the Python frames, innermost first
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("address", s.address);
+    v("bytes", s.bytes);
+    v("requested_bytes", s.requested_bytes);
+    v("state", s.state);
+    v("frames", s.frames);
+  }
+};
+
+/// A segment the caching allocator took from the driver (one cudaMalloc), and its blocks.
+struct TorchSegment {
+  std::string address;
+  int64_t bytes = 0;
+  int64_t device = 0;
+  std::string type;  ///< "small", "large"
+  std::vector<TorchBlock> blocks;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("address", s.address);
+    v("bytes", s.bytes);
+    v("device", s.device);
+    v("type", s.type);
+    v("blocks", s.blocks);
+  }
+};
+
+struct TorchMemory {
+  std::string source;  ///< the snapshot file the job wrote
+  std::vector<TorchSegment> segments;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("source", s.source);
+    v("segments", s.segments);
+  }
+};
+
 /// Where an address (a fault's) falls among the recorded allocations.
 struct GpuAddressAttribution {
   std::string address;
@@ -126,6 +171,9 @@ struct GpuAddressAttribution {
   std::optional<GpuAllocation> allocation;
   std::optional<int64_t> offset;  ///< from the allocation's start (inside) or end (past-end)
   std::string summary;            ///< "4 KiB past the end of a 512 KiB buffer allocated by cuMemAlloc_v2 at ..."
+  /// Inside PyTorch's segments (from its allocator snapshot): the tensor block it is in or past.
+  std::optional<TorchBlock> tensor;
+  std::optional<std::string> tensor_summary;  ///< "1.5 MiB past the end of a 256 KiB tensor allocated at ..."
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("address", s.address);
@@ -133,6 +181,8 @@ struct GpuAddressAttribution {
     v("allocation", s.allocation);
     v("offset", s.offset);
     v("summary", s.summary);
+    v("tensor", s.tensor);
+    v("tensor_summary", s.tensor_summary);
   }
 };
 
@@ -148,6 +198,7 @@ struct GpuCalls {
   std::map<std::string, int64_t> allocation_sizes;  ///< "64 KiB-128 KiB" -> count
   std::vector<GpuAddressAttribution> attributions;  ///< faulting addresses from the kernel log
   std::vector<NotCollected> not_recorded;
+  std::optional<TorchMemory> torch_memory;  ///< `run --torch-snapshot`: PyTorch's own allocator snapshot
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("schema_version", s.schema_version);
@@ -160,6 +211,7 @@ struct GpuCalls {
     v("allocation_sizes", s.allocation_sizes);
     v("attributions", s.attributions);
     v("not_recorded", s.not_recorded);
+    v("torch_memory", s.torch_memory);
   }
 
   /// Calls that returned an error (every process, from the counters).

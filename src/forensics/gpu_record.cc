@@ -20,6 +20,7 @@
 #include "core/fs.h"
 #include "core/scoped_fd.h"
 #include "forensics/exec_failure.h"
+#include "forensics/torch_snapshot.h"
 #include "recorder/ring_format.h"
 
 namespace gputriage::forensics {
@@ -616,6 +617,13 @@ core::GpuAddressAttribution AttributeAddress(const core::GpuCalls& calls, uint64
                             "in no recorded allocation (none within {} of it): an index far out of range, a stray "
                             "or corrupted pointer, or memory the recorder did not see allocated{}",
                             HumanBytes(kNear), nearest);
+  }
+  if (calls.torch_memory) {
+    if (std::optional<TensorPlace> place = PlaceInTensors(*calls.torch_memory, address)) {
+      out.summary += "; in PyTorch's allocator snapshot: " + place->summary;
+      out.tensor = std::move(place->block);
+      out.tensor_summary = std::move(place->summary);
+    }
   }
   return out;
 }

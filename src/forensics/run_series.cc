@@ -18,6 +18,7 @@
 #include "forensics/exec_failure.h"
 #include "forensics/gpu_record.h"
 #include "forensics/gpu_signature.h"
+#include "forensics/torch_snapshot.h"
 
 namespace gputriage::forensics {
 namespace {
@@ -198,11 +199,38 @@ void PassedRun(Series& series, const RunAssessment& run, const RunRecord& record
   if (!record.trace_effects.empty()) series.speaker.Summary(TraceEffectsText(record.trace_effects));
 }
 
+// --torch-snapshot: the allocator snapshot the job wrote during this run (an older file at that
+// path is another run's and is not used), or why there is none.
+void AttachTorchSnapshot(core::GpuCalls& calls, const std::string& path, std::filesystem::file_time_type job_start) {
+  std::error_code ec;
+  auto written = std::filesystem::last_write_time(path, ec);
+  if (ec) {
+    calls.not_recorded.push_back(
+        {"torch-snapshot", fmt::format("the job wrote no PyTorch allocator snapshot at {} ({}); "
+                                       "it writes one with torch.cuda.memory._dump_snapshot",
+                                       path, ec.message())});
+    return;
+  }
+  if (written < job_start) {
+    calls.not_recorded.push_back(
+        {"torch-snapshot",
+         fmt::format("{} is older than this run: not used (the job did not write it this time)", path)});
+    return;
+  }
+  auto memory = ReadTorchSnapshot(path);
+  if (!memory.ok()) {
+    calls.not_recorded.push_back({"torch-snapshot", memory.error().message});
+    return;
+  }
+  calls.torch_memory = std::move(*memory);
+}
+
 // One supervised run; writes a bundle when it failed with a signature not seen before.
 core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   const RunRequest& request = series.request;
   RecordSession recording;
   if (request.record) recording.Start(request.recorder_library, request.bundle_dir, PartialWriterTag());
+  auto job_start = std::filesystem::file_time_type::clock::now();
   SuperviseOptions options = OptionsFor(series);
   options.env_overrides = recording.env();
   GT_ASSIGN_OR_RETURN(SuperviseOutcome outcome, Supervise(options));
@@ -224,7 +252,9 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
       run.gpu_calls_missing = "--record: " + *recording.not_possible();
       series.speaker.Error("--record: " + *recording.not_possible() + "; the job ran without the recorder");
     } else {
-      AddGpuCalls(run, recording.Read(series.errors, request.command.front()), series.errors);
+      core::GpuCalls calls = recording.Read(series.errors, request.command.front());
+      if (request.torch_snapshot) AttachTorchSnapshot(calls, *request.torch_snapshot, job_start);
+      AddGpuCalls(run, std::move(calls), series.errors);
     }
   }
   if ((request.escalate || request.sync_only) && Escalatable(run)) {

@@ -72,6 +72,10 @@ struct RunRequest {
   /// compute-sanitizer to name the kernel (escalation.json). --sync: the first rerun only.
   bool escalate = false;
   bool sync_only = false;
+  /// --torch-snapshot: where the job writes PyTorch's allocator snapshot when it fails
+  /// (torch.cuda.memory._dump_snapshot); read after the run, its tensors placed around faulting
+  /// addresses. Implies record.
+  std::optional<std::string> torch_snapshot;
   /// Whether the job starts with SIGPIPE ignored; nullopt: as this process has it.
   std::optional<bool> job_ignores_sigpipe;
   uint64_t core_cap_bytes = 4ull << 30;

@@ -442,6 +442,53 @@ TEST_F(RunTest, KernelLogRecordsDuringTheRunAreSavedAndTiedToTheJob) {
   EXPECT_NE(r.err.find("2 naming this job (Xid 43)"), std::string::npos) << r.err;
 }
 
+// `--torch-snapshot`: the job writes PyTorch's allocator snapshot (here the real one of the H200
+// run in tests/fixtures/torch-snapshot, copied into place as the job's exception handler would
+// write it) and the kernel log has the Xid 31 of that run with this job's pid: the faulting
+// address is placed past the end of the tensor the Python line allocated. A path the job did not
+// write is said in not_recorded.
+TEST_F(RunTest, TorchSnapshotPlacesTheFaultAmongTheJobsTensors) {
+  if (geteuid() != 0 || access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  if (system("python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is not installed";
+  std::string fixtures = std::string(GT_SOURCE_DIR) + "/tests/fixtures/torch-snapshot/";
+  std::string snapshot = tmp_ / "snap.pickle";
+  std::string xid =
+      "NVRM: Xid (PCI:0000:00:06): 31, pid=$$, name=python3, channel 0x0000000a, intr 00000000. MMU Fault: ENGINE "
+      "GRAPHICS GPC1 GPCCLIENT_T1_4 faulted @ 0x7f5d_22e00000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE";
+  std::string script = "cp " + fixtures + "h200-triton-oob-after-fault.pickle " + snapshot + "; printf '%s\\n' \"" +
+                       xid + "\" > /dev/kmsg; echo 'CUDA error: an illegal memory access was encountered' >&2; exit 1";
+  JobRun r = Run({"sh", "-c", script}, {"--torch-snapshot", snapshot});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  Json g = Json::parse(ReadAll(r.bundle + "/gpu_calls.json"), nullptr, false);
+  ASSERT_TRUE(g.is_object());
+  ASSERT_TRUE(g.contains("torch_memory")) << g.dump(1).substr(0, 3000);
+  EXPECT_EQ(g["torch_memory"]["segments"].size(), 3u);
+  ASSERT_EQ(g["attributions"].size(), 1u) << g.dump(1).substr(0, 3000);
+  const Json& a = g["attributions"][0];
+  EXPECT_EQ(a.value("address", ""), "0x7f5d22e00000");
+  EXPECT_EQ(a["tensor"].value("address", ""), "0x7f5d22c40000");
+  EXPECT_EQ(a.value("tensor_summary", "")
+                .rfind("1.5 MiB past the end of a 256 KiB tensor at 0x7f5d22c40000, allocated "
+                       "at /work/main/tests/gpu/torch_snapshot_after_fault.py:21 in make_tensors",
+                       0),
+            0u)
+      << a.dump(1);
+  EXPECT_NE(r.err.find("in PyTorch's allocator snapshot: 1.5 MiB past the end of a 256 KiB tensor"), std::string::npos)
+      << r.err;
+
+  // The same path, not written during the next run: not used, and said.
+  JobRun again = Run({"sh", "-c",
+                      "printf '%s\\n' \"" + xid +
+                          "\" > /dev/kmsg; echo 'CUDA error: an illegal memory access was encountered' >&2; exit 2"},
+                     {"--torch-snapshot", snapshot});
+  ASSERT_FALSE(again.bundle.empty()) << again.err;
+  Json g2 = Json::parse(ReadAll(again.bundle + "/gpu_calls.json"), nullptr, false);
+  ASSERT_TRUE(g2.is_object());
+  EXPECT_FALSE(g2.contains("torch_memory")) << again.bundle << "\n" << again.err;
+  EXPECT_NE(g2["not_recorded"].dump().find("is older than this run: not used"), std::string::npos)
+      << g2["not_recorded"].dump();
+}
+
 TEST_F(RunTest, PtraceRefusedStillRunsTheJob) {
   // LeakSanitizer needs ptrace itself: in the ASan build, the leak check at exit would fail
   // under this filter and turn the exit status into 1.
