@@ -72,6 +72,7 @@ case_run no-kernel-image --record -- "$t/cuda_no_kernel_image"
 GPUTRIAGE_RECORD_DRIVER_ALL=1 case_run no-kernel-image-all --record -- "$t/cuda_no_kernel_image"
 case_run launch-loop-record --record -- python3 tests/gpu/torch_launch_loop.py 20000
 case_run spin --record --timeout 8 -- "$t/cuda_spin"
+case_run graph-escalate --escalate -- "$t/cuda_graph_oob"
 log "dmesg"; dmesg 2>/dev/null | tail -20 >> "$out/verify.log"
 fi
 if [[ $phases == *" bench "* ]]; then

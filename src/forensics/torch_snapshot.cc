@@ -163,8 +163,9 @@ std::optional<TensorPlace> PlaceInTensors(const core::TorchMemory& memory, uint6
       if (b.state.rfind("active", 0) == 0 && b_end <= address && b_end >= below_end) below = &b, below_end = b_end;
     }
     if (below != nullptr) {
-      return TensorPlace{*below, fmt::format("{} past the end of a {}{}", HumanBytes(address - below_end),
-                                             Tensor(*below), address >= end ? " (the segment's last live tensor)" : "")};
+      return TensorPlace{*below,
+                         fmt::format("{} past the end of a {}{}", HumanBytes(address - below_end), Tensor(*below),
+                                     address >= end ? " (the segment's last live tensor)" : "")};
     }
   }
   return std::nullopt;

@@ -80,8 +80,13 @@ TEST_F(TorchSnapshotBadInput, RefusedOrNamedNeverRun) {
   if (!HavePython()) GTEST_SKIP() << "python3 is not installed";
   // pickle.dumps of os.system("touch ...") through __reduce__ (protocol 2), written by hand.
   std::string marker = (dir_ / "ran").string();
-  std::string evil = "\x80\x02" "cposix\nsystem\nq\x00" "X"s + static_cast<char>(6 + marker.size()) + "\0\0\0"s +
-                     "touch " + marker + "q\x01\x85q\x02R" "q\x03."s;
+  std::string evil =
+      "\x80\x02"
+      "cposix\nsystem\nq\x00"
+      "X"s +
+      static_cast<char>(6 + marker.size()) + "\0\0\0"s + "touch " + marker +
+      "q\x01\x85q\x02R"
+      "q\x03."s;
   auto refused = ReadTorchSnapshot(Write("evil.pickle", evil));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("it names a class (posix.system)"), std::string::npos)
@@ -94,12 +99,14 @@ TEST_F(TorchSnapshotBadInput, RefusedOrNamedNeverRun) {
 
   auto garbage = ReadTorchSnapshot(Write("garbage.pickle", std::string("\x00\xff\xfe garbage", 11)));
   ASSERT_FALSE(garbage.ok());
-  EXPECT_NE(garbage.error().message.find("garbage.pickle: not read as a PyTorch allocator snapshot"),
-            std::string::npos)
+  EXPECT_NE(garbage.error().message.find("garbage.pickle: not read as a PyTorch allocator snapshot"), std::string::npos)
       << garbage.error().message;
 
   // pickle.dumps({"a": 1}, protocol=2): a dict, but not a snapshot.
-  auto other = ReadTorchSnapshot(Write("other.pickle", "\x80\x02}q\x00" "X\x01\x00\x00\x00" "aq\x01K\x01s."s));
+  auto other = ReadTorchSnapshot(Write("other.pickle",
+                                       "\x80\x02}q\x00"
+                                       "X\x01\x00\x00\x00"
+                                       "aq\x01K\x01s."s));
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.error().message.find("no 'segments' list"), std::string::npos) << other.error().message;
 

@@ -95,6 +95,11 @@ constexpr Cbid kCallbacks[] = {
     GT_CBID(cuLibraryLoadFromFile),
     GT_CBID(cuGraphLaunch),
     GT_CBID(cuGraphLaunch_ptsz),
+    // An instantiation lists the graph's kernels once (RememberGraph), for its launches.
+    GT_CBID(cuGraphInstantiateWithFlags),
+    GT_CBID(cuGraphInstantiateWithParams),
+    GT_CBID(cuGraphInstantiateWithParams_ptsz),
+    GT_CBID(cuGraphInstantiate_v2),
     // Looking up a kernel is where a module without code for this GPU fails ("no kernel image":
     // the runtime returns the error from its launch call without reaching cuLaunchKernel).
     GT_CBID(cuModuleGetFunction),
