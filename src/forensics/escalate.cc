@@ -10,6 +10,7 @@
 #include <re2/re2.h>
 
 #include "core/scoped_fd.h"
+#include "forensics/debug_agent_report.h"
 #include "forensics/exec_failure.h"
 #include "forensics/gpu_record.h"
 #include "forensics/sanitizer_report.h"
@@ -80,6 +81,22 @@ std::optional<std::string> FindComputeSanitizer() {
   candidates.emplace_back("/usr/local/cuda/bin/compute-sanitizer");
   for (const std::string& candidate : candidates) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> FindDebugAgent() {
+  if (const char* set = std::getenv("HSA_TOOLS_LIB");
+      set && std::string_view(set).find("debug-agent") != std::string_view::npos)
+    return std::string(set);
+  std::vector<std::string> dirs;
+  if (const char* rocm = std::getenv("ROCM_PATH"); rocm && *rocm) dirs.push_back(std::string(rocm) + "/lib");
+  dirs.insert(dirs.end(), {"/opt/rocm/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"});
+  for (const std::string& dir : dirs) {
+    for (const char* name : {"librocm-debug-agent.so.2", "librocm-debug-agent.so"}) {
+      std::string path = dir + "/" + name;
+      if (::access(path.c_str(), R_OK) == 0) return path;
+    }
   }
   return std::nullopt;
 }
@@ -159,7 +176,40 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
         at ? *at : "no file:line (" + request.device_assert.substr(0, 200) + ")");
     if (at) esc.location = *at;
   } else if (!nvidia) {
-    san.outcome = "not run: the ROCm debug agent step is not implemented in this version";
+    // AMD: the ROCm debug agent, loaded by the ROCm runtime through HSA_TOOLS_LIB, prints the
+    // stopped waves, their kernel and source line when a queue error or memory fault stops the job.
+    san.step = "debug-agent";
+    std::optional<std::string> agent = FindDebugAgent();
+    if (!agent) {
+      san.outcome =
+          "not run: the ROCm debug agent (librocm-debug-agent.so.2) was not found ($ROCM_PATH/lib, /opt/rocm/lib, "
+          "the system's library directories)";
+    } else {
+      san.environment = {"HSA_TOOLS_LIB=" + *agent};
+      san.command = request.command;
+      say("gputriage: escalation 2/2: rerunning with the ROCm debug agent (HSA_TOOLS_LIB)\n");
+      StepRun checked = Rerun(san.command, san.environment, request.timeout);
+      san.seconds = checked.seconds;
+      if (!checked.outcome) {
+        san.outcome = "could not rerun with the debug agent: " + checked.error;
+      } else {
+        san.exit_status = Status(*checked.outcome);
+        SanitizerReport report =
+            ParseDebugAgentReport(checked.outcome->stdout_tail + "\n" + checked.outcome->stderr_tail);
+        san.errors = std::move(report.errors);
+        if (san.errors.empty()) {
+          san.outcome = fmt::format("the debug agent reported no queue error or memory fault (exit status {})",
+                                    san.exit_status.value_or(-1));
+        } else {
+          const core::SanitizerError& e = san.errors.front();
+          san.outcome = fmt::format("{}{}{}{}{}", e.kind, e.kernel.empty() ? "" : " in " + e.kernel,
+                                    e.file ? fmt::format(" at {}:{}", *e.file, e.line.value_or(0)) : "",
+                                    e.address ? " address " + *e.address : "", e.problem ? ": " + *e.problem : "");
+          if (!e.kernel.empty()) esc.kernel = e.kernel;
+          if (e.file) esc.location = fmt::format("{}:{}", *e.file, e.line.value_or(0));
+        }
+      }
+    }
   } else if (!tool) {
     san.outcome = "not run: compute-sanitizer was not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)";
   } else {

@@ -3,8 +3,9 @@
 // faulted. First with synchronous launches (CUDA_LAUNCH_BLOCKING=1, AMD_SERIALIZE_KERNEL=3) and
 // the flight recorder: the error then surfaces right after the kernel that caused it, the newest
 // launch before it. Then, on NVIDIA, under compute-sanitizer's memcheck restricted to that kernel
-// (--kernel-name kns=NAME): the file:line, thread, block and address of the bad access. Each
-// step's command, cost and result go into escalation.json.
+// (--kernel-name kns=NAME): the file:line, thread, block and address of the bad access; on AMD,
+// with the ROCm debug agent (HSA_TOOLS_LIB): the stopped wave's kernel, source line and the
+// faulting page. Each step's command, cost and result go into escalation.json.
 #pragma once
 
 #include <chrono>
@@ -39,6 +40,10 @@ std::optional<std::string> AssertLocation(std::string_view message);
 
 /// Whether escalation can name more for this run: it failed with an asynchronous GPU error.
 bool Escalatable(const RunAssessment& run);
+
+/// The ROCm debug agent: $HSA_TOOLS_LIB when it names it, else librocm-debug-agent.so.2 in
+/// $ROCM_PATH/lib, /opt/rocm/lib or the system's library directories; nullopt when none.
+std::optional<std::string> FindDebugAgent();
 
 /// compute-sanitizer from PATH, $CUDA_HOME/bin or /usr/local/cuda/bin; nullopt when none.
 std::optional<std::string> FindComputeSanitizer();

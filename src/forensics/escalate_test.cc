@@ -1,5 +1,7 @@
 #include "forensics/escalate.h"
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 namespace gputriage::forensics {
@@ -15,6 +17,29 @@ TEST(AssertLocation, FromTheDeviceAssertsOwnMessage) {
   EXPECT_EQ(AssertLocation("kernel.hip:42: void check(int*): Device-side assertion `i < n' failed."), "kernel.hip:42");
   EXPECT_EQ(AssertLocation("torch.AcceleratorError: CUDA error: device-side assert triggered"), std::nullopt);
   EXPECT_EQ(AssertLocation("at 12:30: something"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gputriage::forensics
+
+namespace gputriage::forensics {
+namespace {
+
+// HSA_TOOLS_LIB naming the agent wins (the user's own choice of build); another tools library
+// there is not taken for it.
+TEST(FindDebugAgent, TheUsersHsaToolsLibFirst) {
+  const char* saved = std::getenv("HSA_TOOLS_LIB");
+  std::string keep = saved ? saved : "";
+  setenv("HSA_TOOLS_LIB", "/opt/rocm-6.2.0/lib/librocm-debug-agent.so.2", 1);
+  EXPECT_EQ(FindDebugAgent(), "/opt/rocm-6.2.0/lib/librocm-debug-agent.so.2");
+  setenv("HSA_TOOLS_LIB", "/opt/tools/libmy-profiler.so", 1);
+  std::optional<std::string> found = FindDebugAgent();
+  EXPECT_NE(found, "/opt/tools/libmy-profiler.so");
+  if (saved) {
+    setenv("HSA_TOOLS_LIB", keep.c_str(), 1);
+  } else {
+    unsetenv("HSA_TOOLS_LIB");
+  }
 }
 
 }  // namespace
