@@ -63,8 +63,8 @@ SanitizerReport ParseDebugAgentReport(std::string_view text) {
     } else if (has(raw, "=>") && re2::RE2::PartialMatch(l, kStopped, &a, &b)) {
       current->pc_offset = a + " <" + b + ">";
       if (!file.empty() && !current->file) current->file = file, current->line = line;
-    } else if (raw.find_last_not_of(" \t\r") != std::string_view::npos &&
-               raw[raw.find_last_not_of(" \t\r")] == ':' && re2::RE2::PartialMatch(l, kSourceFile, &a)) {
+    } else if (raw.find_last_not_of(" \t\r") != std::string_view::npos && raw[raw.find_last_not_of(" \t\r")] == ':' &&
+               re2::RE2::PartialMatch(l, kSourceFile, &a)) {
       file = a, line.reset();
     } else if (size_t d = raw.find_first_not_of(" \t"); d != std::string_view::npos && raw[d] >= '1' && raw[d] <= '9') {
       if (std::string n; re2::RE2::PartialMatch(l, kSourceLine, &n) && n.size() < 9) line = std::stoll(n);

@@ -54,6 +54,24 @@ std::optional<int64_t> Status(const SuperviseOutcome& o) {
   return o.ShellStatus();
 }
 
+// Runs a checking step's command (compute-sanitizer, the job with the ROCm debug agent) and reads
+// the tool's report from its output into the step; false, with the outcome said, when it could
+// not run.
+bool RunCheckStep(core::EscalationStep& step, const EscalateRequest& request, std::string_view what,
+                  SanitizerReport (*parse)(std::string_view)) {
+  StepRun checked = Rerun(step.command, step.environment, request.timeout);
+  step.seconds = checked.seconds;
+  if (!checked.outcome) {
+    step.outcome = fmt::format("could not run {}: {}", what, checked.error);
+    return false;
+  }
+  step.exit_status = Status(*checked.outcome);
+  SanitizerReport report = parse(checked.outcome->stdout_tail + "\n" + checked.outcome->stderr_tail);
+  step.errors = std::move(report.errors);
+  step.errors_reported = report.errors_reported;
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::string> AssertLocation(std::string_view message) {
@@ -188,15 +206,7 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
       san.environment = {"HSA_TOOLS_LIB=" + *agent};
       san.command = request.command;
       say("gputriage: escalation 2/2: rerunning with the ROCm debug agent (HSA_TOOLS_LIB)\n");
-      StepRun checked = Rerun(san.command, san.environment, request.timeout);
-      san.seconds = checked.seconds;
-      if (!checked.outcome) {
-        san.outcome = "could not rerun with the debug agent: " + checked.error;
-      } else {
-        san.exit_status = Status(*checked.outcome);
-        SanitizerReport report =
-            ParseDebugAgentReport(checked.outcome->stdout_tail + "\n" + checked.outcome->stderr_tail);
-        san.errors = std::move(report.errors);
+      if (RunCheckStep(san, request, "the job with the ROCm debug agent", ParseDebugAgentReport)) {
         if (san.errors.empty()) {
           san.outcome = fmt::format("the debug agent reported no queue error or memory fault (exit status {})",
                                     san.exit_status.value_or(-1));
@@ -226,15 +236,7 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
     san.command.insert(san.command.end(), request.command.begin(), request.command.end());
     say(fmt::format("gputriage: escalation 2/2: rerunning under compute-sanitizer memcheck, {} only\n",
                     graph ? base : "kernel " + base));
-    StepRun checked = Rerun(san.command, san.environment, request.timeout);
-    san.seconds = checked.seconds;
-    if (!checked.outcome) {
-      san.outcome = "could not run compute-sanitizer: " + checked.error;
-    } else {
-      san.exit_status = Status(*checked.outcome);
-      SanitizerReport report = ParseSanitizerReport(checked.outcome->stdout_tail + "\n" + checked.outcome->stderr_tail);
-      san.errors = std::move(report.errors);
-      san.errors_reported = report.errors_reported;
+    if (RunCheckStep(san, request, "compute-sanitizer", ParseSanitizerReport)) {
       if (san.errors.empty()) {
         san.outcome =
             fmt::format("memcheck reported no access error in {} (exit status {})", base, san.exit_status.value_or(-1));
