@@ -12,6 +12,7 @@
 #include <link.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include "recorder/lib/writer.h"
@@ -27,20 +28,24 @@ namespace {
 // The HIP runtime a plugin loaded with RTLD_LOCAL: not in the global scope, so dlsym(RTLD_NEXT)
 // misses it, yet the plugin's own calls reach the recorder's definitions. Found among the loaded
 // objects by name and opened without loading anything (RTLD_NOLOAD).
+// (The path is copied out and opened after dl_iterate_phdr returns: the loader holds a lock
+// while it calls back.)
 int FindLoadedHip(dl_phdr_info* info, size_t, void* out) {
   const char* name = info->dlpi_name;
   const char* base = name ? std::strrchr(name, '/') : nullptr;
   base = base ? base + 1 : name;
   if (base == nullptr || std::strncmp(base, "libamdhip64.so", 14) != 0) return 0;
-  *static_cast<void**>(out) = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
-  return *static_cast<void**>(out) != nullptr ? 1 : 0;
+  auto* path = static_cast<char*>(out);
+  std::snprintf(path, 4096, "%s", name);
+  return 1;
 }
 
 void* ResolveNext(const char* name) {
   void* fn = dlsym(RTLD_NEXT, name);
   if (fn == nullptr) {
-    void* hip = nullptr;
-    dl_iterate_phdr(FindLoadedHip, &hip);
+    char path[4096] = "";
+    dl_iterate_phdr(FindLoadedHip, path);
+    void* hip = path[0] != '\0' ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
     if (hip != nullptr) fn = dlsym(hip, name);
   }
   if (fn == nullptr) {
