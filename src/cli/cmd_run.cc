@@ -1,5 +1,5 @@
-// `gputriage run [--repeat N] [--timeout D] [--bundle-dir DIR] [--core] [--record] [--torch-snapshot PATH] [--json] --
-// CMD ...`: supervise a job; when it fails, write a crash bundle and say what happened and where.
+// `gputriage run [options] -- CMD ...`: supervise a job; when it fails, write a crash bundle and
+// say what happened and where.
 #include <filesystem>
 
 #include "catalog/catalog.h"
@@ -114,24 +114,21 @@ Command RunCommand() {
                        "mappings are never dumped")
             ->type_name("SIZE");
         app.add_flag("--record", flags->request.record,
-                     "Load the GPU flight recorder into the job (libgputriage-record.so: HIP calls through "
-                     "LD_PRELOAD, CUDA driver calls through CUDA_INJECTION64_PATH and CUPTI callbacks). Kernel "
-                     "launches, allocations, copies, synchronisations and every call's return code go to "
-                     "the bundle's gpu_calls.json, with the launches in flight when a GPU error surfaced; "
-                     "a job that exits 0 after ignored GPU errors gets a bundle too");
+                     "Load the GPU flight recorder into the job (HIP: LD_PRELOAD; CUDA: CUDA_INJECTION64_PATH + "
+                     "CUPTI). Launches, allocations, copies, synchronisations and every call's return code go to "
+                     "gpu_calls.json, with the launches in flight when a GPU error surfaced; a job that exits 0 "
+                     "after ignored GPU errors gets a bundle too");
         app.add_flag("--escalate", flags->request.escalate,
-                     "When the job fails with an asynchronous GPU error (illegal address, GPU page fault, "
-                     "device assert), rerun it with synchronous launches and the recorder to name the "
-                     "faulting launch, then (NVIDIA) under compute-sanitizer memcheck restricted to that "
-                     "kernel for file:line, thread, block and address; writes escalation.json. Implies --record");
+                     "When the job fails with an asynchronous GPU error (illegal address, page fault, device "
+                     "assert), rerun it with synchronous launches and the recorder to name the faulting launch, then "
+                     "under compute-sanitizer memcheck for that kernel (NVIDIA) or the ROCm debug agent (AMD) for "
+                     "file:line and address; writes escalation.json. Implies --record");
         app.add_flag("--sync", flags->request.sync_only,
                      "Like --escalate, but only the synchronous rerun (no compute-sanitizer)");
         app.add_option("--torch-snapshot", flags->request.torch_snapshot,
-                       "Where the job writes PyTorch's allocator snapshot when it fails "
-                       "(torch.cuda.memory._record_memory_history() at start, _dump_snapshot(PATH) in its "
-                       "exception handler): read after the run (by python3, refusing any class in the pickle), "
-                       "and a faulting address is placed among its tensors, with the Python line that allocated "
-                       "each. Implies --record")
+                       "Where the job writes PyTorch's allocator snapshot when it fails (_record_memory_history() at "
+                       "start, _dump_snapshot(PATH) in its exception handler): read after the run (python3, no class "
+                       "loaded) to place a faulting address among the tensors. Implies --record")
             ->type_name("PATH");
         app.add_flag("--json", flags->json,
                      "After the job, print {runs:[{exit_status, failed, classification, signature, bundle, "
