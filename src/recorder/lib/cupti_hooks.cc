@@ -442,7 +442,7 @@ void Describe(Event& e, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
 
 // The interned name of a driver entry point outside kCallbacks (GPUTRIAGE_RECORD_DRIVER_ALL),
 // once per callback id.
-std::atomic<uint32_t> g_other_name[1024];
+std::atomic<uint32_t> g_other_name[kMaxCbid];  // indexed by cbid, checked against kMaxCbid in OnDriverCall
 
 uint32_t OtherName(CUpti_CallbackId cbid, const char* function) {
   uint32_t name = g_other_name[cbid].load(std::memory_order_acquire);
