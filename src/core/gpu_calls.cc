@@ -15,6 +15,11 @@ std::string DimsText(const std::optional<std::vector<int64_t>>& dims) {
   return "(" + std::to_string((*dims)[0]) + "," + std::to_string((*dims)[1]) + "," + std::to_string((*dims)[2]) + ")";
 }
 
+std::string LaunchShapeText(const GpuCall& call) {
+  if (!call.grid && !call.block) return "";
+  return "grid " + DimsText(call.grid) + ", block " + DimsText(call.block);
+}
+
 Json ToJson(const GpuCalls& calls) { return json_fields::WriteValue(calls); }
 Json ToJson(const GpuCall& call) { return json_fields::WriteValue(call); }
 Json ToJson(const GpuErrorCount& count) { return json_fields::WriteValue(count); }

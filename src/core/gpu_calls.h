@@ -298,6 +298,10 @@ struct Escalation {
 /// "(128,1,1)" for a grid, block or thread; "?" when unknown.
 std::string DimsText(const std::optional<std::vector<int64_t>>& dims);
 
+/// "grid (64,1,1), block (256,1,1)" for a kernel launch; "" for a call without a shape of its own
+/// (a CUDA graph launch: its kernels' shapes are listed with them).
+std::string LaunchShapeText(const GpuCall& call);
+
 Json ToJson(const GpuCalls& calls);
 Json ToJson(const GpuCall& call);
 Json ToJson(const GpuErrorCount& count);

@@ -164,9 +164,10 @@ core::Escalation Escalate(const EscalateRequest& request, double job_seconds, co
       sync.failing_launch = calls.candidates.front();
     if (sync.failing_launch) {
       const core::GpuCall& l = *sync.failing_launch;
-      sync.outcome =
-          fmt::format("the error surfaced right after kernel {} (grid {}, block {}, {} at {:.3f} ms)",
-                      l.kernel.value_or("?"), core::DimsText(l.grid), core::DimsText(l.block), l.api, l.t_ms);
+      std::string shape = core::LaunchShapeText(l);
+      if (!shape.empty()) shape += ", ";
+      sync.outcome = fmt::format("the error surfaced right after kernel {} ({}{} at {:.3f} ms)", l.kernel.value_or("?"),
+                                 shape, l.api, l.t_ms);
       esc.kernel = l.kernel;
     } else if (sync.exit_status == 0) {
       sync.outcome = "the job passed with synchronous launches: the failure did not reproduce (timing-dependent?)";

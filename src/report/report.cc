@@ -233,9 +233,10 @@ Json GpuCalls(const kb::Analysis& a) {
   Json in_flight = Json::array();
   for (size_t i = 0; i < g.candidates.size() && i < 10; ++i) {
     const core::GpuCall& c = g.candidates[i];
+    std::string shape = core::LaunchShapeText(c);
+    if (!shape.empty()) shape = " " + shape;
     in_flight.push_back(
-        Safe(fmt::format("{} grid {} block {} stream {} ({})", c.kernel.value_or("?"), core::DimsText(c.grid),
-                         core::DimsText(c.block), c.stream.value_or("?"), c.api)));
+        Safe(fmt::format("{}{} stream {} ({})", c.kernel.value_or("?"), shape, c.stream.value_or("?"), c.api)));
   }
   Json addresses = Json::array();
   for (const core::GpuAddressAttribution& t : g.attributions) addresses.push_back(Safe(t.address + ": " + t.summary));
