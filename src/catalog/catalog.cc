@@ -34,6 +34,9 @@ core::Result<Catalog> LoadCatalog(const std::vector<SourceFile>& files) {
   GT_ASSIGN_OR_RETURN(c.aca, ParseAcaLayout(ras->text, ras->path));
   GT_ASSIGN_OR_RETURN(const SourceFile* limits, Require(files, kArchLimitsPath));
   GT_ASSIGN_OR_RETURN(c.arch_limits, ParseArchLimitsTable(limits->text, limits->path));
+  GT_ASSIGN_OR_RETURN(const SourceFile* libraries, Require(files, kGpuLibrariesPath));
+  GT_ASSIGN_OR_RETURN(c.gpu_libraries, ParseGpuLibraries(libraries->text, libraries->path));
+  GT_ASSIGN_OR_RETURN(c.compat, LoadCompatEntries(files));
   return c;
 }
 

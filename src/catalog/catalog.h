@@ -10,9 +10,11 @@
 
 #include "catalog/amd_layouts.h"
 #include "catalog/arch_limits.h"
+#include "catalog/compat.h"
 #include "catalog/env_vars.h"
 #include "catalog/error_codes.h"
 #include "catalog/general_signals.h"
+#include "catalog/gpu_libraries.h"
 #include "catalog/kernel_log_rules.h"
 #include "catalog/source.h"
 #include "catalog/xid.h"
@@ -30,6 +32,7 @@ inline constexpr std::string_view kKernelLogRulesPath = "kb/tables/kernel-log-ru
 inline constexpr std::string_view kVmFaultPath = "kb/tables/amdgpu-vm-fault.yaml";
 inline constexpr std::string_view kAmdRasPath = "kb/tables/amd-ras.yaml";
 inline constexpr std::string_view kArchLimitsPath = "kb/tables/gpu-arch-limits.yaml";
+inline constexpr std::string_view kGpuLibrariesPath = "kb/tables/gpu-libraries.yaml";
 
 struct Catalog {
   XidTable xid;
@@ -40,6 +43,8 @@ struct Catalog {
   VmFaultLayout vm_fault;
   AcaLayout aca;
   std::vector<ArchLimits> arch_limits;
+  std::vector<GpuLibraryRule> gpu_libraries;
+  std::vector<CompatEntry> compat;  ///< kb/compat/*.yaml
 };
 
 /// Every table from `files` (the knowledge base's files). Fails naming the first table that is

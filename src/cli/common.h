@@ -48,6 +48,7 @@ Command AnalyzeCommand();
 Command KbCommand();
 Command ReportCommand();
 Command InspectCommand();
+Command LibsCommand();
 
 /// Prints "gputriage: <message>" to stderr.
 void PrintError(std::string_view message);

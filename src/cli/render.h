@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/libs.h"
 #include "core/model.h"
 #include "core/process.h"
 #include "core/snapshot.h"
@@ -29,6 +30,13 @@ std::string RenderSnapshotList(const std::vector<store::SnapshotRow>& rows);
 
 /// `snapshot diff`: one line per change (kind, summary), or "no changes".
 std::string RenderChanges(const std::vector<store::Change>& changes);
+
+/// `libs`: one line per library (load order, component and release, where it came from), then
+/// missing libraries, shadowed copies, undefined symbols, problems and findings.
+std::string RenderLibraryReport(const core::LibraryReport& report);
+
+/// `libs diff`: removed, changed and added symbols, and whether the ABI broke.
+std::string RenderSymbolDiff(const core::SymbolDiff& diff);
 
 /// Findings, most severe first, each with its evidence (at most `max_evidence` lines) and fix.
 std::string RenderFindings(const std::vector<core::Finding>& findings, size_t max_evidence = 3);

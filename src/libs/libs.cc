@@ -1,0 +1,157 @@
+#include "libs/libs.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include <unistd.h>
+
+#include "core/text.h"
+#include "libs/components.h"
+#include "libs/elf_dynamic.h"
+#include "libs/process_libs.h"
+#include "libs/resolve.h"
+#include "libs/trace.h"
+
+namespace gputriage::libs {
+namespace {
+
+std::string RealPath(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+void Finish(core::LibraryReport& report, const catalog::Catalog& catalog, bool loaded) {
+  ClassifyLibraries(report.libraries, catalog);
+  report.findings = LibraryFindings(report, catalog, loaded);
+}
+
+}  // namespace
+
+core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, const LibsOptions& options, const catalog::Catalog& catalog) {
+  core::LibraryReport report;
+  report.mode = "resolve";
+  report.inputs = paths;
+  std::optional<std::string> interpreter;
+  for (const std::string& p : paths) {
+    if (auto elf = ReadElfDynamic(p, false); elf.ok() && elf->interpreter) {
+      interpreter = elf->interpreter;
+      break;
+    }
+  }
+  ResolveOptions resolve;
+  resolve.symbols = options.symbols;
+  resolve.config = DetectLoaderConfig(interpreter, options.ld_library_path);
+  if (auto cache = ReadLdCache(resolve.config.cache); cache.ok()) {
+    resolve.cache = std::move(*cache);
+  } else {
+    report.errors.push_back({resolve.config.cache, cache.error().message + " (the cache is not searched)"});
+  }
+  std::map<std::string, size_t> by_path;
+  for (const std::string& root : paths) {
+    Closure closure = ResolveClosure({root}, resolve);
+    for (ResolvedObject& o : closure.objects) {
+      auto [it, inserted] = by_path.emplace(*o.entry.path, report.libraries.size());
+      if (inserted) {
+        report.libraries.push_back(o.entry);
+        continue;
+      }
+      auto& needed_by = report.libraries[it->second].needed_by;
+      for (const std::string& n : o.entry.needed_by) {
+        if (std::find(needed_by.begin(), needed_by.end(), n) == needed_by.end()) needed_by.push_back(n);
+      }
+    }
+    if (options.symbols) {
+      for (core::UndefinedSymbol& u : UndefinedSymbols(closure)) report.undefined_symbols.push_back(std::move(u));
+    }
+    for (auto& m : closure.missing) report.missing.push_back(std::move(m));
+    for (auto& s : closure.shadowed) report.shadowed.push_back(std::move(s));
+    for (auto& e : closure.errors) report.errors.push_back(std::move(e));
+  }
+  Finish(report, catalog, false);
+  return report;
+}
+
+core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const std::string& mode, const catalog::Catalog& catalog) {
+  core::LibraryReport report;
+  report.mode = mode;
+  std::vector<ElfDynamic> elves;
+  for (const std::string& path : paths) {
+    core::LibraryEntry e;
+    e.path = path;
+    e.realpath = RealPath(path);
+    e.found_via = "loaded";
+    e.soname = std::filesystem::path(path).filename().string();
+    auto elf = ReadElfDynamic(path, false);
+    if (elf.ok()) {
+      if (elf->soname) e.soname = *elf->soname;
+      elves.push_back(std::move(*elf));
+    } else {
+      report.errors.push_back({path, elf.error().message});
+      elves.emplace_back();
+    }
+    report.libraries.push_back(std::move(e));
+  }
+  // needed_by from each object's DT_NEEDED; an object nobody needs (but the first, the
+  // program) was opened by dlopen.
+  for (size_t i = 0; i < report.libraries.size(); ++i) {
+    for (const std::string& name : elves[i].needed) {
+      for (size_t j = 0; j < report.libraries.size(); ++j) {
+        const core::LibraryEntry& l = report.libraries[j];
+        if (j == i || (l.soname != name && std::filesystem::path(*l.path).filename() != name)) continue;
+        auto& by = report.libraries[j].needed_by;
+        if (std::find(by.begin(), by.end(), *report.libraries[i].path) == by.end()) by.push_back(*report.libraries[i].path);
+      }
+    }
+  }
+  for (size_t i = 1; i < report.libraries.size(); ++i) {
+    if (report.libraries[i].needed_by.empty()) report.libraries[i].needed_by.push_back("dlopen");
+  }
+  Finish(report, catalog, true);
+  return report;
+}
+
+core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::Catalog& catalog) {
+  GT_ASSIGN_OR_RETURN(ProcessObjects objects, ReadProcessObjects(pid));
+  std::vector<std::string> paths;
+  for (const LoadedObject& o : objects.objects) {
+    if (!o.path.empty() && o.path.front() == '/') paths.push_back(o.path);
+  }
+  core::LibraryReport report = LoadedLibraries(paths, "pid", catalog);
+  report.pid = pid;
+  if (!objects.load_order) report.errors.push_back({"/proc/" + std::to_string(pid), "listed in address order, not load order: " + objects.note});
+  return report;
+}
+
+core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>& command, const std::string& audit_library,
+                                                 const catalog::Catalog& catalog, int* exit_status) {
+  GT_ASSIGN_OR_RETURN(TraceResult trace, TraceCommand(command, audit_library));
+  if (exit_status) *exit_status = trace.exit_status;
+  std::vector<std::string> paths;
+  int64_t first_pid = trace.events.empty() ? 0 : trace.events.front().pid;
+  for (const core::LoaderEvent& e : trace.events) {
+    if (e.kind == "open" && e.pid == first_pid && !e.name.empty() && e.name.front() == '/') paths.push_back(e.name);
+  }
+  // The program itself is opened with an empty name: it comes first, as execvp found it.
+  std::string program = command.front();
+  if (program.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    for (std::string_view dir : core::Split(path ? path : "/usr/bin:/bin", ':')) {
+      std::string candidate = std::string(dir.empty() ? "." : dir) + "/" + program;
+      if (access(candidate.c_str(), X_OK) == 0) {
+        program = candidate;
+        break;
+      }
+    }
+  }
+  paths.insert(paths.begin(), program);
+  core::LibraryReport report = LoadedLibraries(paths, "trace", catalog);
+  report.inputs = command;
+  report.trace = std::move(trace.events);
+  if (trace.malformed) report.errors.push_back({"audit trace", std::to_string(trace.malformed) + " malformed lines skipped"});
+  return report;
+}
+
+}  // namespace gputriage::libs

@@ -1,0 +1,51 @@
+// The dependency closure as glibc's loader builds it, without running anything: breadth-first
+// over DT_NEEDED; for each name, the DT_RPATH of the requesting object and its loaders (when it
+// has no DT_RUNPATH), the executable's DT_RPATH, LD_LIBRARY_PATH, the requester's DT_RUNPATH,
+// /etc/ld.so.cache, then the system directories (the last two skipped for DF_1_NODEFLIB), each
+// directory with its glibc-hwcaps subdirectories first; a name already loaded (by path, DT_SONAME
+// or an earlier request) is not searched again; a file of another ELF class or machine is
+// skipped. Every other file that would have answered a name is a shadowed copy. Then, when asked,
+// the undefined symbols (`ldd -r`): every non-weak undefined dynamic symbol (and every required
+// symbol version) that no object of the closure defines.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/libs.h"
+#include "libs/elf_dynamic.h"
+#include "libs/ld_cache.h"
+#include "libs/loader_config.h"
+
+namespace gputriage::libs {
+
+struct ResolveOptions {
+  LoaderConfig config;
+  std::optional<LdCache> cache;  ///< absent: the cache could not be read (said in errors)
+  bool symbols = true;           ///< check undefined symbols (reads every .dynsym)
+};
+
+/// One object of a resolved closure: its ELF view and what the report says of it.
+struct ResolvedObject {
+  ElfDynamic elf;
+  core::LibraryEntry entry;
+  int loader = -1;               ///< index of the object that caused it to be loaded
+  std::vector<std::string> names;  ///< names it answers to (requests, DT_SONAME, path)
+};
+
+struct Closure {
+  std::vector<ResolvedObject> objects;  ///< load order
+  std::vector<core::MissingLibrary> missing;
+  std::vector<core::ShadowedLibrary> shadowed;
+  std::vector<core::LibraryError> errors;
+};
+
+/// Resolves `roots` (each its own program, as `ldd` takes them) into one closure. Never fails:
+/// an unreadable root or library is an entry of `errors`, the rest is still resolved.
+Closure ResolveClosure(const std::vector<std::string>& roots, const ResolveOptions& options);
+
+/// `ldd -r`'s undefined symbols and missing symbol versions of a closure resolved with symbols.
+std::vector<core::UndefinedSymbol> UndefinedSymbols(const Closure& closure);
+
+}  // namespace gputriage::libs
