@@ -23,7 +23,8 @@ std::vector<int64_t> Numbers(std::string_view v) {
   return out;
 }
 
-core::Result<std::vector<VersionConstraint>> Constraints(const YAML::Node& node, const char* key, std::string_view where, bool required) {
+core::Result<std::vector<VersionConstraint>> Constraints(const YAML::Node& node, const char* key,
+                                                         std::string_view where, bool required) {
   std::vector<VersionConstraint> out;
   YAML::Node list = node[key];
   if (!list || !list.IsSequence() || list.size() == 0) {
@@ -32,7 +33,8 @@ core::Result<std::vector<VersionConstraint>> Constraints(const YAML::Node& node,
   }
   for (const YAML::Node& c : list) {
     VersionConstraint v{yaml::Scalar(c, "component"), yaml::Scalar(c, "versions"), {}};
-    if (v.component.empty() || v.text.empty()) return core::MakeError("{}: each '{}' item needs component and versions", where, key);
+    if (v.component.empty() || v.text.empty())
+      return core::MakeError("{}: each '{}' item needs component and versions", where, key);
     auto bounds = ParseVersionRange(v.text);
     if (!bounds.ok()) return core::MakeError("{}: {}: {}", where, v.component, bounds.error().message);
     v.bounds = std::move(*bounds);
@@ -67,11 +69,14 @@ core::Result<std::vector<VersionBound>> ParseVersionRange(std::string_view text)
   for (std::string_view part : core::Split(text, ',')) {
     part = core::Trim(part);
     size_t digits = part.find_first_of("0123456789");
-    if (digits == std::string_view::npos || digits == 0) return core::MakeError("'{}' is not an operator and a version", part);
+    if (digits == std::string_view::npos || digits == 0)
+      return core::MakeError("'{}' is not an operator and a version", part);
     std::string op(core::Trim(part.substr(0, digits)));
     std::string version(core::Trim(part.substr(digits)));
-    if (op != ">=" && op != ">" && op != "<=" && op != "<" && op != "==") return core::MakeError("unknown operator '{}' in '{}'", op, part);
-    if (version.find_first_not_of("0123456789.") != std::string::npos) return core::MakeError("'{}' is not a dotted numeric version", version);
+    if (op != ">=" && op != ">" && op != "<=" && op != "<" && op != "==")
+      return core::MakeError("unknown operator '{}' in '{}'", op, part);
+    if (version.find_first_not_of("0123456789.") != std::string::npos)
+      return core::MakeError("'{}' is not a dotted numeric version", version);
     out.push_back({op, version});
   }
   if (out.empty()) return core::MakeError("an empty version range");
@@ -87,8 +92,10 @@ core::Result<CompatEntry> ParseCompatEntry(std::string_view text, std::string_vi
   e.vendor = yaml::Scalar(doc, "vendor");
   std::string where(source);
   if (e.id.empty() || e.title.empty()) return core::MakeError("{}: id and title are required", where);
-  if (!source.ends_with("/" + e.id + ".yaml")) return core::MakeError("{}: the file must be named after its id '{}'", where, e.id);
-  if (e.vendor != "nvidia" && e.vendor != "amd" && e.vendor != "any") return core::MakeError("{}: vendor must be nvidia, amd or any", where);
+  if (!source.ends_with("/" + e.id + ".yaml"))
+    return core::MakeError("{}: the file must be named after its id '{}'", where, e.id);
+  if (e.vendor != "nvidia" && e.vendor != "amd" && e.vendor != "any")
+    return core::MakeError("{}: vendor must be nvidia, amd or any", where);
   GT_ASSIGN_OR_RETURN(e.severity, yaml::SeverityAt(doc, source, "severity"));
   GT_ASSIGN_OR_RETURN(e.when, Constraints(doc, "when", where, true));
   GT_ASSIGN_OR_RETURN(e.requires_, Constraints(doc, "requires", where, true));
@@ -97,12 +104,14 @@ core::Result<CompatEntry> ParseCompatEntry(std::string_view text, std::string_vi
   e.mitigation = yaml::Scalar(doc, "mitigation");
   if (e.mitigation.empty()) return core::MakeError("{}: mitigation is required", where);
   if (YAML::Node list = doc["rollback"]; list && list.IsSequence()) {
-    for (const YAML::Node& r : list) e.rollback.push_back({yaml::Scalar(r, "env"), yaml::Scalar(r, "value"), yaml::Scalar(r, "effect")});
+    for (const YAML::Node& r : list)
+      e.rollback.push_back({yaml::Scalar(r, "env"), yaml::Scalar(r, "value"), yaml::Scalar(r, "effect")});
   }
   if (YAML::Node list = doc["references"]; list && list.IsSequence()) {
     for (const YAML::Node& r : list) {
       CompatReference ref{yaml::Scalar(r, "url"), yaml::Scalar(r, "note")};
-      if (!ref.url.starts_with("https://") && !ref.url.starts_with("http://")) return core::MakeError("{}: a reference needs a url", where);
+      if (!ref.url.starts_with("https://") && !ref.url.starts_with("http://"))
+        return core::MakeError("{}: a reference needs a url", where);
       e.references.push_back(std::move(ref));
     }
   }
@@ -154,7 +163,8 @@ core::Finding CompatFinding(const CompatViolation& violation) {
   f.layer = 3;
   f.severity = e.severity;
   f.title = e.title;
-  f.detail = fmt::format("{}: {}. {}", fmt::join(violation.applies_because, ", "), fmt::join(violation.violated, "; "), e.what_changed);
+  f.detail = fmt::format("{}: {}. {}", fmt::join(violation.applies_because, ", "), fmt::join(violation.violated, "; "),
+                         e.what_changed);
   for (const std::string& s : e.symptoms) f.evidence.push_back({"symptom (" + e.source + ")", s});
   f.fix = e.mitigation;
   for (const CompatRollback& r : e.rollback) f.fix += fmt::format(" Rollback: {}={} ({}).", r.env, r.value, r.effect);

@@ -17,7 +17,8 @@ core::Result<std::vector<GpuLibraryRule>> ParseGpuLibraries(std::string_view tex
     r.component = yaml::Scalar(node, "component");
     r.vendor = yaml::Scalar(node, "vendor");
     r.pattern = yaml::Scalar(node, "soname");
-    if (r.component.empty() || r.pattern.empty()) return core::MakeError("{}: an entry needs component and soname", where);
+    if (r.component.empty() || r.pattern.empty())
+      return core::MakeError("{}: an entry needs component and soname", where);
     if (r.vendor != "nvidia" && r.vendor != "amd" && r.vendor != "any") {
       return core::MakeError("{}: vendor must be nvidia, amd or any, not '{}'", where, r.vendor);
     }
@@ -59,7 +60,8 @@ std::optional<GpuLibraryClass> ClassifyLibrary(const std::vector<GpuLibraryRule>
     }
     if (c.version) {
       std::vector<std::string_view> parts = core::Split(*c.version, '.');
-      if (r.release == ReleaseFrom::kCudaMajor && !parts.front().empty()) c.release = "cuda " + std::string(parts.front());
+      if (r.release == ReleaseFrom::kCudaMajor && !parts.front().empty())
+        c.release = "cuda " + std::string(parts.front());
       if (r.release == ReleaseFrom::kRocmBuild && parts.size() >= 3) c.release = RocmReleaseFromBuild(parts.back());
     }
     return c;

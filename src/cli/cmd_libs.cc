@@ -58,7 +58,8 @@ int Libs(const LibsFlags& flags) {
     int status = 0;
     auto report = libs::TraceLibraries(flags.paths, AuditLibrary(), **catalog, &status);
     if (!report.ok()) return Fail(report.error().message, kExitUsage);
-    if (status != 0 && !flags.json) std::fprintf(stderr, "gputriage: the traced command exited with status %d\n", status);
+    if (status != 0 && !flags.json)
+      std::fprintf(stderr, "gputriage: the traced command exited with status %d\n", status);
     return Report(*report, flags.json, -1);
   }
   libs::LibsOptions options;

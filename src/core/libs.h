@@ -18,15 +18,16 @@ inline constexpr int kLibrariesSchemaVersion = 1;
 
 /// One shared object of the closure (or of a process).
 struct LibraryEntry {
-  std::string soname;                  ///< DT_SONAME, else the name it was asked for, else the file name
-  std::optional<std::string> path;     ///< where it was found (absent: not found)
-  std::optional<std::string> realpath; ///< the file the path's symlinks lead to
-  std::vector<std::string> needed_by;  ///< the objects whose DT_NEEDED named it (paths), "dlopen" for late loads
+  std::string soname;                    ///< DT_SONAME, else the name it was asked for, else the file name
+  std::optional<std::string> path;       ///< where it was found (absent: not found)
+  std::optional<std::string> realpath;   ///< the file the path's symlinks lead to
+  std::vector<std::string> needed_by;    ///< the objects whose DT_NEEDED named it (paths), "dlopen" for late loads
   std::optional<std::string> component;  ///< "cublas", "hip-runtime" (kb/tables/gpu-libraries.yaml)
   std::optional<std::string> version;    ///< from the file's name ("12.8.4.1"), when it has one
   std::optional<std::string> release;    ///< the component's release family: "cuda 12", "rocm 6.2.0"
-  std::optional<std::string> found_via;  ///< rpath | runpath | ld_library_path | ld.so.cache | default | hwcaps | direct | loaded
-  std::optional<int> depth;              ///< 0 for the inputs, 1 for their needs, ...
+  std::optional<std::string>
+      found_via;             ///< rpath | runpath | ld_library_path | ld.so.cache | default | hwcaps | direct | loaded
+  std::optional<int> depth;  ///< 0 for the inputs, 1 for their needs, ...
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("soname", s.soname);
@@ -45,8 +46,8 @@ struct LibraryEntry {
 struct UndefinedSymbol {
   std::string symbol;
   std::optional<std::string> demangled;
-  std::optional<std::string> version;  ///< "GLIBCXX_3.4.32" for a versioned reference
-  std::string needed_by;               ///< the path of the object that references it
+  std::optional<std::string> version;       ///< "GLIBCXX_3.4.32" for a versioned reference
+  std::string needed_by;                    ///< the path of the object that references it
   std::optional<std::string> version_from;  ///< the library the version is expected in (vna_file)
   template <class V, class S>
   static void Fields(V& v, S& s) {
@@ -97,10 +98,10 @@ struct LibraryError {
 
 /// One step of an LD_AUDIT trace: a search (`la_objsearch`) or an open (`la_objopen`).
 struct LoaderEvent {
-  int64_t pid = 0;                     ///< the process (a traced command's children are traced too)
-  std::string kind;                    ///< "search" | "open"
-  std::string name;                    ///< the name or path searched / opened
-  std::optional<std::string> via;      ///< for a search: orig | ld_library_path | runpath | config | default | secure
+  int64_t pid = 0;                       ///< the process (a traced command's children are traced too)
+  std::string kind;                      ///< "search" | "open"
+  std::string name;                      ///< the name or path searched / opened
+  std::optional<std::string> via;        ///< for a search: orig | ld_library_path | runpath | config | default | secure
   std::optional<std::string> requester;  ///< the object whose need it is (for a search)
   std::optional<int64_t> namespace_id;   ///< link-map namespace (for an open)
   template <class V, class S>

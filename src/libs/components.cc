@@ -69,13 +69,15 @@ std::map<std::string, std::string> ComponentVersions(const std::vector<core::Lib
   return out;
 }
 
-std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::Catalog& catalog, bool loaded) {
+std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::Catalog& catalog,
+                                           bool loaded) {
   std::vector<core::Finding> out;
   std::string where = loaded ? "the process has loaded" : "the program would load";
   // Two files of one library.
   std::map<std::string, std::set<std::string>> copies;
   for (const core::LibraryEntry& l : report.libraries) {
-    if (l.component && l.component != "glibc" && (l.realpath || l.path)) copies[Stem(l.soname)].insert(l.realpath.value_or(*l.path));
+    if (l.component && l.component != "glibc" && (l.realpath || l.path))
+      copies[Stem(l.soname)].insert(l.realpath.value_or(*l.path));
   }
   for (const auto& [stem, files] : copies) {
     if (files.size() < 2) continue;
@@ -84,9 +86,15 @@ std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, co
     f.layer = 3;
     f.severity = loaded ? core::Severity::kError : core::Severity::kWarning;
     f.title = fmt::format("Two copies of {}: {} {} files", stem, where, files.size());
-    f.detail = fmt::format("{}: {}. Two copies of one GPU library in one process (a pip wheel next to the system's, a framework's bundled copy next to /opt/rocm) mean two versions of its state and of its ABI: calls resolve into whichever copy bound first.", stem, fmt::join(files, ", "));
+    f.detail = fmt::format(
+        "{}: {}. Two copies of one GPU library in one process (a pip wheel next to the system's, a framework's bundled "
+        "copy next to /opt/rocm) mean two versions of its state and of its ABI: calls resolve into whichever copy "
+        "bound first.",
+        stem, fmt::join(files, ", "));
     for (const std::string& file : files) f.evidence.push_back({"library", file});
-    f.fix = "Make one copy win: remove the other from LD_LIBRARY_PATH / RUNPATH, or uninstall the duplicate (pip `nvidia-*` wheels, a second CUDA or ROCm install).";
+    f.fix =
+        "Make one copy win: remove the other from LD_LIBRARY_PATH / RUNPATH, or uninstall the duplicate (pip "
+        "`nvidia-*` wheels, a second CUDA or ROCm install).";
     out.push_back(std::move(f));
   }
   // Components of different CUDA or ROCm releases.
@@ -101,11 +109,16 @@ std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, co
     f.layer = 3;
     f.severity = core::Severity::kError;
     std::vector<std::string> parts;
-    for (const auto& [release, names] : releases) parts.push_back(fmt::format("{} ({})", release, fmt::join(names, ", ")));
-    f.title = fmt::format("Libraries of {} different {}releases: {}", releases.size(), family[0] == 'c' ? "CUDA " : "ROCm ", where);
+    for (const auto& [release, names] : releases)
+      parts.push_back(fmt::format("{} ({})", release, fmt::join(names, ", ")));
+    f.title = fmt::format("Libraries of {} different {}releases: {}", releases.size(),
+                          family[0] == 'c' ? "CUDA " : "ROCm ", where);
     f.detail = fmt::format("{}", fmt::join(parts, "; "));
-    for (const auto& [release, names] : releases) f.evidence.push_back({"release", fmt::format("{}: {}", release, fmt::join(names, ", "))});
-    f.fix = "Load one release's libraries only: one CUDA toolkit or one set of pip `nvidia-*` wheels; one ROCm install (the framework's bundled ROCm or /opt/rocm, not both).";
+    for (const auto& [release, names] : releases)
+      f.evidence.push_back({"release", fmt::format("{}: {}", release, fmt::join(names, ", "))});
+    f.fix =
+        "Load one release's libraries only: one CUDA toolkit or one set of pip `nvidia-*` wheels; one ROCm install "
+        "(the framework's bundled ROCm or /opt/rocm, not both).";
     out.push_back(std::move(f));
   }
   if (!report.missing.empty()) {
@@ -115,8 +128,11 @@ std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, co
     f.severity = core::Severity::kError;
     std::vector<std::string> names;
     for (const core::MissingLibrary& m : report.missing) names.push_back(m.soname);
-    f.title = fmt::format("{} needed librar{} not found: {}", names.size(), names.size() == 1 ? "y" : "ies", fmt::join(names, ", "));
-    for (const core::MissingLibrary& m : report.missing) f.evidence.push_back({"needed by " + fmt::format("{}", fmt::join(m.needed_by, ", ")), m.soname + " => not found"});
+    f.title = fmt::format("{} needed librar{} not found: {}", names.size(), names.size() == 1 ? "y" : "ies",
+                          fmt::join(names, ", "));
+    for (const core::MissingLibrary& m : report.missing)
+      f.evidence.push_back(
+          {"needed by " + fmt::format("{}", fmt::join(m.needed_by, ", ")), m.soname + " => not found"});
     f.fix = "Install the package that provides it, or add its directory to LD_LIBRARY_PATH / the program's RUNPATH.";
     out.push_back(std::move(f));
   }
@@ -125,15 +141,21 @@ std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, co
     f.id = "libs.undefined_symbols";
     f.layer = 3;
     f.severity = core::Severity::kError;
-    f.title = fmt::format("{} undefined symbol{} (what `ldd -r` reports)", report.undefined_symbols.size(), report.undefined_symbols.size() == 1 ? "" : "s");
+    f.title = fmt::format("{} undefined symbol{} (what `ldd -r` reports)", report.undefined_symbols.size(),
+                          report.undefined_symbols.size() == 1 ? "" : "s");
     for (size_t i = 0; i < report.undefined_symbols.size() && i < 10; ++i) {
       const core::UndefinedSymbol& u = report.undefined_symbols[i];
-      f.evidence.push_back({u.needed_by, fmt::format("{}{}", u.demangled.value_or(u.symbol), u.version ? " (version " + *u.version + ")" : "")});
+      f.evidence.push_back({u.needed_by, fmt::format("{}{}", u.demangled.value_or(u.symbol),
+                                                     u.version ? " (version " + *u.version + ")" : "")});
     }
-    f.fix = "The library that should define them is missing or of another version: compare with `gputriage libs diff OLD NEW`; a missing GLIBCXX_/GLIBC_ version means the program was built against a newer libstdc++/glibc than the one loaded.";
+    f.fix =
+        "The library that should define them is missing or of another version: compare with `gputriage libs diff OLD "
+        "NEW`; a missing GLIBCXX_/GLIBC_ version means the program was built against a newer libstdc++/glibc than the "
+        "one loaded.";
     out.push_back(std::move(f));
   }
-  for (const catalog::CompatViolation& v : catalog::EvaluateCompat(catalog.compat, ComponentVersions(report.libraries))) {
+  for (const catalog::CompatViolation& v :
+       catalog::EvaluateCompat(catalog.compat, ComponentVersions(report.libraries))) {
     out.push_back(catalog::CompatFinding(v));
   }
   return out;

@@ -23,7 +23,8 @@ std::map<std::string, std::string> ComponentVersions(const std::vector<core::Lib
 
 /// Duplicate copies, mixed releases, missing libraries, undefined symbols and version-matrix
 /// violations as findings (layer 3). `loaded` says the libraries are a process's, not a plan.
-std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::Catalog& catalog, bool loaded);
+std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::Catalog& catalog,
+                                           bool loaded);
 
 /// The version of the pip wheel a library file belongs to: ".../site-packages/nvidia/cublas/lib/
 /// libcublas.so.12" -> the version of nvidia_cublas_cu12-<version>.dist-info beside it.

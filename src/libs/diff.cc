@@ -75,18 +75,24 @@ core::SymbolDiff DiffSymbols(const ElfDynamic& old_lib, const ElfDynamic& new_li
       }
     }
   }
-  if (!d.removed.empty()) d.abi_break_reasons.push_back(fmt::format("{} symbol{} removed", d.removed.size(), d.removed.size() == 1 ? "" : "s"));
+  if (!d.removed.empty())
+    d.abi_break_reasons.push_back(
+        fmt::format("{} symbol{} removed", d.removed.size(), d.removed.size() == 1 ? "" : "s"));
   size_t version = 0, type = 0, size = 0;
   for (const core::ExportedSymbol& e : d.changed) {
     version += e.old_version.has_value();
     type += e.old_type.has_value();
     size += e.old_size.has_value() && (e.type == "OBJECT" || e.type == "TLS");
   }
-  if (version) d.abi_break_reasons.push_back(fmt::format("{} symbol{} changed version (the old version is no longer defined)", version, version == 1 ? "" : "s"));
+  if (version)
+    d.abi_break_reasons.push_back(fmt::format("{} symbol{} changed version (the old version is no longer defined)",
+                                              version, version == 1 ? "" : "s"));
   if (type) d.abi_break_reasons.push_back(fmt::format("{} symbol{} changed type", type, type == 1 ? "" : "s"));
   if (size) d.abi_break_reasons.push_back(fmt::format("{} data object{} changed size", size, size == 1 ? "" : "s"));
   if (old_lib.soname && new_lib.soname && *old_lib.soname != *new_lib.soname) {
-    d.abi_break_reasons.push_back(fmt::format("the soname changed ({} -> {}): programs linked against the old one will not load the new one", *old_lib.soname, *new_lib.soname));
+    d.abi_break_reasons.push_back(
+        fmt::format("the soname changed ({} -> {}): programs linked against the old one will not load the new one",
+                    *old_lib.soname, *new_lib.soname));
   }
   d.abi_break = !d.abi_break_reasons.empty();
   return d;

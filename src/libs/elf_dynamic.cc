@@ -56,7 +56,8 @@ std::optional<uint64_t> VaddrToOffset(const std::vector<GElf_Phdr>& loads, uint6
 // the loader reads them (a file without section headers is read the same way).
 core::Result<void> ReadDynamicSegment(Elf* elf, ElfDynamic& out) {
   size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) != 0) return core::MakeError("{}: program headers cannot be read: {}", out.path, elf_errmsg(-1));
+  if (elf_getphdrnum(elf, &phnum) != 0)
+    return core::MakeError("{}: program headers cannot be read: {}", out.path, elf_errmsg(-1));
   std::vector<GElf_Phdr> loads;
   std::optional<GElf_Phdr> dynamic;
   for (size_t i = 0; i < phnum && i < 4096; ++i) {
@@ -79,7 +80,11 @@ core::Result<void> ReadDynamicSegment(Elf* elf, ElfDynamic& out) {
   out.has_dynamic = true;
   size_t entsize = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
   Elf_Data* dyn = entsize ? Chunk(elf, dynamic->p_offset, dynamic->p_filesz, ELF_T_DYN) : nullptr;
-  if (!dyn) return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: the dynamic segment ({} bytes at {:#x}) lies outside the file: truncated or corrupt", out.path, dynamic->p_filesz, dynamic->p_offset);
+  if (!dyn)
+    return core::MakeErrorCode(
+        core::ErrorCode::kDataLoss,
+        "{}: the dynamic segment ({} bytes at {:#x}) lies outside the file: truncated or corrupt", out.path,
+        dynamic->p_filesz, dynamic->p_offset);
   std::vector<GElf_Dyn> entries;
   std::optional<uint64_t> strtab, strsz;
   for (size_t i = 0; i < dyn->d_size / entsize; ++i) {
@@ -95,14 +100,20 @@ core::Result<void> ReadDynamicSegment(Elf* elf, ElfDynamic& out) {
   if (!strings) {
     bool names = false;
     for (const GElf_Dyn& d : entries) names = names || d.d_tag == DT_NEEDED || d.d_tag == DT_SONAME;
-    if (names) return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: the dynamic string table (DT_STRTAB {:#x}, DT_STRSZ {}) is not in the file: corrupt dynamic section", out.path, strtab.value_or(0), strsz.value_or(0));
+    if (names)
+      return core::MakeErrorCode(
+          core::ErrorCode::kDataLoss,
+          "{}: the dynamic string table (DT_STRTAB {:#x}, DT_STRSZ {}) is not in the file: corrupt dynamic section",
+          out.path, strtab.value_or(0), strsz.value_or(0));
     return {};
   }
   for (const GElf_Dyn& d : entries) {
     if (d.d_tag != DT_NEEDED && d.d_tag != DT_SONAME && d.d_tag != DT_RPATH && d.d_tag != DT_RUNPATH) continue;
     std::optional<std::string> s = TableString(strings, d.d_un.d_val);
     if (!s) {
-      out.problems.push_back(fmt::format("dynamic entry {:#x}: string offset {:#x} is outside the string table ({} bytes)", static_cast<uint64_t>(d.d_tag), d.d_un.d_val, strings->d_size));
+      out.problems.push_back(
+          fmt::format("dynamic entry {:#x}: string offset {:#x} is outside the string table ({} bytes)",
+                      static_cast<uint64_t>(d.d_tag), d.d_un.d_val, strings->d_size));
       continue;
     }
     if (d.d_tag == DT_NEEDED) out.needed.push_back(std::move(*s));
@@ -121,7 +132,8 @@ struct NeededVersion {
 const char* Str(Elf* elf, size_t section, size_t offset) { return elf_strptr(elf, section, offset); }
 
 // verdef index -> name, and the names (the base version excluded).
-void ReadVerdef(Elf* elf, Elf_Scn* scn, const GElf_Shdr& sh, std::map<int, std::string_view>& by_index, ElfDynamic& out) {
+void ReadVerdef(Elf* elf, Elf_Scn* scn, const GElf_Shdr& sh, std::map<int, std::string_view>& by_index,
+                ElfDynamic& out) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   size_t offset = 0;
   for (size_t n = 0; data && n < sh.sh_info && n < kMaxVersionRecords; ++n) {
@@ -228,28 +240,36 @@ void ReadSymbols(Elf* elf, ElfDynamic& out) {
     }
     out.symbols.push_back(s);
   }
-  if (bad_names) out.problems.push_back(fmt::format("{} dynamic symbols have names outside the string table", bad_names));
+  if (bad_names)
+    out.problems.push_back(fmt::format("{} dynamic symbols have names outside the string table", bad_names));
 }
 
 core::Result<ElfDynamic> Read(std::shared_ptr<Handle> handle, std::string_view name, uint64_t size, bool with_symbols) {
   Elf* elf = handle->elf;
   ElfDynamic out;
   out.path = std::string(name);
-  if (!elf) return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: not a readable ELF file: {}", name, elf_errmsg(-1));
-  if (elf_kind(elf) == ELF_K_AR) return core::MakeErrorCode(core::ErrorCode::kUnsupported, "{}: an ar archive (static library), not a shared object", name);
+  if (!elf)
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: not a readable ELF file: {}", name, elf_errmsg(-1));
+  if (elf_kind(elf) == ELF_K_AR)
+    return core::MakeErrorCode(core::ErrorCode::kUnsupported, "{}: an ar archive (static library), not a shared object",
+                               name);
   size_t ident_size = 0;
   const char* ident = elf_kind(elf) == ELF_K_ELF ? elf_getident(elf, &ident_size) : nullptr;
   if (!ident || ident_size < EI_NIDENT) {
-    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: not an ELF file ({} bytes{})", name, size, size >= 4 ? ", no ELF header" : "");
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: not an ELF file ({} bytes{})", name, size,
+                               size >= 4 ? ", no ELF header" : "");
   }
   GElf_Ehdr ehdr;
-  if (!gelf_getehdr(elf, &ehdr)) return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: the ELF header cannot be read ({} bytes): {}", name, size, elf_errmsg(-1));
+  if (!gelf_getehdr(elf, &ehdr))
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: the ELF header cannot be read ({} bytes): {}", name,
+                               size, elf_errmsg(-1));
   out.elf_class = ident[EI_CLASS] == ELFCLASS32 ? 32 : ident[EI_CLASS] == ELFCLASS64 ? 64 : 0;
   out.big_endian = ident[EI_DATA] == ELFDATA2MSB;
   out.machine = ehdr.e_machine;
   out.type = ehdr.e_type;
   if (out.type != ET_DYN && out.type != ET_EXEC) {
-    return core::MakeErrorCode(core::ErrorCode::kUnsupported, "{}: ELF type {}: neither an executable nor a shared object", name, out.type);
+    return core::MakeErrorCode(core::ErrorCode::kUnsupported,
+                               "{}: ELF type {}: neither an executable nor a shared object", name, out.type);
   }
   GT_RETURN_IF_ERROR(ReadDynamicSegment(elf, out));
   if (with_symbols) ReadSymbols(elf, out);
@@ -265,7 +285,11 @@ void InitLibelf() {
 }  // namespace
 
 std::string ElfDynamic::Describe() const {
-  std::string machine_name = machine == EM_X86_64 ? "x86-64" : machine == EM_386 ? "i386" : machine == EM_AARCH64 ? "aarch64" : machine == EM_PPC64 ? "ppc64" : fmt::format("machine {}", machine);
+  std::string machine_name = machine == EM_X86_64    ? "x86-64"
+                             : machine == EM_386     ? "i386"
+                             : machine == EM_AARCH64 ? "aarch64"
+                             : machine == EM_PPC64   ? "ppc64"
+                                                     : fmt::format("machine {}", machine);
   return fmt::format("{}-bit {} {}", elf_class, machine_name, big_endian ? "big-endian" : "little-endian");
 }
 
@@ -274,10 +298,12 @@ core::Result<ElfDynamic> ReadElfDynamic(const std::string& path, bool with_symbo
   auto handle = std::make_shared<Handle>();
   handle->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (handle->fd < 0) return core::ErrnoError(errno, "{}: cannot open", path);
-  struct stat st{};
+  struct stat st {};
   if (fstat(handle->fd, &st) != 0) return core::ErrnoError(errno, "{}: cannot stat", path);
-  if (!S_ISREG(st.st_mode)) return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: not a regular file", path);
-  if (st.st_size == 0) return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: empty file (0 bytes), not an ELF file", path);
+  if (!S_ISREG(st.st_mode))
+    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: not a regular file", path);
+  if (st.st_size == 0)
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: empty file (0 bytes), not an ELF file", path);
   handle->elf = elf_begin(handle->fd, ELF_C_READ_MMAP, nullptr);
   return Read(std::move(handle), path, static_cast<uint64_t>(st.st_size), with_symbols);
 }
@@ -285,22 +311,32 @@ core::Result<ElfDynamic> ReadElfDynamic(const std::string& path, bool with_symbo
 core::Result<ElfDynamic> ParseElfDynamic(std::span<const uint8_t> bytes, std::string_view name, bool with_symbols) {
   InitLibelf();
   auto handle = std::make_shared<Handle>();
-  if (bytes.empty()) return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: empty (0 bytes), not an ELF file", name);
+  if (bytes.empty())
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: empty (0 bytes), not an ELF file", name);
   handle->elf = elf_memory(const_cast<char*>(reinterpret_cast<const char*>(bytes.data())), bytes.size());
   return Read(std::move(handle), name, bytes.size(), with_symbols);
 }
 
 std::string_view SymbolTypeName(uint8_t type) {
   switch (type) {
-    case STT_NOTYPE: return "NOTYPE";
-    case STT_OBJECT: return "OBJECT";
-    case STT_FUNC: return "FUNC";
-    case STT_SECTION: return "SECTION";
-    case STT_FILE: return "FILE";
-    case STT_COMMON: return "COMMON";
-    case STT_TLS: return "TLS";
-    case STT_GNU_IFUNC: return "IFUNC";
-    default: return "OTHER";
+    case STT_NOTYPE:
+      return "NOTYPE";
+    case STT_OBJECT:
+      return "OBJECT";
+    case STT_FUNC:
+      return "FUNC";
+    case STT_SECTION:
+      return "SECTION";
+    case STT_FILE:
+      return "FILE";
+    case STT_COMMON:
+      return "COMMON";
+    case STT_TLS:
+      return "TLS";
+    case STT_GNU_IFUNC:
+      return "IFUNC";
+    default:
+      return "OTHER";
   }
 }
 

@@ -39,19 +39,21 @@ struct ElfDynamic {
   std::optional<std::string> interpreter;
   std::optional<std::string> soname;
   std::vector<std::string> needed;
-  std::optional<std::string> rpath;    ///< DT_RPATH
-  std::optional<std::string> runpath;  ///< DT_RUNPATH
-  bool nodeflib = false;               ///< DF_1_NODEFLIB
-  bool has_dynamic = false;            ///< false for a static executable
-  std::vector<DynamicSymbol> symbols;  ///< filled when asked for
+  std::optional<std::string> rpath;              ///< DT_RPATH
+  std::optional<std::string> runpath;            ///< DT_RUNPATH
+  bool nodeflib = false;                         ///< DF_1_NODEFLIB
+  bool has_dynamic = false;                      ///< false for a static executable
+  std::vector<DynamicSymbol> symbols;            ///< filled when asked for
   std::vector<std::string> version_definitions;  ///< verdef names, the base (file) name excluded
-  std::vector<std::string> problems;  ///< damage found while reading (a bad string offset, ...)
-  std::shared_ptr<void> keep;         ///< the libelf handle the names point into
+  std::vector<std::string> problems;             ///< damage found while reading (a bad string offset, ...)
+  std::shared_ptr<void> keep;                    ///< the libelf handle the names point into
 
   /// "64-bit x86-64 little-endian" for messages.
   std::string Describe() const;
   /// Whether a process of `other`'s class and machine can load this file.
-  bool Compatible(const ElfDynamic& other) const { return elf_class == other.elf_class && machine == other.machine && big_endian == other.big_endian; }
+  bool Compatible(const ElfDynamic& other) const {
+    return elf_class == other.elf_class && machine == other.machine && big_endian == other.big_endian;
+  }
 };
 
 /// Reads `path`. Fails naming the file when it is missing, unreadable, not ELF, or its dynamic

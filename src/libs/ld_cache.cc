@@ -41,17 +41,22 @@ core::Result<LdCache> ParseLdCache(std::string_view bytes, std::string_view sour
     uint64_t end = 16 + uint64_t{*old_count} * kOldEntry;
     start = static_cast<size_t>((end + 7) & ~uint64_t{7});
     if (start >= bytes.size() || bytes.substr(start, kNewMagic.size()) != kNewMagic) {
-      return core::MakeErrorCode(core::ErrorCode::kUnsupported, "{}: only the old ld.so-1.7.0 format (no glibc-ld.so.cache1.1 table): not read", source);
+      return core::MakeErrorCode(core::ErrorCode::kUnsupported,
+                                 "{}: only the old ld.so-1.7.0 format (no glibc-ld.so.cache1.1 table): not read",
+                                 source);
     }
   } else if (!bytes.starts_with(kNewMagic)) {
-    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: not an ld.so cache (no glibc-ld.so.cache1.1 magic)", source);
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: not an ld.so cache (no glibc-ld.so.cache1.1 magic)",
+                               source);
   }
   std::optional<uint32_t> count = file.U32(start + 20);
   std::optional<uint32_t> len_strings = file.U32(start + 24);
-  if (!count || !len_strings) return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: truncated header ({} bytes)", source, bytes.size());
+  if (!count || !len_strings)
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: truncated header ({} bytes)", source, bytes.size());
   uint64_t table_end = start + kNewHeader + uint64_t{*count} * kNewEntry;
   if (table_end > bytes.size()) {
-    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: {} entries need {} bytes, the file has {}: truncated", source, *count, table_end, bytes.size());
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: {} entries need {} bytes, the file has {}: truncated",
+                               source, *count, table_end, bytes.size());
   }
   // String offsets are from the new header when the old table precedes it, else from the file's start.
   size_t base = start;
@@ -65,7 +70,8 @@ core::Result<LdCache> ParseLdCache(std::string_view bytes, std::string_view sour
     std::optional<std::string_view> value = file.CString(base + uint64_t{*file.U32(at + 8)});
     e.hwcap = *file.U64(at + 16);
     if (!key || !value) {
-      return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: entry {}: its name or path lies outside the file: corrupt cache", source, i);
+      return core::MakeErrorCode(core::ErrorCode::kDataLoss,
+                                 "{}: entry {}: its name or path lies outside the file: corrupt cache", source, i);
     }
     e.name = std::string(*key);
     e.path = std::string(*value);

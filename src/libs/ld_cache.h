@@ -16,9 +16,9 @@
 namespace gputriage::libs {
 
 struct LdCacheEntry {
-  std::string name;  ///< "libz.so.1"
-  std::string path;  ///< "/lib/x86_64-linux-gnu/libz.so.1"
-  int32_t flags = 0; ///< FLAG_ELF_LIBC6 (3) | FLAG_X8664_LIB64 (0x0300), ...
+  std::string name;   ///< "libz.so.1"
+  std::string path;   ///< "/lib/x86_64-linux-gnu/libz.so.1"
+  int32_t flags = 0;  ///< FLAG_ELF_LIBC6 (3) | FLAG_X8664_LIB64 (0x0300), ...
   uint64_t hwcap = 0;
 };
 

@@ -30,7 +30,8 @@ void Finish(core::LibraryReport& report, const catalog::Catalog& catalog, bool l
 
 }  // namespace
 
-core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, const LibsOptions& options, const catalog::Catalog& catalog) {
+core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, const LibsOptions& options,
+                                     const catalog::Catalog& catalog) {
   core::LibraryReport report;
   report.mode = "resolve";
   report.inputs = paths;
@@ -74,7 +75,8 @@ core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, cons
   return report;
 }
 
-core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const std::string& mode, const catalog::Catalog& catalog) {
+core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const std::string& mode,
+                                    const catalog::Catalog& catalog) {
   core::LibraryReport report;
   report.mode = mode;
   std::vector<ElfDynamic> elves;
@@ -102,7 +104,8 @@ core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const
         const core::LibraryEntry& l = report.libraries[j];
         if (j == i || (l.soname != name && std::filesystem::path(*l.path).filename() != name)) continue;
         auto& by = report.libraries[j].needed_by;
-        if (std::find(by.begin(), by.end(), *report.libraries[i].path) == by.end()) by.push_back(*report.libraries[i].path);
+        if (std::find(by.begin(), by.end(), *report.libraries[i].path) == by.end())
+          by.push_back(*report.libraries[i].path);
       }
     }
   }
@@ -121,12 +124,15 @@ core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::Catal
   }
   core::LibraryReport report = LoadedLibraries(paths, "pid", catalog);
   report.pid = pid;
-  if (!objects.load_order) report.errors.push_back({"/proc/" + std::to_string(pid), "listed in address order, not load order: " + objects.note});
+  if (!objects.load_order)
+    report.errors.push_back(
+        {"/proc/" + std::to_string(pid), "listed in address order, not load order: " + objects.note});
   return report;
 }
 
-core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>& command, const std::string& audit_library,
-                                                 const catalog::Catalog& catalog, int* exit_status) {
+core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>& command,
+                                                 const std::string& audit_library, const catalog::Catalog& catalog,
+                                                 int* exit_status) {
   GT_ASSIGN_OR_RETURN(TraceResult trace, TraceCommand(command, audit_library));
   if (exit_status) *exit_status = trace.exit_status;
   std::vector<std::string> paths;
@@ -150,7 +156,8 @@ core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>&
   core::LibraryReport report = LoadedLibraries(paths, "trace", catalog);
   report.inputs = command;
   report.trace = std::move(trace.events);
-  if (trace.malformed) report.errors.push_back({"audit trace", std::to_string(trace.malformed) + " malformed lines skipped"});
+  if (trace.malformed)
+    report.errors.push_back({"audit trace", std::to_string(trace.malformed) + " malformed lines skipped"});
   return report;
 }
 

@@ -44,10 +44,10 @@ core::Result<LoaderConfig> ParseLdSoHelp(std::string_view text) {
   for (std::string_view raw : core::SplitLines(text)) {
     std::string_view line = core::Trim(raw);
     if (raw.empty() || (!raw.starts_with(" ") && !raw.starts_with("\t"))) {
-      part = line.starts_with("Shared library search path") ? kSearch
+      part = line.starts_with("Shared library search path")       ? kSearch
              : line.starts_with("Subdirectories of glibc-hwcaps") ? kHwcaps
-             : line.starts_with("Legacy HWCAP subdirectories") ? kLegacy
-                                                               : kNone;
+             : line.starts_with("Legacy HWCAP subdirectories")    ? kLegacy
+                                                                  : kNone;
       continue;
     }
     if (part == kSearch && line.ends_with("(system search path)")) {
@@ -71,7 +71,8 @@ core::Result<LoaderConfig> ParseLdSoHelp(std::string_view text) {
   return c;
 }
 
-LoaderConfig DetectLoaderConfig(const std::optional<std::string>& interpreter, const std::optional<std::string>& ld_library_path) {
+LoaderConfig DetectLoaderConfig(const std::optional<std::string>& interpreter,
+                                const std::optional<std::string>& ld_library_path) {
   std::string ld = interpreter.value_or(std::string(kDefaultInterpreter));
   LoaderConfig c = Defaults();
   if (access(ld.c_str(), X_OK) == 0) {
@@ -111,7 +112,9 @@ std::vector<std::string> ExpandSearchPath(std::string_view path, std::string_vie
           if (!name.starts_with(token)) return false;
           if (braced && name.substr(token.size()).starts_with("}")) {
             i += 1 + 1 + token.size() + 1;
-          } else if (!braced && (name.size() == token.size() || !(std::isalnum(static_cast<unsigned char>(name[token.size()])) || name[token.size()] == '_'))) {
+          } else if (!braced &&
+                     (name.size() == token.size() ||
+                      !(std::isalnum(static_cast<unsigned char>(name[token.size()])) || name[token.size()] == '_'))) {
             i += 1 + token.size();
           } else {
             return false;

@@ -15,11 +15,11 @@
 namespace gputriage::libs {
 
 struct LoaderConfig {
-  std::vector<std::string> system_dirs;     ///< "/lib/x86_64-linux-gnu", ...
-  std::vector<std::string> hwcaps_subdirs;  ///< supported glibc-hwcaps names, best first: "x86-64-v3"
-  std::vector<std::string> legacy_subdirs;  ///< legacy hwcap subdirectories tried (glibc < 2.37), in order
-  std::string platform = "x86_64";          ///< $PLATFORM
-  std::string lib = "lib/x86_64-linux-gnu"; ///< $LIB
+  std::vector<std::string> system_dirs;      ///< "/lib/x86_64-linux-gnu", ...
+  std::vector<std::string> hwcaps_subdirs;   ///< supported glibc-hwcaps names, best first: "x86-64-v3"
+  std::vector<std::string> legacy_subdirs;   ///< legacy hwcap subdirectories tried (glibc < 2.37), in order
+  std::string platform = "x86_64";           ///< $PLATFORM
+  std::string lib = "lib/x86_64-linux-gnu";  ///< $LIB
   std::vector<std::string> ld_library_path;
   std::string cache = "/etc/ld.so.cache";
   std::string source;  ///< where this came from, for the report
@@ -31,7 +31,8 @@ core::Result<LoaderConfig> ParseLdSoHelp(std::string_view text);
 
 /// Asks `interpreter` (the program's PT_INTERP, else /lib64/ld-linux-x86-64.so.2); falls back to
 /// glibc's x86-64 defaults, saying so in `source`. LD_LIBRARY_PATH from `ld_library_path`.
-LoaderConfig DetectLoaderConfig(const std::optional<std::string>& interpreter, const std::optional<std::string>& ld_library_path);
+LoaderConfig DetectLoaderConfig(const std::optional<std::string>& interpreter,
+                                const std::optional<std::string>& ld_library_path);
 
 /// The directories of a search-path string ("a:b;c"; an empty element is the current directory,
 /// as the loader takes it), with $ORIGIN, $LIB and $PLATFORM (also ${...}) expanded; `origin` is

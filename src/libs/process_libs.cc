@@ -38,11 +38,13 @@ std::optional<std::string> ReadString(int fd, uint64_t address) {
 // The link map of a 64-bit little-endian process of this machine's architecture: the
 // executable's PT_DYNAMIC (at its load bias) holds DT_DEBUG = &r_debug; r_debug.r_map at +8;
 // each link_map: l_addr +0, l_name +8, l_next +24.
-core::Result<std::vector<LoadedObject>> LinkMap(int pid, const std::string& proc, const std::vector<core::Mapping>& maps) {
+core::Result<std::vector<LoadedObject>> LinkMap(int pid, const std::string& proc,
+                                                const std::vector<core::Mapping>& maps) {
   std::string exe = fmt::format("{}/{}/exe", proc, pid);
   GT_ASSIGN_OR_RETURN(ElfDynamic elf, ReadElfDynamic(exe, false));
   if (elf.elf_class != 64 || elf.big_endian || elf.machine != EM_X86_64) {
-    return core::MakeError("the executable is {}, the link map is read for 64-bit x86-64 processes only", elf.Describe());
+    return core::MakeError("the executable is {}, the link map is read for 64-bit x86-64 processes only",
+                           elf.Describe());
   }
   char target[4096];
   ssize_t len = readlink(exe.c_str(), target, sizeof(target) - 1);
@@ -65,15 +67,19 @@ core::Result<std::vector<LoadedObject>> LinkMap(int pid, const std::string& proc
     if (ph.p_type == PT_LOAD && first_load == UINT64_MAX) first_load = ph.p_vaddr & ~uint64_t{0xfff};
     if (ph.p_type == PT_DYNAMIC) dyn_vaddr = ph.p_vaddr, dyn_size = ph.p_memsz;
   }
-  if (!dyn_vaddr || first_load == UINT64_MAX) return core::MakeError("the executable has no PT_DYNAMIC: statically linked");
+  if (!dyn_vaddr || first_load == UINT64_MAX)
+    return core::MakeError("the executable has no PT_DYNAMIC: statically linked");
   uint64_t bias = eh.e_type == ET_DYN ? lowest - first_load : 0;
   std::string mem_path = fmt::format("{}/{}/mem", proc, pid);
   core::ScopedFd mem(open(mem_path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!mem.valid()) return core::ErrnoError(errno, "{}: cannot open (reading another process's memory needs ptrace permission)", mem_path);
+  if (!mem.valid())
+    return core::ErrnoError(errno, "{}: cannot open (reading another process's memory needs ptrace permission)",
+                            mem_path);
   uint64_t r_debug = 0;
   for (uint64_t off = 0; off + sizeof(Elf64_Dyn) <= dyn_size && off < (1u << 20); off += sizeof(Elf64_Dyn)) {
     Elf64_Dyn d{};
-    if (!ReadAt(mem.get(), bias + dyn_vaddr + off, d)) return core::ErrnoError(errno, "{}: cannot read the dynamic section", mem_path);
+    if (!ReadAt(mem.get(), bias + dyn_vaddr + off, d))
+      return core::ErrnoError(errno, "{}: cannot read the dynamic section", mem_path);
     if (d.d_tag == DT_NULL) break;
     if (d.d_tag == DT_DEBUG) r_debug = d.d_un.d_ptr;
   }
@@ -84,7 +90,8 @@ core::Result<std::vector<LoadedObject>> LinkMap(int pid, const std::string& proc
   std::set<uint64_t> seen;
   while (map && out.size() < 65536 && seen.insert(map).second) {
     uint64_t l_addr = 0, l_name = 0, l_next = 0;
-    if (!ReadAt(mem.get(), map, l_addr) || !ReadAt(mem.get(), map + 8, l_name) || !ReadAt(mem.get(), map + 24, l_next)) {
+    if (!ReadAt(mem.get(), map, l_addr) || !ReadAt(mem.get(), map + 8, l_name) ||
+        !ReadAt(mem.get(), map + 24, l_next)) {
       return core::MakeError("link_map entry at {:#x} cannot be read", map);
     }
     std::optional<std::string> name = l_name ? ReadString(mem.get(), l_name) : std::nullopt;

@@ -23,7 +23,7 @@ struct FileId {
 };
 
 std::optional<FileId> IdOf(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   return FileId{st.st_dev, st.st_ino};
 }
@@ -82,11 +82,13 @@ class Resolver {
     Add(std::move(*elf), path, "input", -1, root, 0);
   }
 
-  int Add(ElfDynamic elf, const std::string& path, const std::string& via, int loader, const std::string& requested, int depth) {
+  int Add(ElfDynamic elf, const std::string& path, const std::string& via, int loader, const std::string& requested,
+          int depth) {
     ResolvedObject o;
     o.entry.path = path;
     o.entry.realpath = RealPath(path);
-    o.entry.soname = elf.soname.value_or(requested.find('/') == std::string::npos ? requested : fs::path(path).filename().string());
+    o.entry.soname =
+        elf.soname.value_or(requested.find('/') == std::string::npos ? requested : fs::path(path).filename().string());
     o.entry.found_via = via;
     o.entry.depth = depth;
     o.loader = loader;
@@ -113,7 +115,8 @@ class Resolver {
   }
 
   void AddDirs(std::vector<Candidate>& out, const std::string& path, int owner, const std::string& via) {
-    for (std::string& dir : ExpandSearchPath(path, OriginOf(owner), options_.config)) out.push_back({std::move(dir), via});
+    for (std::string& dir : ExpandSearchPath(path, OriginOf(owner), options_.config))
+      out.push_back({std::move(dir), via});
   }
 
   std::vector<Candidate> SearchOrder(int requester) {
@@ -128,10 +131,12 @@ class Resolver {
         }
       }
       if (!did_main && main_ >= 0) {
-        if (const auto& rpath = RpathOf(closure_.objects[main_])) AddDirs(out, *rpath, main_, "rpath of the executable");
+        if (const auto& rpath = RpathOf(closure_.objects[main_]))
+          AddDirs(out, *rpath, main_, "rpath of the executable");
       }
     }
-    for (const std::string& dir : options_.config.ld_library_path) out.push_back({dir.empty() ? "." : dir, "ld_library_path"});
+    for (const std::string& dir : options_.config.ld_library_path)
+      out.push_back({dir.empty() ? "." : dir, "ld_library_path"});
     if (r.elf.runpath) AddDirs(out, *r.elf.runpath, requester, fmt::format("runpath of {}", *r.entry.path));
     return out;
   }
@@ -155,7 +160,7 @@ class Resolver {
 
   // Whether `path` holds a library a process of the root's kind can load; the ELF read when so.
   std::optional<ElfDynamic> Usable(const std::string& path, bool symbols, std::vector<std::string>& tried) {
-    struct stat st{};
+    struct stat st {};
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
     auto elf = ReadElfDynamic(path, symbols);
     if (!elf.ok()) {
@@ -163,7 +168,8 @@ class Resolver {
       return std::nullopt;
     }
     if (reference_ && !elf->Compatible(*reference_)) {
-      tried.push_back(fmt::format("{} (skipped: {}, the program is {})", path, elf->Describe(), reference_->Describe()));
+      tried.push_back(
+          fmt::format("{} (skipped: {}, the program is {})", path, elf->Describe(), reference_->Describe()));
       return std::nullopt;
     }
     return std::move(*elf);
@@ -178,7 +184,7 @@ class Resolver {
   }
 
   void Need(int requester, const std::string& name) {
-    const std::string& by = *closure_.objects[requester].entry.path;
+    const std::string by = *closure_.objects[requester].entry.path;  // a copy: Add() grows the vector
     int depth = closure_.objects[requester].entry.depth.value_or(0) + 1;
     if (int loaded = FindLoaded(name); loaded >= 0) {
       NeededBy(loaded, by);
@@ -191,13 +197,16 @@ class Resolver {
     } else {
       for (const Candidate& c : SearchOrder(requester)) {
         for (const std::string& dir : SubdirectoriesTried(c.dir, options_.config)) {
-          answers.push_back({dir + "/" + name, c.via.starts_with("rpath") ? "rpath" : c.via.starts_with("runpath") ? "runpath" : c.via});
+          answers.push_back({dir + "/" + name, c.via.starts_with("rpath")     ? "rpath"
+                                               : c.via.starts_with("runpath") ? "runpath"
+                                                                              : c.via});
         }
       }
       if (!closure_.objects[requester].elf.nodeflib) {
         for (const std::string& path : CacheAnswers(name)) answers.push_back({path, "ld.so.cache"});
         for (const std::string& sys : options_.config.system_dirs) {
-          for (const std::string& dir : SubdirectoriesTried(sys, options_.config)) answers.push_back({dir + "/" + name, "default"});
+          for (const std::string& dir : SubdirectoriesTried(sys, options_.config))
+            answers.push_back({dir + "/" + name, "default"});
         }
       }
     }

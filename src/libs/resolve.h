@@ -30,7 +30,7 @@ struct ResolveOptions {
 struct ResolvedObject {
   ElfDynamic elf;
   core::LibraryEntry entry;
-  int loader = -1;               ///< index of the object that caused it to be loaded
+  int loader = -1;                 ///< index of the object that caused it to be loaded
   std::vector<std::string> names;  ///< names it answers to (requests, DT_SONAME, path)
 };
 

@@ -23,7 +23,8 @@ std::vector<core::LoaderEvent> ParseAuditTrace(std::string_view text, size_t* ma
     if (line.empty()) continue;
     std::vector<std::string_view> f = core::Split(line, '\t');
     int64_t pid = 0;
-    bool pid_ok = !f.empty() && !f[0].empty() && f[0].size() < 12 && f[0].find_first_not_of("0123456789") == std::string_view::npos;
+    bool pid_ok = !f.empty() && !f[0].empty() && f[0].size() < 12 &&
+                  f[0].find_first_not_of("0123456789") == std::string_view::npos;
     if (pid_ok) pid = std::stoll(std::string(f[0]));
     if (pid_ok && f.size() == 5 && f[1] == "S") {
       core::LoaderEvent e{pid, "search", std::string(f[3]), std::string(f[2]), std::nullopt, std::nullopt};
@@ -49,7 +50,8 @@ std::vector<core::LoaderEvent> ParseAuditTrace(std::string_view text, size_t* ma
 
 core::Result<TraceResult> TraceCommand(const std::vector<std::string>& command, const std::string& audit_library) {
   if (command.empty()) return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "no command to trace");
-  if (access(audit_library.c_str(), R_OK) != 0) return core::ErrnoError(errno, "{}: the audit library cannot be read", audit_library);
+  if (access(audit_library.c_str(), R_OK) != 0)
+    return core::ErrnoError(errno, "{}: the audit library cannot be read", audit_library);
   char dir_template[] = "/tmp/gputriage-audit-XXXXXX";
   if (!mkdtemp(dir_template)) return core::ErrnoError(errno, "cannot create a directory under /tmp for the trace");
   std::string dir = dir_template;
@@ -82,7 +84,9 @@ core::Result<TraceResult> TraceCommand(const std::vector<std::string>& command, 
   auto text = core::ReadFile(out_file, 256u << 20);
   std::filesystem::remove_all(dir);
   if (!text.ok()) {
-    return core::MakeError("the loader wrote no audit trace ({}): a static or setuid program, or a loader without LD_AUDIT support", text.error().message);
+    return core::MakeError(
+        "the loader wrote no audit trace ({}): a static or setuid program, or a loader without LD_AUDIT support",
+        text.error().message);
   }
   result.events = ParseAuditTrace(*text, &result.malformed);
   return result;
