@@ -34,10 +34,22 @@ core::Result<Catalog> LoadCatalog(const std::vector<SourceFile>& files) {
   GT_ASSIGN_OR_RETURN(c.aca, ParseAcaLayout(ras->text, ras->path));
   GT_ASSIGN_OR_RETURN(const SourceFile* limits, Require(files, kArchLimitsPath));
   GT_ASSIGN_OR_RETURN(c.arch_limits, ParseArchLimitsTable(limits->text, limits->path));
-  GT_ASSIGN_OR_RETURN(const SourceFile* libraries, Require(files, kGpuLibrariesPath));
-  GT_ASSIGN_OR_RETURN(c.gpu_libraries, ParseGpuLibraries(libraries->text, libraries->path));
-  GT_ASSIGN_OR_RETURN(c.compat, LoadCompatEntries(files));
+  GT_ASSIGN_OR_RETURN(c.libraries, LoadLibraryTables(files));
   return c;
+}
+
+core::Result<LibraryTables> LoadLibraryTables(const std::vector<SourceFile>& files) {
+  LibraryTables t;
+  GT_ASSIGN_OR_RETURN(const SourceFile* libraries, Require(files, kGpuLibrariesPath));
+  GT_ASSIGN_OR_RETURN(t.gpu_libraries, ParseGpuLibraries(libraries->text, libraries->path));
+  GT_ASSIGN_OR_RETURN(t.compat, LoadCompatEntries(files));
+  return t;
+}
+
+core::Result<const LibraryTables*> BuiltinLibraryTables() {
+  static const auto* loaded = new core::Result<LibraryTables>(LoadLibraryTables(EmbeddedSources()));
+  if (!loaded->ok()) return loaded->error();
+  return &loaded->value();
 }
 
 core::Result<const Catalog*> BuiltinCatalog() {

@@ -34,6 +34,14 @@ inline constexpr std::string_view kAmdRasPath = "kb/tables/amd-ras.yaml";
 inline constexpr std::string_view kArchLimitsPath = "kb/tables/gpu-arch-limits.yaml";
 inline constexpr std::string_view kGpuLibrariesPath = "kb/tables/gpu-libraries.yaml";
 
+/// What layer 3 needs (`libs`, doctor's library checks): the GPU library table and the version
+/// matrix. Loaded on their own by `libs`, which has no use for the rest (parsing every table is
+/// most of a small `libs` run's time).
+struct LibraryTables {
+  std::vector<GpuLibraryRule> gpu_libraries;
+  std::vector<CompatEntry> compat;  ///< kb/compat/*.yaml
+};
+
 struct Catalog {
   XidTable xid;
   std::vector<EnvVarRule> env_vars;
@@ -43,13 +51,17 @@ struct Catalog {
   VmFaultLayout vm_fault;
   AcaLayout aca;
   std::vector<ArchLimits> arch_limits;
-  std::vector<GpuLibraryRule> gpu_libraries;
-  std::vector<CompatEntry> compat;  ///< kb/compat/*.yaml
+  LibraryTables libraries;  ///< gpu-libraries.yaml and kb/compat
 };
 
 /// Every table from `files` (the knowledge base's files). Fails naming the first table that is
 /// missing or broken.
 core::Result<Catalog> LoadCatalog(const std::vector<SourceFile>& files);
+
+core::Result<LibraryTables> LoadLibraryTables(const std::vector<SourceFile>& files);
+
+/// The embedded LibraryTables alone, loaded on first use (thread-safe).
+core::Result<const LibraryTables*> BuiltinLibraryTables();
 
 /// The tables embedded in this build, loaded on first use (thread-safe). Fails only in a broken
 /// build (a test loads it).

@@ -45,7 +45,7 @@ int Report(const core::LibraryReport& report, bool json, int job_status) {
 }
 
 int Libs(const LibsFlags& flags) {
-  auto catalog = catalog::BuiltinCatalog();
+  auto catalog = catalog::BuiltinLibraryTables();
   if (!catalog.ok()) return Fail(catalog.error().message, kExitInternal);
   int modes = (flags.pid > 0) + flags.trace + (!flags.trace && !flags.paths.empty());
   if (modes != 1) return Fail("libs: give PATH..., --pid PID, or --trace -- CMD (one of them)", kExitUsage);

@@ -37,7 +37,7 @@ std::optional<std::string> WheelVersion(const std::string& path) {
   return std::nullopt;
 }
 
-void ClassifyLibraries(std::vector<core::LibraryEntry>& libraries, const catalog::Catalog& catalog) {
+void ClassifyLibraries(std::vector<core::LibraryEntry>& libraries, const catalog::LibraryTables& catalog) {
   for (core::LibraryEntry& l : libraries) {
     std::optional<catalog::GpuLibraryClass> best;
     // The real file's name has the longest version ("libcudart.so.12.4.127"); the path's and the
@@ -69,7 +69,7 @@ std::map<std::string, std::string> ComponentVersions(const std::vector<core::Lib
   return out;
 }
 
-std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::Catalog& catalog,
+std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::LibraryTables& catalog,
                                            bool loaded) {
   std::vector<core::Finding> out;
   std::string where = loaded ? "the process has loaded" : "the program would load";

@@ -15,7 +15,7 @@
 namespace gputriage::libs {
 
 /// Fills component, version and release of every library the table knows.
-void ClassifyLibraries(std::vector<core::LibraryEntry>& libraries, const catalog::Catalog& catalog);
+void ClassifyLibraries(std::vector<core::LibraryEntry>& libraries, const catalog::LibraryTables& catalog);
 
 /// component -> version of the libraries (nvidia-driver from libcuda.so.<driver>, cuda-runtime
 /// from libcudart, rocm from the ROCm build number, ...), for the version matrix.
@@ -23,7 +23,7 @@ std::map<std::string, std::string> ComponentVersions(const std::vector<core::Lib
 
 /// Duplicate copies, mixed releases, missing libraries, undefined symbols and version-matrix
 /// violations as findings (layer 3). `loaded` says the libraries are a process's, not a plan.
-std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::Catalog& catalog,
+std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::LibraryTables& catalog,
                                            bool loaded);
 
 /// The version of the pip wheel a library file belongs to: ".../site-packages/nvidia/cublas/lib/

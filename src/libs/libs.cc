@@ -23,7 +23,7 @@ std::string RealPath(const std::string& path) {
   return ec ? path : p.string();
 }
 
-void Finish(core::LibraryReport& report, const catalog::Catalog& catalog, bool loaded) {
+void Finish(core::LibraryReport& report, const catalog::LibraryTables& catalog, bool loaded) {
   ClassifyLibraries(report.libraries, catalog);
   report.findings = LibraryFindings(report, catalog, loaded);
 }
@@ -31,7 +31,7 @@ void Finish(core::LibraryReport& report, const catalog::Catalog& catalog, bool l
 }  // namespace
 
 core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, const LibsOptions& options,
-                                     const catalog::Catalog& catalog) {
+                                     const catalog::LibraryTables& catalog) {
   core::LibraryReport report;
   report.mode = "resolve";
   report.inputs = paths;
@@ -76,7 +76,7 @@ core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, cons
 }
 
 core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const std::string& mode,
-                                    const catalog::Catalog& catalog) {
+                                    const catalog::LibraryTables& catalog) {
   core::LibraryReport report;
   report.mode = mode;
   std::vector<ElfDynamic> elves;
@@ -116,7 +116,7 @@ core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const
   return report;
 }
 
-core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::Catalog& catalog) {
+core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::LibraryTables& catalog) {
   GT_ASSIGN_OR_RETURN(ProcessObjects objects, ReadProcessObjects(pid));
   std::vector<std::string> paths;
   for (const LoadedObject& o : objects.objects) {
@@ -131,7 +131,7 @@ core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::Catal
 }
 
 core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>& command,
-                                                 const std::string& audit_library, const catalog::Catalog& catalog,
+                                                 const std::string& audit_library, const catalog::LibraryTables& catalog,
                                                  int* exit_status) {
   GT_ASSIGN_OR_RETURN(TraceResult trace, TraceCommand(command, audit_library));
   if (exit_status) *exit_status = trace.exit_status;

@@ -22,19 +22,19 @@ struct LibsOptions {
 /// The closure of `paths` (each resolved as its own program). Never fails: unreadable inputs
 /// are in `errors`.
 core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, const LibsOptions& options,
-                                     const catalog::Catalog& catalog);
+                                     const catalog::LibraryTables& catalog);
 
 /// What process `pid` has loaded, in load order. Fails when its maps cannot be read.
-core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::Catalog& catalog);
+core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::LibraryTables& catalog);
 
 /// Runs `command` under LD_AUDIT with `audit_library`; the report's libraries are what its first
 /// process opened, in order; `trace` has every search and open. Sets `*exit_status`.
 core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>& command,
-                                                 const std::string& audit_library, const catalog::Catalog& catalog,
+                                                 const std::string& audit_library, const catalog::LibraryTables& catalog,
                                                  int* exit_status);
 
 /// The report for objects already known loaded, in order (a crashed process's mapped files).
 core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const std::string& mode,
-                                    const catalog::Catalog& catalog);
+                                    const catalog::LibraryTables& catalog);
 
 }  // namespace gputriage::libs

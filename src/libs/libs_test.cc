@@ -50,8 +50,8 @@ std::map<std::string, std::string> Ldd(const std::string& path, const std::vecto
   return out;
 }
 
-const catalog::Catalog& Catalog() {
-  auto c = catalog::BuiltinCatalog();
+const catalog::LibraryTables& Catalog() {
+  auto c = catalog::BuiltinLibraryTables();
   EXPECT_TRUE(c.ok());
   return **c;
 }
