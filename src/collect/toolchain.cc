@@ -6,6 +6,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "core/subprocess.h"
 #include "core/text.h"
@@ -43,6 +44,11 @@ void AddIfPresent(const core::OsView& os, const std::string& path, bool is_tool,
   out.push_back({path.substr(path.rfind('/') + 1), path, is_tool});
 }
 
+std::string RealPath(const std::string& path) {
+  std::unique_ptr<char, decltype(&free)> real(realpath(path.c_str(), nullptr), &free);
+  return real ? std::string(real.get()) : path;
+}
+
 // Directories under `base` whose name starts with `prefix` ("/usr/local", "cuda"), sorted.
 std::vector<std::string> Installs(const core::OsView& os, const std::string& base, std::string_view prefix) {
   std::vector<std::string> out;
@@ -54,9 +60,20 @@ std::vector<std::string> Installs(const core::OsView& os, const std::string& bas
   return out;
 }
 
-std::vector<Candidate> FindCandidates(const core::OsView& os) {
+std::vector<Candidate> FindCandidates(const core::OsView& os, const std::vector<std::string>& extra_dirs) {
   std::vector<Candidate> out;
-  for (const std::string dir : {"/usr/bin", "/usr/local/bin"}) {
+  // Each directory once, by its real path: /bin is /usr/bin on a merged-/usr system.
+  std::vector<std::string> dirs;
+  std::set<std::string> seen;
+  for (const std::string& dir : {std::string("/usr/bin"), std::string("/usr/local/bin")}) {
+    dirs.push_back(dir);
+    seen.insert(RealPath(os.Resolve(dir)));
+  }
+  for (const std::string& dir : extra_dirs) {
+    if (!dir.starts_with('/') || !os.IsDirectory(dir)) continue;
+    if (seen.insert(RealPath(os.Resolve(dir))).second) dirs.push_back(dir);
+  }
+  for (const std::string& dir : dirs) {
     auto names = os.TryListDir(dir);
     if (!names.ok()) continue;
     for (const std::string& name : *names) {
@@ -71,6 +88,9 @@ std::vector<Candidate> FindCandidates(const core::OsView& os) {
     AddIfPresent(os, rocm + "/bin/amdclang++", false, out);
     AddIfPresent(os, rocm + "/llvm/bin/clang", false, out);
   }
+  // A directory on PATH may also be one of the installations (/usr/local/cuda/bin).
+  std::set<std::string> paths;
+  std::erase_if(out, [&](const Candidate& c) { return !paths.insert(c.path).second; });
   return out;
 }
 
@@ -106,11 +126,6 @@ VersionRun RunVersion(const Candidate& candidate, const ToolchainOptions& option
   return run;
 }
 
-std::string RealPath(const std::string& path) {
-  std::unique_ptr<char, decltype(&free)> real(realpath(path.c_str(), nullptr), &free);
-  return real ? std::string(real.get()) : path;
-}
-
 }  // namespace
 
 std::optional<ToolVersion> ParseToolVersion(std::string_view name, std::string_view output) {
@@ -137,7 +152,7 @@ std::optional<ToolVersion> ParseToolVersion(std::string_view name, std::string_v
 }
 
 void CollectToolchain(const core::OsView& os, const ToolchainOptions& options, Json& software, core::Section& section) {
-  std::vector<Candidate> candidates = FindCandidates(os);
+  std::vector<Candidate> candidates = FindCandidates(os, options.extra_dirs);
   // One run per real file: /usr/bin/gcc and /usr/bin/gcc-12 are one program.
   std::map<std::string, std::shared_future<VersionRun>> runs;
   if (os.live()) {

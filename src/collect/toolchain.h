@@ -1,5 +1,6 @@
 // Host and device compilers (gcc, g++, clang, clang++ and their versioned names, nvcc, hipcc,
-// amdclang++) and build tools (cmake) at the usual fixed paths, with the version each reports.
+// amdclang++) and build tools (cmake) at the usual fixed paths and on $PATH, with the version
+// each reports.
 // Versions come from running `PATH --version` under a watchdog, on the live machine only: a
 // rooted view (--root, tests) lists the paths it finds and no version.
 #pragma once
@@ -8,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/model.h"
 #include "core/os_view.h"
@@ -29,6 +31,9 @@ struct ToolVersion {
 std::optional<ToolVersion> ParseToolVersion(std::string_view name, std::string_view output);
 
 struct ToolchainOptions {
+  /// Directories searched after /usr/bin and /usr/local/bin: $PATH on the live machine, where a
+  /// venv's cmake wheel or a conda compiler lives (collect_env reports the ones on PATH).
+  std::vector<std::string> extra_dirs;
   /// Each `--version` run is abandoned (and noted in not_collected) after this long; the runs go
   /// in parallel, so the whole collection takes about this long at worst.
   std::chrono::milliseconds timeout{5000};

@@ -78,18 +78,25 @@ TEST(ToolchainTest, RootedViewListsPathsWithoutRunningThem) {
                            "/opt/rocm-6.2.0/bin/amdclang++", "/opt/rocm-6.2.0/llvm/bin/clang"}) {
     testing::WriteFile(dir.path(), path, "#!/bin/sh\necho 'gcc (Fake) 99.0.0'\n");
   }
+  // A venv on PATH with the cmake wheel (as on the H200 test machine), and /usr/bin again.
+  testing::WriteFile(dir.path(), "/opt/torch/.venv/bin/cmake", "#!/bin/sh\n");
+  ToolchainOptions options;
+  options.extra_dirs = {"/opt/torch/.venv/bin", "relative/bin", "/usr/bin", "/nonexistent/bin",
+                        "/usr/local/cuda-13.0/bin"};
   core::Json software;
   core::Section section;
-  CollectToolchain(core::OsView::Rooted(dir.path()).value(), {}, software, section);
+  CollectToolchain(core::OsView::Rooted(dir.path()).value(), options, software, section);
   std::vector<std::string> paths;
   for (const core::Json& c : software["compilers"]) {
     paths.push_back(c["path"]);
     EXPECT_FALSE(c.contains("version")) << c.dump();
   }
+  // The nvcc of the CUDA directory on PATH once, where PATH lists it.
   EXPECT_EQ(paths, (std::vector<std::string>{"/usr/bin/clang++", "/usr/bin/gcc-12", "/usr/local/cuda-13.0/bin/nvcc",
                                              "/opt/rocm-6.2.0/bin/hipcc", "/opt/rocm-6.2.0/bin/amdclang++",
                                              "/opt/rocm-6.2.0/llvm/bin/clang"}));
-  EXPECT_EQ(software["tools"], core::Json::parse(R"([{"name": "cmake", "path": "/usr/bin/cmake"}])"));
+  EXPECT_EQ(software["tools"], core::Json::parse(R"([{"name": "cmake", "path": "/usr/bin/cmake"},
+                                                     {"name": "cmake", "path": "/opt/torch/.venv/bin/cmake"}])"));
   EXPECT_TRUE(section.not_collected.empty());
 }
 
