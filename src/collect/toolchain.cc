@@ -17,7 +17,7 @@ namespace {
 
 using core::Json;
 
-// Compilers in /usr/bin and /usr/local/bin: the plain and the versioned names ("gcc-12",
+// Compilers in the searched directories: the plain and the versioned names ("gcc-12",
 // "clang++-15"); other clang-* programs (clang-format, clang-tidy) are not compilers.
 const RE2& HostCompilerName() {
   static const RE2 kPattern(R"((gcc|g\+\+|clang|clang\+\+)(-[0-9]+(\.[0-9]+)*)?)");
@@ -60,9 +60,9 @@ std::vector<std::string> Installs(const core::OsView& os, const std::string& bas
   return out;
 }
 
-std::vector<Candidate> FindCandidates(const core::OsView& os, const std::vector<std::string>& extra_dirs) {
-  std::vector<Candidate> out;
-  // Each directory once, by its real path: /bin is /usr/bin on a merged-/usr system.
+// /usr/bin, /usr/local/bin, then the absolute `extra_dirs` that exist; each directory once, by
+// its real path (/bin is /usr/bin on a merged-/usr system).
+std::vector<std::string> SearchDirs(const core::OsView& os, const std::vector<std::string>& extra_dirs) {
   std::vector<std::string> dirs;
   std::set<std::string> seen;
   for (const std::string& dir : {std::string("/usr/bin"), std::string("/usr/local/bin")}) {
@@ -73,7 +73,12 @@ std::vector<Candidate> FindCandidates(const core::OsView& os, const std::vector<
     if (!dir.starts_with('/') || !os.IsDirectory(dir)) continue;
     if (seen.insert(RealPath(os.Resolve(dir))).second) dirs.push_back(dir);
   }
-  for (const std::string& dir : dirs) {
+  return dirs;
+}
+
+std::vector<Candidate> FindCandidates(const core::OsView& os, const std::vector<std::string>& extra_dirs) {
+  std::vector<Candidate> out;
+  for (const std::string& dir : SearchDirs(os, extra_dirs)) {
     auto names = os.TryListDir(dir);
     if (!names.ok()) continue;
     for (const std::string& name : *names) {
