@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <set>
+
 #include "cli/common.h"
 #include "core/redact.h"
 #include "core/signals.h"
@@ -100,6 +103,39 @@ void RenderSoftware(const core::Software& software, std::string& out) {
   out += line + "\n";
 }
 
+// "gcc-12", "g++" -> "gcc"; "clang++-15" -> "clang": one name per compiler family.
+std::string CompilerFamily(std::string_view name) {
+  size_t dash = name.rfind('-');
+  if (dash != std::string_view::npos && dash + 1 < name.size() &&
+      std::isdigit(static_cast<unsigned char>(name[dash + 1]))) {
+    name = name.substr(0, dash);
+  }
+  if (name == "g++") return "gcc";
+  if (name.ends_with("clang++")) name.remove_suffix(2);
+  return std::string(name);
+}
+
+// One line: glibc, libstdc++, then each compiler family and tool once per version
+// ("gcc 12.2.0" for /usr/bin/gcc, g++ and gcc-12; clang 14 and clang-15 are two entries).
+void RenderToolchain(const core::Software& software, std::string& out) {
+  std::vector<std::string> parts;
+  if (software.glibc && software.glibc->version) parts.push_back("glibc " + *software.glibc->version);
+  if (software.libstdcxx && software.libstdcxx->glibcxx) parts.push_back("libstdc++ " + *software.libstdcxx->glibcxx);
+  std::set<std::string> shown;
+  for (const auto* list : {&software.compilers, &software.tools}) {
+    if (!*list) continue;
+    for (const core::Compiler& c : **list) {
+      if (!c.name) continue;
+      std::string part = CompilerFamily(*c.name) + (c.version ? " " + *c.version : "");
+      if (shown.insert(part).second) parts.push_back(part);
+    }
+  }
+  if (parts.empty()) return;
+  std::string line = "toolchain ";
+  for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + T(parts[i]);
+  out += line + "\n";
+}
+
 void RenderKernelLog(const std::optional<core::KernelLog>& log, std::string& out) {
   if (!log || !log->source) {
     out += "kernel    log not collected\n";
@@ -137,6 +173,7 @@ std::string RenderSnapshotSummary(const core::Snapshot& snapshot) {
   RenderHost(snapshot.host.value_or(core::Host{}), out);
   RenderGpus(snapshot.GpuList(), out);
   RenderSoftware(snapshot.software.value_or(core::Software{}), out);
+  RenderToolchain(snapshot.software.value_or(core::Software{}), out);
   RenderKernelLog(snapshot.kernel_log, out);
   if (snapshot.env && snapshot.env->variables) {
     out += fmt::format("env       {} GPU-stack variables ({} redacted)\n", snapshot.env->variables->size(),

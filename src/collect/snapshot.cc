@@ -142,11 +142,13 @@ std::vector<std::string> LiveSiteDirectories(const core::OsView& os, const std::
   return sites;
 }
 
-std::vector<std::string> LdLibraryPath(const std::vector<std::string>& environment) {
+// The directories of the list variable `name` ("LD_LIBRARY_PATH", "PATH") in `environment`.
+std::vector<std::string> DirsOf(const std::vector<std::string>& environment, std::string_view name) {
   std::vector<std::string> dirs;
+  std::string prefix = std::string(name) + "=";
   for (const std::string& entry : environment) {
-    if (!entry.starts_with("LD_LIBRARY_PATH=")) continue;
-    for (std::string_view dir : core::Split(std::string_view(entry).substr(16), ':')) {
+    if (!entry.starts_with(prefix)) continue;
+    for (std::string_view dir : core::Split(std::string_view(entry).substr(prefix.size()), ':')) {
       if (!dir.empty()) dirs.emplace_back(dir);
     }
   }
@@ -261,7 +263,8 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   });
   SoftwareOptions software_options;
   if (os.live()) {
-    software_options.library_dirs = LdLibraryPath(options.environment);
+    software_options.library_dirs = DirsOf(options.environment, "LD_LIBRARY_PATH");
+    software_options.toolchain.extra_dirs = DirsOf(options.environment, "PATH");
     software_options.site_dirs = LiveSiteDirectories(os, options.environment);
   }
   Section software =

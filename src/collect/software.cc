@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "collect/c_runtime.h"
+#include "collect/toolchain.h"
 #include "core/text.h"
 
 namespace gputriage::collect {
@@ -23,20 +25,6 @@ const RE2& GpuLibraryPattern() {
                             R"(libMIOpen|libhipblaslt|libhiprtc|librocprofiler64|libroctracer64|libamd_comgr)"
                             R"()\.so\.([0-9][0-9A-Za-z.]*)$)");
   return kPattern;
-}
-
-// Python distributions worth naming in a GPU snapshot (normalised: lower case, '-' -> '_').
-bool IsGpuPythonDistribution(std::string_view name) {
-  static constexpr std::string_view kExact[] = {
-      "torch",    "jax",         "jaxlib",     "tensorflow",   "tensorflow_gpu",     "triton", "pytorch_triton_rocm",
-      "cupy",     "vllm",        "xformers",   "flash_attn",   "deepspeed",          "apex",   "onnxruntime_gpu",
-      "tensorrt", "torchvision", "torchaudio", "bitsandbytes", "transformer_engine", "pynvml", "nvidia_ml_py",
-      "amdsmi"};
-  for (std::string_view e : kExact) {
-    if (name == e) return true;
-  }
-  return name.starts_with("nvidia_") || name.starts_with("jax_cuda") || name.starts_with("jax_rocm") ||
-         name.starts_with("cupy_");
 }
 
 std::string NormalizeDistName(std::string_view name) {
@@ -113,8 +101,8 @@ void CollectCuda(const core::OsView& os, Json& software) {
   software["cuda"] = Json{{"installations", installs}};
 }
 
-// The directories the dynamic loader searches: ld.so.conf (with includes), the default
-// multiarch and lib directories, and extras.
+}  // namespace
+
 std::vector<std::string> LoaderDirectories(const core::OsView& os, const std::vector<std::string>& extra) {
   std::vector<std::string> dirs = extra;
   std::vector<std::string> conf_files = {"/etc/ld.so.conf"};
@@ -146,6 +134,8 @@ std::vector<std::string> LoaderDirectories(const core::OsView& os, const std::ve
   }
   return dirs;
 }
+
+namespace {
 
 void CollectLibraries(const core::OsView& os, const SoftwareOptions& options, Json& software) {
   Json libraries = Json::array();
@@ -232,18 +222,28 @@ void CollectPython(const core::OsView& os, const SoftwareOptions& options, Json&
   software["python"] = python;
 }
 
-void CollectCompilers(const core::OsView& os, Json& software) {
-  Json compilers = Json::array();
-  for (const char* path : {"/usr/bin/nvcc", "/usr/local/cuda/bin/nvcc", "/usr/bin/hipcc", "/opt/rocm/bin/hipcc",
-                           "/opt/rocm/llvm/bin/clang"}) {
-    if (!os.Exists(path)) continue;
-    std::string_view p = path;
-    compilers.push_back({{"name", std::string(p.substr(p.rfind('/') + 1))}, {"path", path}});
-  }
-  software["compilers"] = compilers;
-}
-
 }  // namespace
+
+bool IsGpuPythonDistribution(std::string_view name) {
+  static constexpr std::string_view kExact[] = {
+      "jax",      "jaxlib",       "tensorflow", "tensorflow_gpu",     "cupy",
+      "vllm",     "xformers",     "apex",       "flash_attn",         "deepspeed",
+      "tensorrt", "bitsandbytes", "amdsmi",     "transformer_engine", "cmake"};
+  // What `python -m torch.utils.collect_env` lists under "Versions of relevant libraries": pip
+  // names containing one of its patterns (torch 2.x: torch, numpy, triton, optree, onnx; vLLM's
+  // variant adds nccl, transformers, zmq, nvidia, pynvml). mypy and flake8 are linters, not
+  // part of a GPU stack, and are left out. The cmake wheel is listed because it is often the
+  // cmake on a venv's PATH (the one collect_env reported on the H200 test machine).
+  static constexpr std::string_view kContains[] = {"torch", "numpy",        "triton", "optree", "onnx",
+                                                   "nccl",  "transformers", "zmq",    "nvidia", "pynvml"};
+  for (std::string_view e : kExact) {
+    if (name == e) return true;
+  }
+  for (std::string_view part : kContains) {
+    if (name.find(part) != std::string_view::npos) return true;
+  }
+  return name.starts_with("jax_cuda") || name.starts_with("jax_rocm") || name.starts_with("cupy_");
+}
 
 bool IsGpuPackageName(std::string_view name) {
   static const RE2 kPattern(
@@ -315,7 +315,8 @@ core::Section CollectSoftware(const core::OsView& os, const SoftwareOptions& opt
   CollectCuda(os, software);
   CollectLibraries(os, options, software);
   CollectPython(os, options, software);
-  CollectCompilers(os, software);
+  CollectToolchain(os, options.toolchain, software, section);
+  CollectCRuntime(os, LoaderDirectories(os, options.library_dirs), software, section);
   return section;
 }
 

@@ -1,12 +1,14 @@
-// The installed GPU software stack, read from files only (no process is started): kernel
-// modules, dpkg packages, CUDA installations, GPU libraries on the loader path, Python packages
-// (torch and the pip nvidia-* wheels) and compilers.
+// The installed GPU software stack, read from files: kernel modules, dpkg packages, CUDA
+// installations, GPU libraries on the loader path, Python packages (torch, numpy, the pip
+// nvidia-* wheels, ...), glibc and libstdc++ (c_runtime.h), compilers and cmake (toolchain.h).
+// The only processes started are the compilers' `--version` runs, on the live machine.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "collect/toolchain.h"
 #include "core/model.h"
 #include "core/os_view.h"
 
@@ -17,10 +19,22 @@ struct SoftwareOptions {
   std::vector<std::string> library_dirs;
   /// Extra site-packages directories (from $VIRTUAL_ENV / $CONDA_PREFIX on the live machine).
   std::vector<std::string> site_dirs;
+  ToolchainOptions toolchain;
 };
 
 /// Collects the software stack. Layout: docs/snapshot-schema.md ("software").
 core::Section CollectSoftware(const core::OsView& os, const SoftwareOptions& options);
+
+/// The directories the dynamic loader searches, in order: `extra` (LD_LIBRARY_PATH), ld.so.conf
+/// (with its "include DIR/*.conf" lines), then the default multiarch and lib directories.
+/// May hold duplicates.
+std::vector<std::string> LoaderDirectories(const core::OsView& os, const std::vector<std::string>& extra);
+
+/// True for a Python distribution name (normalised: lower case, '-' and '.' -> '_') worth
+/// naming in a GPU snapshot: the frameworks, their GPU wheels, and whatever
+/// `python -m torch.utils.collect_env` lists under "Versions of relevant libraries" (numpy,
+/// onnx, optree, ...) except mypy and flake8.
+bool IsGpuPythonDistribution(std::string_view name);
 
 /// dpkg's status file -> [{name, version, source: "dpkg"}] for installed GPU-stack packages.
 core::Json ParseDpkgStatus(std::string_view status);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "capture_tree.h"
 #include "core/text.h"
@@ -132,6 +133,84 @@ TEST(SoftwareTest, TorchVersionPyVariants) {
   EXPECT_EQ(rocm["hip"], "6.1.40091-a8dbc0c19");
   EXPECT_FALSE(rocm.contains("cuda"));
   EXPECT_TRUE(ParseTorchVersionPy("\xff\xfe garbage = = '").empty());
+}
+
+}  // namespace
+}  // namespace gputriage::collect
+
+namespace gputriage::collect {
+namespace {
+
+// "[pip3] numpy==2.5.2" -> ("numpy", "2.5.2"); "[conda] numpy   1.26.4   pypi_0   pypi" -> ("numpy",
+// "1.26.4"); other lines -> nullopt.
+std::optional<std::pair<std::string, std::string>> CollectEnvPackage(std::string_view line) {
+  for (std::string_view tag : {"[pip3] ", "[pip] ", "[conda] "}) {
+    if (!line.starts_with(tag)) continue;
+    line.remove_prefix(tag.size());
+    if (size_t eq = line.find("=="); eq != std::string_view::npos) {
+      return std::pair{std::string(line.substr(0, eq)), std::string(line.substr(eq + 2))};
+    }
+    auto fields = core::SplitWhitespace(line);
+    if (fields.size() >= 2 && fields[1].find_first_of("0123456789") == 0) {
+      return std::pair{std::string(fields[0]), std::string(fields[1])};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Normalized(std::string name) {
+  name = core::ToLower(name);
+  for (char& c : name) {
+    if (c == '-' || c == '.') c = '_';
+  }
+  return name;
+}
+
+bool IsLinter(const std::string& name) {
+  return name.find("mypy") != std::string::npos || name.find("flake8") != std::string::npos;
+}
+
+// Every package `python -m torch.utils.collect_env` lists under "Versions of relevant libraries"
+// in the captured outputs (mypy and flake8 aside) is one the snapshot keeps.
+TEST(SoftwareTest, KeepsWhatCollectEnvLists) {
+  size_t checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(GT_FIXTURES_DIR) + "/torch-collect-env")) {
+    std::string text = testing::ReadCapture("torch-collect-env/" + entry.path().filename().string());
+    for (std::string_view line : core::SplitLines(text)) {
+      auto package = CollectEnvPackage(line);
+      if (!package || IsLinter(package->first)) continue;
+      EXPECT_TRUE(IsGpuPythonDistribution(Normalized(package->first))) << entry.path().filename() << ": " << line;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 60u);
+  for (const char* other : {"requests", "pillow", "absl_py", "mypy_extensions", "flake8"}) {
+    EXPECT_FALSE(IsGpuPythonDistribution(other)) << other;
+  }
+}
+
+// The H200 torch venv: what collect_env printed there, found again in its site-packages.
+TEST(SoftwareTest, VenvPackagesMatchCollectEnvOnTheH200) {
+  testing::TempDir dir;
+  const std::string site = "/opt/torch/.venv/lib/python3.12/site-packages";
+  for (std::string_view entry : core::SplitLines(testing::ReadFixture("python/h200-site-packages-listing.txt"))) {
+    if (!entry.empty()) std::filesystem::create_directories(dir.path() + site + "/" + std::string(entry));
+  }
+  SoftwareOptions options;
+  options.site_dirs = {site};
+  core::Section section = CollectSoftware(core::OsView::Rooted(dir.path()).value(), options);
+  std::map<std::string, std::string> listed;
+  for (const core::Json& p : section.data["python"]["packages"]) listed[p["name"]] = p["version"];
+  std::string text = testing::ReadCapture("torch-collect-env/collect-env-h200-cuda13.0-torch2.11.txt");
+  size_t checked = 0;
+  for (std::string_view line : core::SplitLines(text)) {
+    auto package = CollectEnvPackage(line);
+    if (!package || IsLinter(package->first)) continue;
+    EXPECT_EQ(listed[Normalized(package->first)], package->second) << line;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 29u);  // 30 [pip3] lines, mypy_extensions aside
+  EXPECT_EQ(listed["numpy"], "2.5.2");
 }
 
 }  // namespace

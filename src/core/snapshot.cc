@@ -122,6 +122,7 @@ Json ToJson(const PciLink& link) { return json_fields::WriteValue(link); }
 Json ToJson(const KernelModule& module) { return json_fields::WriteValue(module); }
 Json ToJson(const Package& package) { return json_fields::WriteValue(package); }
 Json ToJson(const Installation& installation) { return json_fields::WriteValue(installation); }
+Json ToJson(const Compiler& compiler) { return json_fields::WriteValue(compiler); }
 Json ToJson(const GpuLibrary& library) { return json_fields::WriteValue(library); }
 
 }  // namespace gputriage::core

@@ -621,13 +621,54 @@ struct PythonSoftware {
   }
 };
 
+/// A compiler (software.compilers: gcc, g++, clang, clang++ and their versioned names, nvcc,
+/// hipcc, amdclang++) or a build tool (software.tools: cmake) found at a fixed path. The version
+/// comes from running `PATH --version` under a watchdog, on the live machine only; under --root
+/// only name and path are known.
 struct Compiler {
   std::optional<std::string> name;
   std::optional<std::string> path;
+  std::optional<std::string> version;       ///< "12.2.0"; nvcc "13.0.88"; hipcc "5.2.21153-0"
+  std::optional<std::string> version_line;  ///< the output line the version was read from
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("name", s.name);
     v("path", s.path);
+    v("version", s.version);
+    v("version_line", s.version_line);
+  }
+};
+
+/// The C library that the system's programs load (libc.so.6 on the loader path).
+struct Glibc {
+  std::optional<std::string> version;         ///< "2.36"
+  std::optional<std::string> version_source;  ///< "confstr" (live), "banner" or "file_name" (in the file)
+  std::optional<std::string> path;            ///< "/lib/x86_64-linux-gnu/libc.so.6"
+  /// The highest GLIBC_x.y symbol version libc.so.6 defines ("GLIBC_2.36"): what a binary
+  /// built here may require.
+  std::optional<std::string> max_symbol_version;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("version", s.version);
+    v("version_source", s.version_source);
+    v("path", s.path);
+    v("max_symbol_version", s.max_symbol_version);
+  }
+};
+
+/// libstdc++.so.6 on the loader path and the highest symbol versions it defines (its ELF
+/// version definitions): what C++ binaries and Python extensions built elsewhere may require.
+struct Libstdcxx {
+  std::optional<std::string> path;     ///< as found on the loader path ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
+  std::optional<std::string> file;     ///< the file it resolves to ("libstdc++.so.6.0.30")
+  std::optional<std::string> glibcxx;  ///< "GLIBCXX_3.4.30"
+  std::optional<std::string> cxxabi;   ///< "CXXABI_1.3.13"
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("path", s.path);
+    v("file", s.file);
+    v("glibcxx", s.glibcxx);
+    v("cxxabi", s.cxxabi);
   }
 };
 
@@ -689,6 +730,9 @@ struct Software {
   std::optional<std::vector<GpuLibrary>> libraries;
   std::optional<PythonSoftware> python;
   std::optional<std::vector<Compiler>> compilers;
+  std::optional<std::vector<Compiler>> tools;  ///< build tools: cmake
+  std::optional<Glibc> glibc;
+  std::optional<Libstdcxx> libstdcxx;
   std::optional<NvidiaSoftware> nvidia;
   std::optional<AmdSoftware> amd;
   Json python_probe;           ///< `--python`'s answer (torch/jax/tensorflow), as printed
@@ -702,6 +746,9 @@ struct Software {
     v("libraries", s.libraries);
     v("python", s.python);
     v("compilers", s.compilers);
+    v("tools", s.tools);
+    v("glibc", s.glibc);
+    v("libstdcxx", s.libstdcxx);
     v("nvidia", s.nvidia);
     v("amd", s.amd);
     v("python_probe", s.python_probe);
@@ -878,5 +925,6 @@ Json ToJson(const KernelModule& module);
 Json ToJson(const Package& package);
 Json ToJson(const Installation& installation);
 Json ToJson(const GpuLibrary& library);
+Json ToJson(const Compiler& compiler);
 
 }  // namespace gputriage::core

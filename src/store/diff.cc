@@ -587,6 +587,34 @@ class Differ {
     DiffInstallations(old_sw->cuda ? &*old_sw->cuda : nullptr, new_sw->cuda ? &*new_sw->cuda : nullptr,
                       "software.cuda.installations", "CUDA installation ");
     DiffPython(*old_sw, *new_sw);
+    DiffToolchain(*old_sw, *new_sw);
+  }
+
+  // Compilers and tools by path (the same nvcc in two CUDA toolkits is two entries); the C and
+  // C++ runtimes by their versions.
+  void DiffToolchain(const core::Software& before, const core::Software& after) {
+    auto path = [](const core::Compiler& c) { return c.path; };
+    if (before.compilers && after.compilers) {
+      DiffComponents(IndexBy(*before.compilers, path, Identity), IndexBy(*after.compilers, path, Identity),
+                     "software.compilers", [](const std::string& p) { return "compiler " + p; });
+    }
+    if (before.tools && after.tools) {
+      DiffComponents(IndexBy(*before.tools, path, Identity), IndexBy(*after.tools, path, Identity), "software.tools",
+                     [](const std::string& p) { return "tool " + p; });
+    }
+    if (before.glibc && after.glibc) {
+      DiffVersion(before.glibc->version, after.glibc->version, "software.glibc.version", "glibc");
+    }
+    if (before.libstdcxx && after.libstdcxx) {
+      DiffVersion(before.libstdcxx->glibcxx, after.libstdcxx->glibcxx, "software.libstdcxx.glibcxx", "libstdc++");
+    }
+  }
+
+  void DiffVersion(const std::optional<std::string>& before, const std::optional<std::string>& after, std::string path,
+                   std::string_view label) {
+    if (!before || !after || *before == *after) return;
+    Add(kind::kComponentVersionChanged, std::move(path), *before, *after,
+        fmt::format("{} {} -> {}", label, *before, *after));
   }
 
   void DiffInstallations(const core::Installations* before, const core::Installations* after, const std::string& path,

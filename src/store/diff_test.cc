@@ -490,6 +490,40 @@ TEST(DiffSnapshots, PythonPackagesAndTorch) {
   EXPECT_EQ(changes[1].summary, "PyTorch 2.4.1+cu124 -> 2.5.1+cu124");
 }
 
+TEST(DiffSnapshots, CompilersToolsAndRuntimes) {
+  auto changes = DiffAfter(NvidiaSnapshot(), [](Json& s) {
+    Json& sw = s["software"];
+    sw["compilers"] = Json::parse(R"([{"name": "nvcc", "path": "/usr/local/cuda-12.4/bin/nvcc", "version": "12.4.131"},
+                                      {"name": "gcc", "path": "/usr/bin/gcc", "version": "13.3.0"}])");
+    sw["tools"] = Json::parse(R"([{"name": "cmake", "path": "/usr/bin/cmake", "version": "3.28.3"}])");
+    sw["glibc"] = {{"version", "2.39"}};
+    sw["libstdcxx"] = {{"glibcxx", "GLIBCXX_3.4.33"}};
+  });
+  // Before, the compiler had no version and there were no tools or runtimes: only the new gcc
+  // is a change; unknown versions are not.
+  ASSERT_EQ(changes.size(), 1u) << Show(changes);
+  EXPECT_EQ(changes[0].kind, "component_added");
+  EXPECT_EQ(changes[0].summary, "compiler /usr/bin/gcc 13.3.0 added");
+
+  Json before = NvidiaSnapshot();
+  before["software"]["compilers"][0]["version"] = "12.4.99";
+  before["software"]["tools"] = Json::parse(R"([{"name": "cmake", "path": "/usr/bin/cmake", "version": "3.25.1"}])");
+  before["software"]["glibc"] = {{"version", "2.36"}};
+  before["software"]["libstdcxx"] = {{"glibcxx", "GLIBCXX_3.4.30"}};
+  Json after = before;
+  after["software"]["compilers"][0]["version"] = "12.4.131";
+  after["software"]["tools"][0]["version"] = "3.28.3";
+  after["software"]["glibc"]["version"] = "2.39";
+  after["software"]["libstdcxx"]["glibcxx"] = "GLIBCXX_3.4.33";
+  auto updated = DiffSnapshots(before, after);
+  ASSERT_EQ(updated.size(), 4u) << Show(updated);
+  EXPECT_EQ(updated[0].path, "software.compilers[/usr/local/cuda-12.4/bin/nvcc]");
+  EXPECT_EQ(updated[0].summary, "compiler /usr/local/cuda-12.4/bin/nvcc 12.4.99 -> 12.4.131");
+  EXPECT_EQ(updated[1].summary, "glibc 2.36 -> 2.39");
+  EXPECT_EQ(updated[2].summary, "libstdc++ GLIBCXX_3.4.30 -> GLIBCXX_3.4.33");
+  EXPECT_EQ(updated[3].summary, "tool /usr/bin/cmake 3.25.1 -> 3.28.3");
+}
+
 TEST(DiffSnapshots, TorchHipVersionAndRemoval) {
   auto hip = DiffAfter(AmdSnapshot(), [](Json& s) { s["software"]["python"]["torch"]["hip"] = "6.3.42131"; });
   ASSERT_EQ(hip.size(), 1u) << Show(hip);

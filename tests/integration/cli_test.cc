@@ -1,4 +1,5 @@
 // Runs the built gputriage binary as a user would, on real captured trees and on this machine.
+#include <gnu/libc-version.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -307,6 +308,60 @@ TEST(CliTest, LiveSnapshotRedactsSecretsInTheEnvironment) {
   Json s = ParseJson(run);
   EXPECT_EQ(s["env"]["variables"]["CUDA_VISIBLE_DEVICES"], "0,1");
   EXPECT_EQ(s["env"]["variables"]["TORCH_HUB_TOKEN"], "<redacted>");
+}
+
+// The first line of `argv`'s output, run here by the test (not by gputriage).
+std::string FirstLineOf(const std::vector<std::string>& argv) {
+  auto run = core::RunWithTimeout(argv, {});
+  if (!run.ok() || run->exit_code != 0) return "";
+  return run->stdout_data.substr(0, run->stdout_data.find('\n'));
+}
+
+const Json* EntryWithPath(const Json& list, const std::string& path) {
+  for (const Json& entry : list) {
+    if (entry.value("path", "") == path) return &entry;
+  }
+  return nullptr;
+}
+
+// What collect_env reports and the snapshot used to lack: glibc, libstdc++, compiler and cmake
+// versions, checked against what the tools themselves print.
+TEST(CliTest, LiveSnapshotRecordsTheToolchain) {
+  CliRun run = Gputriage({"snapshot", "--json"}, {"GPUTRIAGE_ROOT="});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  Json sw = ParseJson(run)["software"];
+  EXPECT_EQ(sw["glibc"]["version"], gnu_get_libc_version());
+  EXPECT_TRUE(sw["libstdcxx"].value("glibcxx", "").starts_with("GLIBCXX_3.4.")) << sw["libstdcxx"].dump();
+  struct Expected {
+    const char* path;
+    std::vector<std::string> argv;  // prints the version line gputriage reads as its first line
+  };
+  int found = 0;
+  for (const Expected& e : {Expected{"/usr/bin/gcc", {"/usr/bin/gcc", "--version"}},
+                            Expected{"/usr/bin/clang", {"/usr/bin/clang", "--version"}},
+                            Expected{"/usr/bin/hipcc", {"/usr/bin/hipcc", "--version"}}}) {
+    if (!fs::exists(e.path)) continue;
+    ++found;
+    const Json* entry = EntryWithPath(sw["compilers"], e.path);
+    ASSERT_NE(entry, nullptr) << e.path << " missing from " << sw["compilers"].dump();
+    EXPECT_EQ(entry->value("version_line", ""), FirstLineOf(e.argv)) << entry->dump();
+    EXPECT_NE(entry->value("version", ""), "") << entry->dump();
+  }
+  if (fs::exists("/usr/local/cuda/bin/nvcc")) {
+    ++found;
+    const Json* nvcc = EntryWithPath(sw["compilers"], "/usr/local/cuda/bin/nvcc");
+    ASSERT_NE(nvcc, nullptr) << sw["compilers"].dump();
+    EXPECT_TRUE(nvcc->value("version_line", "").starts_with("Cuda compilation tools, release ")) << nvcc->dump();
+  }
+  if (fs::exists("/usr/bin/cmake")) {
+    ++found;
+    const Json* cmake = EntryWithPath(sw["tools"], "/usr/bin/cmake");
+    ASSERT_NE(cmake, nullptr) << sw["tools"].dump();
+    EXPECT_EQ("cmake version " + cmake->value("version", "?"), FirstLineOf({"/usr/bin/cmake", "--version"}));
+  }
+  if (found == 0) GTEST_SKIP() << "no compiler or cmake at the usual paths";
+  CliRun human = Gputriage({"snapshot"}, {"GPUTRIAGE_ROOT="});
+  EXPECT_NE(human.out.find("toolchain glibc " + std::string(gnu_get_libc_version())), std::string::npos) << human.out;
 }
 
 TEST(CliTest, LiveDoctorOnThisMachine) {
