@@ -5,6 +5,7 @@
 
 #include "catalog/catalog.h"
 #include "checks/doctor.h"
+#include "checks/library_checks.h"
 #include "collect/python_probe.h"
 #include "inspect/findings.h"
 
@@ -37,6 +38,9 @@ core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::Snap
   if (os.live()) LocateTorch(report.snapshot);
   report.findings = RunDoctorChecks(report.snapshot, **catalog);
   for (core::Finding& f : inspect::LibraryCoverageFindings(report.snapshot)) {
+    report.findings.push_back(std::move(f));
+  }
+  for (core::Finding& f : LibraryChecks(report.snapshot, (*catalog)->libraries, os.live())) {
     report.findings.push_back(std::move(f));
   }
   core::SortBySeverity(report.findings);

@@ -73,6 +73,7 @@ constexpr BundleFileSpec kBundleFiles[] = {
     {"kmsg.log", kBundleKmsgMaxBytes, true},
     {"gpu_calls.json", kBundleGpuCallsMaxBytes, false},
     {"escalation.json", kBundleEscalationMaxBytes, false},
+    {"libraries.json", kBundleLibrariesMaxBytes, false},
 };
 
 // A JSON file of the bundle, parsed; nullopt (with a problem noted) when absent or damaged.
@@ -163,6 +164,9 @@ Result<Bundle> BundleFromFiles(const std::string& dir, BundleFileSet files) {
   }
   if (std::optional<Json> escalation = BundleJson(files, "escalation.json", bundle)) {
     bundle.escalation = EscalationFromJson(*escalation);
+  }
+  if (std::optional<Json> libraries = BundleJson(files, "libraries.json", bundle)) {
+    bundle.libraries = LibraryReportFromJson(*libraries);
   }
   bundle.stdout_tail = BundleText(files, "stdout.tail", bundle);
   bundle.stderr_tail = BundleText(files, "stderr.tail", bundle);

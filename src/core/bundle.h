@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/gpu_calls.h"
+#include "core/libs.h"
 #include "core/model.h"
 #include "core/process.h"
 #include "core/result.h"
@@ -163,10 +164,11 @@ struct Bundle {
   std::string dir;
   std::optional<BundleManifest> manifest;
   ProcessFile process;
-  std::optional<Snapshot> snapshot;      ///< snapshot.json, at most kSnapshotMaxBytes
-  std::optional<RepeatStats> repeat;     ///< only when the series ran more than once
-  std::optional<GpuCalls> gpu_calls;     ///< gpu_calls.json (`run --record`)
-  std::optional<Escalation> escalation;  ///< escalation.json (`run --escalate`)
+  std::optional<Snapshot> snapshot;        ///< snapshot.json, at most kSnapshotMaxBytes
+  std::optional<RepeatStats> repeat;       ///< only when the series ran more than once
+  std::optional<GpuCalls> gpu_calls;       ///< gpu_calls.json (`run --record`)
+  std::optional<Escalation> escalation;    ///< escalation.json (`run --escalate`)
+  std::optional<LibraryReport> libraries;  ///< libraries.json: the crashed process's loaded libraries
   std::string stdout_tail;
   std::string stderr_tail;
   std::string kmsg;  ///< kmsg.log: the raw /dev/kmsg records of the run
@@ -188,6 +190,7 @@ inline constexpr size_t kBundleKmsgMaxBytes = 64u << 20;
 /// gpu_calls.json holds at most 2,000 calls, 64 candidates and 2,000 allocations (a few MiB).
 inline constexpr size_t kBundleGpuCallsMaxBytes = 32u << 20;
 inline constexpr size_t kBundleEscalationMaxBytes = 4u << 20;
+inline constexpr size_t kBundleLibrariesMaxBytes = 16u << 20;
 
 /// One file of a bundle as read: absent, there but unusable (`problem`), or its bytes. A tail
 /// read from its end has both its bytes and a problem saying so.

@@ -1,5 +1,10 @@
 #include "forensics/crash_bundle.h"
 
+#include <set>
+
+#include "catalog/catalog.h"
+#include "libs/libs.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -299,7 +304,27 @@ struct Staging {
 
 std::string Pretty(const Json& json) { return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
-// process.json, the output tails, kmsg.log, snapshot.json and findings.json.
+// The shared objects the crashed (or captured) process had mapped, in address order, with their
+// components, releases and the findings of `libs` (two copies, mixed releases, the version
+// matrix); nullopt without a memory map.
+std::optional<core::LibraryReport> LoadedLibrariesOf(const RunAssessment& run) {
+  const ProcessReport* primary = run.primary();
+  if (!primary || primary->maps.empty()) return std::nullopt;
+  auto tables = catalog::BuiltinLibraryTables();
+  if (!tables.ok()) return std::nullopt;
+  std::vector<std::string> paths;
+  std::set<std::string> seen;
+  for (const core::Mapping& m : primary->maps) {
+    if (m.path.empty() || m.path.front() != '/' || m.file_offset != 0 || m.path.ends_with(" (deleted)")) continue;
+    if (m.path.starts_with("/dev/") || m.path.starts_with("/memfd:") || !seen.insert(m.path).second) continue;
+    paths.push_back(m.path);
+  }
+  core::LibraryReport report = libs::LoadedLibraries(paths, "bundle", **tables);
+  report.pid = primary->pid;
+  return report;
+}
+
+// process.json, the output tails, kmsg.log, snapshot.json, libraries.json and findings.json.
 core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& input, Staging& staging) {
   const SuperviseOutcome& o = run.outcome;
   GT_RETURN_IF_ERROR(staging.Put("process.json", Pretty(core::ToJson(ProcessFileOf(run)))));
@@ -329,6 +354,11 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
   } else {
     staging.Absent("escalation.json",
                    "not run: `run --escalate` reruns a job that failed with an asynchronous GPU error");
+  }
+  if (std::optional<core::LibraryReport> libraries = LoadedLibrariesOf(run)) {
+    GT_RETURN_IF_ERROR(staging.Put("libraries.json", Pretty(core::ToJson(*libraries))));
+  } else {
+    staging.Absent("libraries.json", "no memory map of a crashed or captured process: nothing loaded to list");
   }
   Json findings = {{"schema_version", core::kFindingsSchemaVersion}, {"findings", run.findings}};
   return staging.Put("findings.json", Pretty(findings));

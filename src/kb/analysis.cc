@@ -106,6 +106,7 @@ void Analyzer::Begin(std::string label) {
   scan_ = std::make_unique<LineScan>(*matcher_, *general_, kb_->catalog, prefilter_, *filter_cache_);
   label_ = std::move(label);
   incomplete_inputs_.clear();
+  library_findings_.clear();
 }
 
 void Analyzer::AddText(std::string_view text, std::string_view name) {
@@ -138,6 +139,7 @@ void Analyzer::AddBundle(const core::Bundle& bundle) {
   }
   AddProcess(bundle.process.primary, bundle.dir + "/process.json");
   if (bundle.repeat) scan_->SetRepeat(*bundle.repeat);
+  if (bundle.libraries) library_findings_ = bundle.libraries->findings;
   if (bundle.gpu_calls || bundle.escalation) {
     GpuCallEvidence gpu;
     if (bundle.gpu_calls) {
@@ -221,6 +223,12 @@ Analysis Analyzer::Finish(const Facts* facts) {
     a.gpu = std::move(gpu_);
     gpu_.reset();
   }
+  for (const core::Finding& f : library_findings_) {
+    if (f.severity >= core::Severity::kError)
+      a.next_steps.push_back(fmt::format("Libraries (libraries.json): {}. {}", f.title, f.fix));
+  }
+  a.library_findings = std::move(library_findings_);
+  library_findings_.clear();
   return a;
 }
 

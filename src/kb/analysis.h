@@ -60,6 +60,9 @@ struct Analysis {
   std::vector<std::string> search_links;  ///< when nothing matched
   ReadStats stats;
   std::optional<GpuCallEvidence> gpu;  ///< from a bundle with gpu_calls.json / escalation.json
+  /// Layer 3 findings of the crashed process's loaded libraries (a bundle's libraries.json):
+  /// two copies of one library, mixed CUDA/ROCm releases, version-matrix violations.
+  std::vector<core::Finding> library_findings;
 };
 
 /// One analysis may combine several inputs of the same failure (stderr and dmesg files, a
@@ -115,6 +118,7 @@ class Analyzer {
   /// Inputs that are known to be incomplete (a truncated core): each halves the confidence.
   std::vector<std::string> incomplete_inputs_;
   std::optional<GpuCallEvidence> gpu_;
+  std::vector<core::Finding> library_findings_;
   bool prefilter_ = true;
   std::unique_ptr<std::map<std::string, std::shared_ptr<const RE2::Set>>> filter_cache_;
 };

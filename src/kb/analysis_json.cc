@@ -78,6 +78,7 @@ Json ToJson(const Analysis& a) {
               {"aca_banks", a.aca_banks},
               {"search_links", a.search_links},
               {"gpu", gpu},
+              {"library_findings", a.library_findings},
               {"input",
                {{"bytes", a.stats.bytes},
                 {"lines", a.stats.lines},

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <unistd.h>
 
@@ -51,8 +52,18 @@ core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, cons
     report.errors.push_back({resolve.config.cache, cache.error().message + " (the cache is not searched)"});
   }
   std::map<std::string, size_t> by_path;
+  std::set<std::pair<std::string, std::string>> seen_findings;
   for (const std::string& root : paths) {
     Closure closure = ResolveClosure({root}, resolve);
+    // Findings per program: two inputs may each load their own copy of a library.
+    core::LibraryReport one;
+    for (const ResolvedObject& o : closure.objects) one.libraries.push_back(o.entry);
+    one.missing = closure.missing;
+    if (options.symbols) one.undefined_symbols = UndefinedSymbols(closure);
+    ClassifyLibraries(one.libraries, catalog);
+    for (core::Finding& f : LibraryFindings(one, catalog, false)) {
+      if (seen_findings.insert({f.id, f.title}).second) report.findings.push_back(std::move(f));
+    }
     for (ResolvedObject& o : closure.objects) {
       auto [it, inserted] = by_path.emplace(*o.entry.path, report.libraries.size());
       if (inserted) {
@@ -64,14 +75,12 @@ core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, cons
         if (std::find(needed_by.begin(), needed_by.end(), n) == needed_by.end()) needed_by.push_back(n);
       }
     }
-    if (options.symbols) {
-      for (core::UndefinedSymbol& u : UndefinedSymbols(closure)) report.undefined_symbols.push_back(std::move(u));
-    }
+    for (core::UndefinedSymbol& u : one.undefined_symbols) report.undefined_symbols.push_back(std::move(u));
     for (auto& m : closure.missing) report.missing.push_back(std::move(m));
     for (auto& s : closure.shadowed) report.shadowed.push_back(std::move(s));
     for (auto& e : closure.errors) report.errors.push_back(std::move(e));
   }
-  Finish(report, catalog, false);
+  ClassifyLibraries(report.libraries, catalog);
   return report;
 }
 
@@ -90,6 +99,8 @@ core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const
     if (elf.ok()) {
       if (elf->soname) e.soname = *elf->soname;
       elves.push_back(std::move(*elf));
+    } else if (elf.error().message.find("not an ELF file") != std::string::npos) {
+      continue;  // a mapped data file (a locale archive, a font, a cache), not a shared object
     } else {
       report.errors.push_back({path, elf.error().message});
       elves.emplace_back();
@@ -131,8 +142,8 @@ core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::Libra
 }
 
 core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>& command,
-                                                 const std::string& audit_library, const catalog::LibraryTables& catalog,
-                                                 int* exit_status) {
+                                                 const std::string& audit_library,
+                                                 const catalog::LibraryTables& catalog, int* exit_status) {
   GT_ASSIGN_OR_RETURN(TraceResult trace, TraceCommand(command, audit_library));
   if (exit_status) *exit_status = trace.exit_status;
   std::vector<std::string> paths;

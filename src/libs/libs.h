@@ -30,8 +30,8 @@ core::Result<core::LibraryReport> ProcessLibraries(int pid, const catalog::Libra
 /// Runs `command` under LD_AUDIT with `audit_library`; the report's libraries are what its first
 /// process opened, in order; `trace` has every search and open. Sets `*exit_status`.
 core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>& command,
-                                                 const std::string& audit_library, const catalog::LibraryTables& catalog,
-                                                 int* exit_status);
+                                                 const std::string& audit_library,
+                                                 const catalog::LibraryTables& catalog, int* exit_status);
 
 /// The report for objects already known loaded, in order (a crashed process's mapped files).
 core::LibraryReport LoadedLibraries(const std::vector<std::string>& paths, const std::string& mode,

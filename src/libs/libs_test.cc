@@ -91,7 +91,8 @@ const core::LibraryEntry* Find(const core::LibraryReport& r, const std::string& 
 }
 
 // Every library ldd names resolves to the same file, and nothing more is found.
-void ExpectSameAsLdd(const core::LibraryReport& report, const std::string& path, const std::vector<std::string>& env = {}) {
+void ExpectSameAsLdd(const core::LibraryReport& report, const std::string& path,
+                     const std::vector<std::string>& env = {}) {
   std::map<std::string, std::string> ldd = Ldd(path, env);
   ASSERT_FALSE(ldd.empty()) << "ldd printed nothing for " << path;
   for (const auto& [name, where] : ldd) {
@@ -168,17 +169,19 @@ TEST(ElfDynamic, BigEndian64) {
   auto put = [&](size_t at, uint64_t v, int n) {
     for (int i = 0; i < n; ++i) f[at + i] = static_cast<char>(v >> (8 * (n - 1 - i)));
   };
-  f.replace(0, 7, "\x7f" "ELF\x02\x02\x01");
-  put(16, 3, 2);      // ET_DYN
-  put(18, 21, 2);     // EM_PPC64
-  put(20, 1, 4);      // EV_CURRENT
-  put(32, 64, 8);     // e_phoff
-  put(52, 64, 2);     // e_ehsize
-  put(54, 56, 2);     // e_phentsize
-  put(56, 2, 2);      // e_phnum
-  put(64, 1, 4);      // PT_LOAD: whole file at vaddr 0
+  f.replace(0, 7,
+            "\x7f"
+            "ELF\x02\x02\x01");
+  put(16, 3, 2);   // ET_DYN
+  put(18, 21, 2);  // EM_PPC64
+  put(20, 1, 4);   // EV_CURRENT
+  put(32, 64, 8);  // e_phoff
+  put(52, 64, 2);  // e_ehsize
+  put(54, 56, 2);  // e_phentsize
+  put(56, 2, 2);   // e_phnum
+  put(64, 1, 4);   // PT_LOAD: whole file at vaddr 0
   put(64 + 8, 0, 8), put(64 + 16, 0, 8), put(64 + 32, 0x200, 8), put(64 + 40, 0x200, 8);
-  put(120, 2, 4);     // PT_DYNAMIC at 0x100, 5 entries
+  put(120, 2, 4);  // PT_DYNAMIC at 0x100, 5 entries
   put(120 + 8, 0x100, 8), put(120 + 16, 0x100, 8), put(120 + 32, 80, 8), put(120 + 40, 80, 8);
   const std::string strtab = std::string("\0libfoo.so\0libbe.so\0", 20);
   f.replace(0x180, strtab.size(), strtab);
@@ -226,15 +229,19 @@ std::set<std::string> ReadelfDefined(const std::string& path) {
 }
 
 TEST(DiffLibraries, DroppedSymbolIsAnAbiBreakAsReadelfShows) {
-  std::string v1 = std::string(GT_TESTLIBS_DIR) + "/v1/libgtabi.so.1", v2 = std::string(GT_TESTLIBS_DIR) + "/v2/libgtabi.so.1";
+  std::string v1 = std::string(GT_TESTLIBS_DIR) + "/v1/libgtabi.so.1",
+              v2 = std::string(GT_TESTLIBS_DIR) + "/v2/libgtabi.so.1";
   auto d = DiffLibraries(v1, v2);
   ASSERT_TRUE(d.ok()) << d.error().message;
   std::set<std::string> a = ReadelfDefined(v1), b = ReadelfDefined(v2), removed, added;
-  for (const std::string& s : a) if (!b.count(s)) removed.insert(s);
-  for (const std::string& s : b) if (!a.count(s)) added.insert(s);
+  for (const std::string& s : a)
+    if (!b.count(s)) removed.insert(s);
+  for (const std::string& s : b)
+    if (!a.count(s)) added.insert(s);
   std::set<std::string> our_removed, our_added;
   for (const auto& e : d->removed) our_removed.insert(e.symbol);
-  for (const auto& e : d->added) if (!a.count(e.symbol)) our_added.insert(e.symbol);
+  for (const auto& e : d->added)
+    if (!a.count(e.symbol)) our_added.insert(e.symbol);
   EXPECT_EQ(our_removed, removed);
   EXPECT_EQ(our_added, added);
   EXPECT_EQ(our_removed, std::set<std::string>{"gt_abi_b"});
@@ -272,11 +279,13 @@ TEST(LoaderConfig, AsTheLoaderDescribesItself) {
   ASSERT_TRUE(c.ok());
   // libc's directory (ldd's answer) is one of the system directories.
   std::string libc = Ldd("/bin/true")["libc.so.6"];
-  EXPECT_NE(std::find(c->system_dirs.begin(), c->system_dirs.end(), fs::path(libc).parent_path().string()), c->system_dirs.end());
+  EXPECT_NE(std::find(c->system_dirs.begin(), c->system_dirs.end(), fs::path(libc).parent_path().string()),
+            c->system_dirs.end());
   LoaderConfig d;
   d.lib = "lib/x86_64-linux-gnu";
-  EXPECT_EQ(ExpandSearchPath("$ORIGIN/../lib:${ORIGIN}/x:/a/$LIB/$PLATFORM:/bad/$NOPE::/b/", "/opt/p/bin", d),
-            (std::vector<std::string>{"/opt/p/bin/../lib", "/opt/p/bin/x", "/a/lib/x86_64-linux-gnu/x86_64", ".", "/b"}));
+  EXPECT_EQ(
+      ExpandSearchPath("$ORIGIN/../lib:${ORIGIN}/x:/a/$LIB/$PLATFORM:/bad/$NOPE::/b/", "/opt/p/bin", d),
+      (std::vector<std::string>{"/opt/p/bin/../lib", "/opt/p/bin/x", "/a/lib/x86_64-linux-gnu/x86_64", ".", "/b"}));
 }
 
 TEST(ElfDynamic, BadInputsNameTheFile) {
@@ -347,7 +356,8 @@ TEST(ProcessLibraries, ThisProcessInLoadOrder) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_FALSE(r->libraries.empty());
   EXPECT_EQ(fs::canonical(*r->libraries.front().path), fs::canonical("/proc/self/exe"));
-  for (const core::LibraryError& e : r->errors) EXPECT_EQ(e.message.find("address order"), std::string::npos) << e.message;
+  for (const core::LibraryError& e : r->errors)
+    EXPECT_EQ(e.message.find("address order"), std::string::npos) << e.message;
   EXPECT_NE(Find(*r, "libc.so.6"), nullptr);
 }
 
@@ -404,7 +414,8 @@ TEST(ResolveLibraries, RealGpuLibrariesAsLddSees) {
     ExpectSameAsLdd(r, path);
     std::string ldd_r = RunTool({"ldd", "-r", path});
     size_t theirs = 0;
-    for (std::string_view line : core::SplitLines(ldd_r)) theirs += line.find("undefined symbol: ") != std::string_view::npos;
+    for (std::string_view line : core::SplitLines(ldd_r))
+      theirs += line.find("undefined symbol: ") != std::string_view::npos;
     EXPECT_EQ(r.undefined_symbols.size(), theirs) << path;
     EXPECT_TRUE(r.libraries.front().component.has_value()) << path;
     ++checked;

@@ -1,0 +1,29 @@
+// Doctor's layer 3: the version matrix (kb/compat) on the versions the snapshot knows (driver,
+// CUDA, ROCm, PyTorch and the CUDA/HIP it was built for, glibc, libstdc++, gcc, kernel) together
+// with those of the libraries found, and the library checks of `libs` (missing libraries,
+// undefined symbols, two copies of one library, mixed releases) on the GPU stack the snapshot
+// found and on PyTorch's own GPU library.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "core/model.h"
+#include "core/snapshot.h"
+
+namespace gputriage::checks {
+
+/// component -> version (kb/compat's component ids) of what the snapshot records.
+std::map<std::string, std::string> SnapshotVersions(const core::Snapshot& snapshot);
+
+/// The programs whose closures doctor checks: PyTorch's libtorch_cuda.so / libtorch_hip.so and
+/// the GPU libraries on the loader path.
+std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot);
+
+/// Resolves the roots (live machine only: they are files of this machine) and evaluates the
+/// version matrix on the snapshot's versions completed by the libraries'.
+std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const catalog::LibraryTables& tables, bool live);
+
+}  // namespace gputriage::checks
