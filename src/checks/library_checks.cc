@@ -70,7 +70,8 @@ std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot) {
   return roots;
 }
 
-std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const catalog::LibraryTables& tables, bool live) {
+std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const catalog::LibraryTables& tables,
+                                         bool live) {
   std::vector<core::Finding> out;
   std::map<std::string, std::string> versions = SnapshotVersions(snapshot);
   if (live) {
@@ -82,10 +83,12 @@ std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const c
       for (core::Finding& f : report.findings) {
         if (!f.id.starts_with("compat.")) out.push_back(std::move(f));
       }
-      for (const auto& [component, version] : libs::ComponentVersions(report.libraries)) versions.emplace(component, version);
+      for (const auto& [component, version] : libs::ComponentVersions(report.libraries))
+        versions.emplace(component, version);
     }
   }
-  for (const catalog::CompatViolation& v : catalog::EvaluateCompat(tables.compat, versions)) out.push_back(catalog::CompatFinding(v));
+  for (const catalog::CompatViolation& v : catalog::EvaluateCompat(tables.compat, versions))
+    out.push_back(catalog::CompatFinding(v));
   return out;
 }
 

@@ -24,6 +24,7 @@ std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot);
 
 /// Resolves the roots (live machine only: they are files of this machine) and evaluates the
 /// version matrix on the snapshot's versions completed by the libraries'.
-std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const catalog::LibraryTables& tables, bool live);
+std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const catalog::LibraryTables& tables,
+                                         bool live);
 
 }  // namespace gputriage::checks

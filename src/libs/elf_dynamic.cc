@@ -208,12 +208,28 @@ void ReadSymbols(Elf* elf, ElfDynamic& out) {
   size_t count = syms->d_size / sym_size;
   size_t bad_names = 0;
   out.symbols.reserve(count);
+  // The names' string table, read once: a name is any offset inside it, the table ending in a
+  // NUL (checked here once instead of elf_strptr's checks per symbol: a libtorch has 10^5 names).
+  Elf_Scn* strscn = elf_getscn(elf, dynsym_sh.sh_link);
+  Elf_Data* strdata = strscn ? elf_getdata(strscn, nullptr) : nullptr;
+  const char* strtab = strdata && strdata->d_size > 0 ? static_cast<const char*>(strdata->d_buf) : nullptr;
+  size_t strsize = strtab && strtab[strdata->d_size - 1] == '\0' ? strdata->d_size : 0;
+  // libelf hands the sections over in this machine's layout: for ELFCLASS64 an array of
+  // Elf64_Sym and of Elf64_Half versions, read directly.
+  bool direct = gelf_getclass(elf) == ELFCLASS64 && syms->d_type == ELF_T_SYM && (!vers || vers->d_type == ELF_T_HALF);
+  const Elf64_Sym* sym64 = direct ? static_cast<const Elf64_Sym*>(syms->d_buf) : nullptr;
+  const Elf64_Half* ver64 = direct && vers ? static_cast<const Elf64_Half*>(vers->d_buf) : nullptr;
+  size_t ver_count = vers ? vers->d_size / sizeof(Elf64_Half) : 0;
   for (size_t i = 1; i < count; ++i) {
     GElf_Sym sym;
-    if (!gelf_getsym(syms, static_cast<int>(i), &sym)) break;
+    if (sym64) {
+      sym = sym64[i];
+    } else if (!gelf_getsym(syms, static_cast<int>(i), &sym)) {
+      break;
+    }
     unsigned bind = GELF_ST_BIND(sym.st_info);
     if (bind == STB_LOCAL) continue;
-    const char* name = Str(elf, dynsym_sh.sh_link, sym.st_name);
+    const char* name = sym.st_name < strsize ? strtab + sym.st_name : nullptr;
     if (!name) {
       ++bad_names;
       continue;
@@ -226,7 +242,9 @@ void ReadSymbols(Elf* elf, ElfDynamic& out) {
     s.type = GELF_ST_TYPE(sym.st_info);
     s.size = sym.st_size;
     GElf_Versym v = 0;
-    if (vers && gelf_getversym(vers, static_cast<int>(i), &v)) {
+    bool has_version =
+        ver64 ? i < ver_count && ((v = ver64[i]), true) : vers && gelf_getversym(vers, static_cast<int>(i), &v);
+    if (has_version) {
       int index = v & 0x7fff;
       s.hidden_version = (v & 0x8000) != 0;
       if (index > 1) {

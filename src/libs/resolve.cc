@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -62,12 +64,39 @@ class Resolver {
       std::vector<std::string> needed = closure_.objects[i].elf.needed;
       for (const std::string& name : needed) Need(static_cast<int>(i), name);
     }
+    if (options_.symbols) ReadSymbolTables();
     return std::move(closure_);
+  }
+
+  // The closure is resolved from the dynamic sections alone; the symbol tables (most of the
+  // bytes: libtorch_cpu.so has about 10^5 dynamic symbols) are then read side by side.
+  void ReadSymbolTables() {
+    std::atomic<size_t> next{0};
+    size_t n = closure_.objects.size();
+    unsigned threads = options_.threads > 0 ? static_cast<unsigned>(options_.threads)
+                                            : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::optional<core::Result<ElfDynamic>>> read(n);
+    auto work = [&]() {
+      for (size_t i = next++; i < n; i = next++) read[i] = ReadElfDynamic(*closure_.objects[i].entry.path, true);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    for (size_t i = 0; i < n; ++i) {
+      if (read[i] && read[i]->ok()) {
+        closure_.objects[i].elf.symbols = std::move((*read[i])->symbols);
+        closure_.objects[i].elf.version_definitions = std::move((*read[i])->version_definitions);
+        closure_.objects[i].elf.keep = std::move((*read[i])->keep);
+      } else if (read[i]) {
+        closure_.errors.push_back({*closure_.objects[i].entry.path, "symbols: " + read[i]->error().message});
+      }
+    }
   }
 
  private:
   void AddRoot(const std::string& root) {
-    auto elf = ReadElfDynamic(root, options_.symbols);
+    auto elf = ReadElfDynamic(root, false);
     if (!elf.ok()) {
       closure_.errors.push_back({root, elf.error().message});
       return;
@@ -218,7 +247,7 @@ class Resolver {
       if (!seen.insert(abs).second) continue;
       if (chosen < 0) {
         size_t before = tried.size();
-        auto elf = Usable(abs, options_.symbols, tried);
+        auto elf = Usable(abs, false, tried);
         if (!elf) {
           if (tried.size() == before) tried.push_back(abs);
           continue;

@@ -24,6 +24,7 @@ struct ResolveOptions {
   LoaderConfig config;
   std::optional<LdCache> cache;  ///< absent: the cache could not be read (said in errors)
   bool symbols = true;           ///< check undefined symbols (reads every .dynsym)
+  int threads = 0;               ///< symbol tables read side by side (0: one per CPU, at most 8)
 };
 
 /// One object of a resolved closure: its ELF view and what the report says of it.
