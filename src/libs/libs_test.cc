@@ -281,6 +281,13 @@ TEST(LoaderConfig, AsTheLoaderDescribesItself) {
   std::string libc = Ldd("/bin/true")["libc.so.6"];
   EXPECT_NE(std::find(c->system_dirs.begin(), c->system_dirs.end(), fs::path(libc).parent_path().string()),
             c->system_dirs.end());
+  // A loader never lists 80 legacy hwcap names; every subset of them would be a directory
+  // (the fuzzer's input that took 2^80 steps): at most 4 are taken.
+  std::string help = "Legacy HWCAP subdirectories under library search path directories:\n";
+  for (int i = 0; i < 80; ++i) help += "  cap" + std::to_string(i) + " (supported, searched)\n";
+  auto many = ParseLdSoHelp("Shared library search path:\n  /lib (system search path)\n" + help);
+  ASSERT_TRUE(many.ok());
+  EXPECT_EQ(many->legacy_subdirs.size(), 15u);  // the non-empty subsets of 4 names
   LoaderConfig d;
   d.lib = "lib/x86_64-linux-gnu";
   EXPECT_EQ(

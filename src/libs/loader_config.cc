@@ -9,6 +9,8 @@ namespace gputriage::libs {
 namespace {
 
 constexpr std::string_view kDefaultInterpreter = "/lib64/ld-linux-x86-64.so.2";
+constexpr size_t kMaxLegacyNames = 4;
+constexpr size_t kMaxListed = 64;
 
 LoaderConfig Defaults() {
   LoaderConfig c;
@@ -67,6 +69,11 @@ core::Result<LoaderConfig> ParseLdSoHelp(std::string_view text) {
   if (c.system_dirs.empty()) return core::MakeError("ld.so --help printed no system search path");
   // $LIB is the loader's own library directory: the first system directory, less the '/'.
   c.lib = c.system_dirs.front().substr(1);
+  // Every subset of the legacy names is a directory: glibc has the platform and one or two
+  // hwcap names; more is not a loader's answer (a fuzzed one with 80 cost 2^80 steps).
+  if (legacy.size() > kMaxLegacyNames) legacy.resize(kMaxLegacyNames);
+  if (c.system_dirs.size() > kMaxListed) c.system_dirs.resize(kMaxListed);
+  if (c.hwcaps_subdirs.size() > kMaxListed) c.hwcaps_subdirs.resize(kMaxListed);
   if (!legacy.empty() || tls) c.legacy_subdirs = LegacyCombinations(tls, legacy);
   return c;
 }

@@ -47,7 +47,8 @@ TEST(LibsCommand, JsonContractAndAMissingDependency) {
   Out o = Gt({"libs", "--json", tmp / "bin/gtprog"}, {"LD_LIBRARY_PATH=" + std::string(tmp / "lib")});
   EXPECT_EQ(o.status, 1) << o.err;
   Json j = Json::parse(o.out);
-  for (const char* key : {"libraries", "undefined_symbols", "shadowed", "findings"}) EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"libraries", "undefined_symbols", "shadowed", "findings"})
+    EXPECT_TRUE(j.contains(key)) << key;
   bool user = false;
   for (const Json& l : j["libraries"]) {
     for (const char* key : {"soname", "path", "needed_by", "component", "version"}) EXPECT_TRUE(l.contains(key)) << key;
