@@ -43,6 +43,13 @@ core::Result<std::vector<VersionConstraint>> Constraints(const YAML::Node& node,
   return out;
 }
 
+// "2.11.0+cu130" -> "2.11.0"; "GLIBCXX_3.4.30" -> "3.4.30".
+std::string Plain(std::string v) {
+  if (size_t plus = v.find('+'); plus != std::string::npos) v.resize(plus);
+  if (size_t under = v.rfind('_'); under != std::string::npos) v = v.substr(under + 1);
+  return v;
+}
+
 }  // namespace
 
 int CompareVersions(std::string_view a, std::string_view b) {
@@ -152,6 +159,52 @@ std::vector<CompatViolation> EvaluateCompat(const std::vector<CompatEntry>& entr
       }
     }
     if (!v.violated.empty()) out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> SnapshotVersions(const core::Snapshot& snapshot) {
+  std::map<std::string, std::string> v;
+  if (snapshot.host && snapshot.host->kernel && snapshot.host->kernel->release) {
+    v["linux-kernel"] = Plain(snapshot.host->kernel->release->substr(0, snapshot.host->kernel->release->find('-')));
+  }
+  if (!snapshot.software) return v;
+  const core::Software& s = *snapshot.software;
+  if (s.nvidia && s.nvidia->driver_version) v["nvidia-driver"] = *s.nvidia->driver_version;
+  if (s.cuda && s.cuda->installations) {
+    for (const core::Installation& i : *s.cuda->installations) {
+      if (i.version && !v.count("cuda-runtime")) v["cuda-runtime"] = *i.version;
+    }
+  }
+  if (s.amd && s.amd->rocm && s.amd->rocm->installations) {
+    for (const core::Installation& i : *s.amd->rocm->installations) {
+      if (i.version && !v.count("rocm")) v["rocm"] = Plain(*i.version);
+    }
+  }
+  if (s.python && s.python->torch) {
+    const core::TorchInstall& t = *s.python->torch;
+    if (t.version) v["torch"] = Plain(*t.version);
+    if (t.cuda) v["torch-cuda"] = *t.cuda;
+    if (t.hip) v["torch-hip"] = *t.hip;
+  }
+  if (s.glibc && s.glibc->version) v["glibc"] = *s.glibc->version;
+  if (s.libstdcxx && s.libstdcxx->glibcxx) v["libstdcxx"] = Plain(*s.libstdcxx->glibcxx);
+  if (s.compilers) {
+    for (const core::Compiler& c : *s.compilers) {
+      if (c.name == "gcc" && c.version && !v.count("gcc")) v["gcc"] = *c.version;
+    }
+  }
+  return v;
+}
+
+std::map<std::string, std::string> ComponentVersions(const std::vector<core::LibraryEntry>& libraries) {
+  std::map<std::string, std::string> out;
+  for (const core::LibraryEntry& l : libraries) {
+    if (!l.component) continue;
+    // libcuda.so.1 says nothing of the driver: only libcuda.so.<driver version> does.
+    bool driver_major_only = *l.component == "nvidia-driver" && l.version && l.version->find('.') == std::string::npos;
+    if (l.version && !driver_major_only && !out.count(*l.component)) out[*l.component] = *l.version;
+    if (l.release && l.release->starts_with("rocm ") && !out.count("rocm")) out["rocm"] = l.release->substr(5);
   }
   return out;
 }

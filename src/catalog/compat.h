@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "catalog/source.h"
+#include "core/libs.h"
 #include "core/model.h"
 #include "core/result.h"
+#include "core/snapshot.h"
 
 namespace gputriage::catalog {
 
@@ -79,6 +81,15 @@ struct CompatViolation {
 /// The entries `versions` (component -> version) violate.
 std::vector<CompatViolation> EvaluateCompat(const std::vector<CompatEntry>& entries,
                                             const std::map<std::string, std::string>& versions);
+
+/// component -> version (the component ids above) of what a snapshot records: nvidia-driver,
+/// cuda-runtime (the CUDA toolkit installed), rocm, torch, torch-cuda, torch-hip, glibc,
+/// libstdcxx (the highest GLIBCXX_), gcc, linux-kernel.
+std::map<std::string, std::string> SnapshotVersions(const core::Snapshot& snapshot);
+
+/// component -> version of libraries (`libs`' components: nvidia-driver from
+/// libcuda.so.<driver version>, cuda-runtime, cudnn, ...; rocm from ROCm's build number).
+std::map<std::string, std::string> ComponentVersions(const std::vector<core::LibraryEntry>& libraries);
 
 /// The finding for a violation (layer 3, the entry's severity, its references and mitigation).
 core::Finding CompatFinding(const CompatViolation& violation);

@@ -15,9 +15,6 @@
 
 namespace gputriage::checks {
 
-/// component -> version (kb/compat's component ids) of what the snapshot records.
-std::map<std::string, std::string> SnapshotVersions(const core::Snapshot& snapshot);
-
 /// The programs whose closures doctor checks: PyTorch's libtorch_cuda.so / libtorch_hip.so and
 /// the GPU libraries on the loader path.
 std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot);

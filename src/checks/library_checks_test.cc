@@ -33,7 +33,7 @@ core::Snapshot H200(const std::string& driver) {
 }
 
 TEST(LibraryChecks, VersionMatrixOnTheSnapshotsVersions) {
-  std::map<std::string, std::string> v = SnapshotVersions(H200("580.159.04"));
+  std::map<std::string, std::string> v = catalog::SnapshotVersions(H200("580.159.04"));
   EXPECT_EQ(v["torch"], "2.11.0");
   EXPECT_EQ(v["torch-cuda"], "13.0");
   EXPECT_EQ(v["libstdcxx"], "3.4.33");

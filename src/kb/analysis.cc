@@ -140,6 +140,21 @@ void Analyzer::AddBundle(const core::Bundle& bundle) {
   AddProcess(bundle.process.primary, bundle.dir + "/process.json");
   if (bundle.repeat) scan_->SetRepeat(*bundle.repeat);
   if (bundle.libraries) library_findings_ = bundle.libraries->findings;
+  // The version matrix on the bundle's snapshot, completed by the crashed process's libraries
+  // (the libraries' own findings already hold what their versions alone violate).
+  if (bundle.snapshot) {
+    std::map<std::string, std::string> versions = catalog::SnapshotVersions(*bundle.snapshot);
+    if (bundle.libraries) {
+      for (const auto& [component, version] : catalog::ComponentVersions(bundle.libraries->libraries))
+        versions.emplace(component, version);
+    }
+    for (const catalog::CompatViolation& v : catalog::EvaluateCompat(kb_->catalog.libraries.compat, versions)) {
+      core::Finding f = catalog::CompatFinding(v);
+      bool known = false;
+      for (const core::Finding& g : library_findings_) known = known || g.id == f.id;
+      if (!known) library_findings_.push_back(std::move(f));
+    }
+  }
   if (bundle.gpu_calls || bundle.escalation) {
     GpuCallEvidence gpu;
     if (bundle.gpu_calls) {

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "kb/knowledge_base.h"
@@ -75,6 +76,47 @@ TEST(SearchLinks, RedactTheirSignatureFirst) {
     ExpectNoSecret(link);
     EXPECT_THAT(link, HasSubstr("q=connect+to+failed"));
   }
+}
+
+}  // namespace
+}  // namespace gputriage::kb
+
+namespace gputriage::kb {
+namespace {
+
+// A bundle whose snapshot has a CUDA 13 PyTorch wheel on an R575 driver and whose crashed
+// process loaded cuBLAS from two places: the version matrix and the libraries' own finding are
+// both among the analysis's library findings, and the error-level ones among the next steps.
+TEST(AnalysisLibraries, VersionMatrixOnTheBundlesSnapshotAndLibraries) {
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok());
+  auto analyzer = Analyzer::Create(*kb);
+  ASSERT_TRUE(analyzer.ok());
+  core::Bundle bundle;
+  bundle.dir = "/tmp/b";
+  bundle.snapshot = core::Snapshot{};
+  bundle.snapshot->software = core::Software{};
+  bundle.snapshot->software->nvidia = core::NvidiaSoftware{};
+  bundle.snapshot->software->nvidia->driver_version = "575.57.08";
+  bundle.snapshot->software->python = core::PythonSoftware{};
+  bundle.snapshot->software->python->torch = core::TorchInstall{};
+  bundle.snapshot->software->python->torch->cuda = "13.0";
+  bundle.libraries = core::LibraryReport{};
+  core::Finding dup;
+  dup.id = "libs.duplicate_library";
+  dup.severity = core::Severity::kError;
+  dup.title = "Two copies of libcublas";
+  bundle.libraries->findings.push_back(dup);
+  (*analyzer)->Begin("bundle");
+  (*analyzer)->AddBundle(bundle);
+  Analysis a = (*analyzer)->Finish(nullptr);
+  std::set<std::string> ids;
+  for (const core::Finding& f : a.library_findings) ids.insert(f.id);
+  EXPECT_TRUE(ids.count("libs.duplicate_library"));
+  EXPECT_TRUE(ids.count("compat.torch-cuda-13-wheel-needs-driver-580"));
+  bool step = false;
+  for (const std::string& s : a.next_steps) step = step || s.find("Two copies of libcublas") != std::string::npos;
+  EXPECT_TRUE(step);
 }
 
 }  // namespace

@@ -57,18 +57,6 @@ void ClassifyLibraries(std::vector<core::LibraryEntry>& libraries, const catalog
   }
 }
 
-std::map<std::string, std::string> ComponentVersions(const std::vector<core::LibraryEntry>& libraries) {
-  std::map<std::string, std::string> out;
-  for (const core::LibraryEntry& l : libraries) {
-    if (!l.component) continue;
-    // libcuda.so.1 says nothing of the driver: only libcuda.so.<driver version> does.
-    bool driver_major_only = *l.component == "nvidia-driver" && l.version && l.version->find('.') == std::string::npos;
-    if (l.version && !driver_major_only && !out.count(*l.component)) out[*l.component] = *l.version;
-    if (l.release && l.release->starts_with("rocm ") && !out.count("rocm")) out["rocm"] = l.release->substr(5);
-  }
-  return out;
-}
-
 std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::LibraryTables& catalog,
                                            bool loaded) {
   std::vector<core::Finding> out;
@@ -155,7 +143,7 @@ std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, co
     out.push_back(std::move(f));
   }
   for (const catalog::CompatViolation& v :
-       catalog::EvaluateCompat(catalog.compat, ComponentVersions(report.libraries))) {
+       catalog::EvaluateCompat(catalog.compat, catalog::ComponentVersions(report.libraries))) {
     out.push_back(catalog::CompatFinding(v));
   }
   return out;

@@ -17,10 +17,6 @@ namespace gputriage::libs {
 /// Fills component, version and release of every library the table knows.
 void ClassifyLibraries(std::vector<core::LibraryEntry>& libraries, const catalog::LibraryTables& catalog);
 
-/// component -> version of the libraries (nvidia-driver from libcuda.so.<driver>, cuda-runtime
-/// from libcudart, rocm from the ROCm build number, ...), for the version matrix.
-std::map<std::string, std::string> ComponentVersions(const std::vector<core::LibraryEntry>& libraries);
-
 /// Duplicate copies, mixed releases, missing libraries, undefined symbols and version-matrix
 /// violations as findings (layer 3). `loaded` says the libraries are a process's, not a plan.
 std::vector<core::Finding> LibraryFindings(const core::LibraryReport& report, const catalog::LibraryTables& catalog,

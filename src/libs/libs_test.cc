@@ -412,6 +412,29 @@ TEST(Compat, VersionsAndRanges) {
   EXPECT_TRUE(catalog::EvaluateCompat(entries, {{"cuda-runtime", "13.0"}}).empty());  // driver unknown: not judged
 }
 
+// Two libraries that need each other (linked here with the C compiler that built the tests):
+// each is loaded once, as the loader does, and the closure matches ldd.
+TEST(ResolveLibraries, DependencyCycle) {
+  char dir[] = "/tmp/gt-cycle-XXXXXX";
+  std::string d = mkdtemp(dir);
+  std::ofstream(d + "/a.c") << "int b(void); int a(void) { return b(); }\n";
+  std::ofstream(d + "/b.c") << "int a(void); int b(void) { return 1; } int c(void) { return a(); }\n";
+  auto cc = [&](const std::string& args) { return std::system(("cc -shared -fPIC " + args + " 2>&1").c_str()); };
+  ASSERT_EQ(cc("-o " + d + "/libcycb.so -Wl,-soname,libcycb.so " + d + "/b.c"), 0);
+  ASSERT_EQ(cc("-o " + d + "/libcyca.so -Wl,-soname,libcyca.so " + d + "/a.c -L" + d + " -lcycb"), 0);
+  ASSERT_EQ(cc("-o " + d + "/libcycb.so -Wl,-soname,libcycb.so " + d + "/b.c -L" + d + " -lcyca"), 0);
+  LibsOptions options;
+  options.ld_library_path = d;
+  core::LibraryReport r = ResolveLibraries({d + "/libcyca.so"}, options, Catalog());
+  ExpectSameAsLdd(r, d + "/libcyca.so", {"LD_LIBRARY_PATH=" + d});
+  size_t a = 0;
+  for (const core::LibraryEntry& l : r.libraries) a += l.soname == "libcyca.so";
+  EXPECT_EQ(a, 1u);
+  EXPECT_EQ(Find(r, "libcyca.so")->needed_by, std::vector<std::string>{d + "/libcycb.so"});
+  EXPECT_TRUE(r.undefined_symbols.empty());
+  fs::remove_all(d);
+}
+
 // Large real inputs: the CUDA toolkit's cuBLAS and Debian's ROCm HIP runtime, against ldd.
 TEST(ResolveLibraries, RealGpuLibrariesAsLddSees) {
   size_t checked = 0;
