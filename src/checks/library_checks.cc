@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <set>
 
 #include "libs/components.h"
@@ -16,6 +17,20 @@ std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot) {
   };
   if (const core::TorchInstall* t = snapshot.Torch(); t && t->lib_dir) {
     for (const char* lib : {"libtorch_cuda.so", "libtorch_hip.so"}) add(*t->lib_dir + "/" + lib);
+  }
+  // The other frameworks' GPU libraries, where their wheels put them: JAX's CUDA/ROCm PJRT
+  // plugins and TensorFlow's framework library.
+  if (snapshot.software && snapshot.software->python && snapshot.software->python->site_packages) {
+    for (const std::string& site : *snapshot.software->python->site_packages) {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(site + "/jax_plugins", ec)) {
+        for (const auto& f : std::filesystem::directory_iterator(e.path(), ec)) {
+          std::string name = f.path().filename().string();
+          if (name.starts_with("xla_") && name.ends_with("_plugin.so")) add(f.path().string());
+        }
+      }
+      add(site + "/tensorflow/libtensorflow_framework.so.2");
+    }
   }
   if (snapshot.software && snapshot.software->libraries) {
     for (const core::GpuLibrary& l : *snapshot.software->libraries) {

@@ -15,8 +15,9 @@
 
 namespace gputriage::checks {
 
-/// The programs whose closures doctor checks: PyTorch's libtorch_cuda.so / libtorch_hip.so and
-/// the GPU libraries on the loader path.
+/// The programs whose closures doctor checks: PyTorch's libtorch_cuda.so / libtorch_hip.so,
+/// JAX's PJRT GPU plugins (site-packages/jax_plugins/*/xla_*_plugin.so), TensorFlow's
+/// libtensorflow_framework.so.2, and the GPU libraries on the loader path.
 std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot);
 
 /// Resolves the roots (live machine only: they are files of this machine) and evaluates the

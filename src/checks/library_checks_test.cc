@@ -1,5 +1,9 @@
 #include "checks/library_checks.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -46,6 +50,26 @@ TEST(LibraryChecks, VersionMatrixOnTheSnapshotsVersions) {
   ids.clear();
   for (const core::Finding& f : LibraryChecks(old_glibc, Tables(), false)) ids.insert(f.id);
   EXPECT_TRUE(ids.count("compat.torch-2-7-linux-wheels-need-glibc-2-28"));
+}
+
+// The frameworks' GPU libraries are found where their wheels put them (files named as the wheels
+// name them; where doctor looks does not depend on their contents) and nothing else there is.
+TEST(LibraryChecks, FrameworkLibrariesAreRoots) {
+  char dir[] = "/tmp/gt-site-XXXXXX";
+  std::string site = mkdtemp(dir);
+  std::filesystem::create_directories(site + "/jax_plugins/xla_cuda12");
+  std::filesystem::create_directories(site + "/tensorflow");
+  std::ofstream(site + "/jax_plugins/xla_cuda12/xla_cuda_plugin.so") << "x";
+  std::ofstream(site + "/jax_plugins/xla_cuda12/other.so") << "x";
+  std::ofstream(site + "/tensorflow/libtensorflow_framework.so.2") << "x";
+  core::Snapshot s;
+  s.software = core::Software{};
+  s.software->python = core::PythonSoftware{};
+  s.software->python->site_packages = std::vector<std::string>{site};
+  std::vector<std::string> roots = GpuStackRoots(s);
+  EXPECT_EQ(roots, (std::vector<std::string>{site + "/jax_plugins/xla_cuda12/xla_cuda_plugin.so",
+                                             site + "/tensorflow/libtensorflow_framework.so.2"}));
+  std::filesystem::remove_all(site);
 }
 
 }  // namespace
