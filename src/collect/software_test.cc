@@ -193,7 +193,8 @@ TEST(SoftwareTest, KeepsWhatCollectEnvLists) {
 TEST(SoftwareTest, VenvPackagesMatchCollectEnvOnTheH200) {
   testing::TempDir dir;
   const std::string site = "/opt/torch/.venv/lib/python3.12/site-packages";
-  for (std::string_view entry : core::SplitLines(testing::ReadFixture("python/h200-site-packages-listing.txt"))) {
+  const std::string listing = testing::ReadFixture("python/h200-site-packages-listing.txt");  // the lines point into it
+  for (std::string_view entry : core::SplitLines(listing)) {
     if (!entry.empty()) std::filesystem::create_directories(dir.path() + site + "/" + std::string(entry));
   }
   SoftwareOptions options;

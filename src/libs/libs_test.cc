@@ -40,7 +40,8 @@ std::string RunTool(const std::vector<std::string>& argv, const std::vector<std:
 // `ldd`'s "name => path" pairs ("not found" for a missing one).
 std::map<std::string, std::string> Ldd(const std::string& path, const std::vector<std::string>& env = {}) {
   std::map<std::string, std::string> out;
-  for (std::string_view line : core::SplitLines(RunTool({"ldd", path}, env))) {
+  const std::string text = RunTool({"ldd", path}, env);  // the lines point into it
+  for (std::string_view line : core::SplitLines(text)) {
     size_t arrow = line.find(" => ");
     if (arrow == std::string_view::npos) continue;
     std::string name(core::Trim(line.substr(0, arrow)));
@@ -219,7 +220,8 @@ TEST(ResolveLibraries, UndefinedSymbolsAsLddRSees) {
 
 std::set<std::string> ReadelfDefined(const std::string& path) {
   std::set<std::string> out;
-  for (std::string_view line : core::SplitLines(RunTool({"readelf", "--dyn-syms", "-W", path}))) {
+  const std::string text = RunTool({"readelf", "--dyn-syms", "-W", path});
+  for (std::string_view line : core::SplitLines(text)) {
     std::vector<std::string_view> f = core::SplitWhitespace(line);
     if (f.size() < 8 || f[6] == "UND" || f[4] == "LOCAL" || f[3] == "SECTION") continue;
     std::string_view name = f[7];
@@ -260,7 +262,8 @@ TEST(LdCache, HasEveryX8664EntryLdconfigLists) {
   auto cache = ReadLdCache("/etc/ld.so.cache");
   ASSERT_TRUE(cache.ok()) << cache.error().message;
   size_t checked = 0;
-  for (std::string_view line : core::SplitLines(RunTool({"ldconfig", "-p"}))) {
+  const std::string listing = RunTool({"ldconfig", "-p"});
+  for (std::string_view line : core::SplitLines(listing)) {
     if (line.find("(libc6,x86-64") == std::string_view::npos) continue;
     std::string name(core::Trim(line.substr(0, line.find(" ("))));
     std::string path(core::Trim(line.substr(line.find("=> ") + 3)));
