@@ -76,7 +76,8 @@ TEST(ToolchainTest, RootedViewListsPathsWithoutRunningThem) {
   for (const char* path : {"/usr/bin/gcc-12", "/usr/bin/clang++", "/usr/bin/clang-format", "/usr/bin/cmake",
                            "/usr/local/cuda-13.0/bin/nvcc", "/opt/rocm-6.2.0/bin/hipcc",
                            "/opt/rocm-6.2.0/bin/amdclang++", "/opt/rocm-6.2.0/llvm/bin/clang"}) {
-    testing::WriteFile(dir.path(), path, "#!/bin/sh\necho 'gcc (Fake) 99.0.0'\n");
+    // A canary: were the rooted view's programs run, "99.0.0" would show up as a version.
+    testing::WriteFile(dir.path(), path, "#!/bin/sh\necho 'gcc (canary, must not run) 99.0.0'\n");
   }
   // A venv on PATH with the cmake wheel (as on the H200 test machine), and /usr/bin again.
   testing::WriteFile(dir.path(), "/opt/torch/.venv/bin/cmake", "#!/bin/sh\n");
