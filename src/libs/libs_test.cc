@@ -195,6 +195,21 @@ TEST(ElfDynamic, BigEndian64) {
   EXPECT_EQ(r->needed, std::vector<std::string>{"libfoo.so"});
   EXPECT_EQ(r->soname, "libbe.so");
   EXPECT_NE(r->Describe().find("big-endian"), std::string::npos);
+  // Corrupt dynamic sections: a string table that lies outside the file is an error naming it;
+  // a DT_NEEDED offset outside the table is a problem, the other names still read.
+  const std::string good = f;
+  put(0x100 + 16 * 3 + 8, 0x10000, 8);  // DT_STRSZ: 64 KiB of a 512-byte file
+  auto bad = ParseElfDynamic({reinterpret_cast<const uint8_t*>(f.data()), f.size()}, "be.so", false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("be.so: the dynamic string table"), std::string::npos) << bad.error().message;
+  f = good;
+  put(0x100 + 8, 500, 8);  // DT_NEEDED's string offset past the 20-byte table
+  auto partial = ParseElfDynamic({reinterpret_cast<const uint8_t*>(f.data()), f.size()}, "be.so", false);
+  ASSERT_TRUE(partial.ok());
+  EXPECT_TRUE(partial->needed.empty());
+  EXPECT_EQ(partial->soname, "libbe.so");
+  ASSERT_EQ(partial->problems.size(), 1u);
+  EXPECT_NE(partial->problems[0].find("outside the string table"), std::string::npos);
 }
 
 TEST(ResolveLibraries, UndefinedSymbolsAsLddRSees) {
