@@ -11,6 +11,7 @@
 #include "collect/c_runtime.h"
 #include "collect/elf_versions.h"
 #include "collect/toolchain.h"
+#include "core/text.h"
 
 using namespace gputriage::collect;
 
@@ -26,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const std::string& name : *names) {
         std::string_view n = name;
         if (n.starts_with(prefix) && n.size() > prefix.size() && n[prefix.size()] >= '0' && n[prefix.size()] <= '9' &&
-            CompareDottedVersions(n.substr(prefix.size()), highest->substr(prefix.size())) > 0) {
+            gputriage::core::CompareDottedVersions(n.substr(prefix.size()), highest->substr(prefix.size())) > 0) {
           std::abort();  // nothing above the highest
         }
       }
@@ -41,6 +42,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (version && (version->version.empty() || version->line.empty())) std::abort();
   }
   std::string_view a = bytes.substr(0, size / 2), b = bytes.substr(size / 2);
-  if (CompareDottedVersions(a, b) != -CompareDottedVersions(b, a)) std::abort();
+  if (gputriage::core::CompareDottedVersions(a, b) != -gputriage::core::CompareDottedVersions(b, a)) std::abort();
   return 0;
 }

@@ -12,17 +12,6 @@
 namespace gputriage::catalog {
 namespace {
 
-std::vector<int64_t> Numbers(std::string_view v) {
-  std::vector<int64_t> out;
-  size_t end = v.find_first_not_of("0123456789.");
-  v = v.substr(0, end);
-  for (std::string_view part : core::Split(v, '.')) {
-    if (part.empty() || part.size() > 12) break;
-    out.push_back(std::stoll(std::string(part)));
-  }
-  return out;
-}
-
 core::Result<std::vector<VersionConstraint>> Constraints(const YAML::Node& node, const char* key,
                                                          std::string_view where, bool required) {
   std::vector<VersionConstraint> out;
@@ -52,19 +41,9 @@ std::string Plain(std::string v) {
 
 }  // namespace
 
-int CompareVersions(std::string_view a, std::string_view b) {
-  std::vector<int64_t> x = Numbers(a), y = Numbers(b);
-  size_t n = std::max(x.size(), y.size());
-  for (size_t i = 0; i < n; ++i) {
-    int64_t p = i < x.size() ? x[i] : 0, q = i < y.size() ? y[i] : 0;
-    if (p != q) return p < q ? -1 : 1;
-  }
-  return 0;
-}
-
 bool Satisfies(std::string_view version, const std::vector<VersionBound>& bounds) {
   for (const VersionBound& b : bounds) {
-    int c = CompareVersions(version, b.version);
+    int c = core::CompareDottedVersions(version, b.version);
     bool ok = b.op == ">=" ? c >= 0 : b.op == ">" ? c > 0 : b.op == "<=" ? c <= 0 : b.op == "<" ? c < 0 : c == 0;
     if (!ok) return false;
   }

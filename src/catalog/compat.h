@@ -56,10 +56,6 @@ struct CompatEntry {
   std::string source;  ///< kb/compat/<id>.yaml
 };
 
-/// -1, 0, 1 comparing dotted numeric versions ("12.10" > "12.9"; missing parts are 0; a
-/// non-numeric suffix such as "+cu128" or "-1ubuntu" is ignored).
-int CompareVersions(std::string_view a, std::string_view b);
-
 /// Whether `version` satisfies every bound.
 bool Satisfies(std::string_view version, const std::vector<VersionBound>& bounds);
 

@@ -80,9 +80,9 @@ TEST(ElfVersionsTest, DamagedFilesAreNamedInTheError) {
 }
 
 TEST(ElfVersionsTest, DottedVersionsCompareNumberByNumber) {
-  EXPECT_LT(CompareDottedVersions("3.4.9", "3.4.30"), 0);
-  EXPECT_GT(CompareDottedVersions("2.36", "2.4"), 0);
-  EXPECT_EQ(CompareDottedVersions("1.3", "1.3.0"), 0);
+  EXPECT_LT(core::CompareDottedVersions("3.4.9", "3.4.30"), 0);
+  EXPECT_GT(core::CompareDottedVersions("2.36", "2.4"), 0);
+  EXPECT_EQ(core::CompareDottedVersions("1.3", "1.3.0"), 0);
   std::vector<std::string> names = {"GLIBC_2.2.5", "GLIBC_PRIVATE", "GLIBC_2.36", "GLIBC_2.4", "GLIBC_"};
   EXPECT_EQ(HighestVersion(names, "GLIBC_"), "GLIBC_2.36");
   EXPECT_EQ(HighestVersion({"GLIBC_PRIVATE"}, "GLIBC_"), std::nullopt);

@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "core/text.h"
+
 namespace gputriage::collect {
 
 namespace {
@@ -17,20 +19,6 @@ using ElfPtr = std::unique_ptr<Elf, ElfEnd>;
 std::string ElfMessage() {
   const char* message = elf_errmsg(-1);
   return message != nullptr ? message : "unknown libelf error";
-}
-
-// The next dotted-number component of `v` (advancing it), 0 when none is left.
-uint64_t NextComponent(std::string_view& v) {
-  uint64_t value = 0;
-  size_t i = 0;
-  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
-    if (value < (uint64_t{1} << 60)) value = value * 10 + static_cast<uint64_t>(v[i] - '0');
-    ++i;
-  }
-  v.remove_prefix(i);
-  size_t dot = v.find('.');
-  v.remove_prefix(dot == std::string_view::npos ? v.size() : dot + 1);
-  return value;
 }
 
 // Walks the verdef entries of one section; every step is bounds-checked by gelf_getverdef and
@@ -108,15 +96,6 @@ core::Result<std::vector<std::string>> ReadElfVersionDefinitions(std::string byt
                          sections);
 }
 
-int CompareDottedVersions(std::string_view a, std::string_view b) {
-  while (!a.empty() || !b.empty()) {
-    uint64_t x = NextComponent(a);
-    uint64_t y = NextComponent(b);
-    if (x != y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
-
 std::optional<std::string> HighestVersion(const std::vector<std::string>& names, std::string_view prefix) {
   std::optional<std::string> best;
   for (const std::string& name : names) {
@@ -124,7 +103,8 @@ std::optional<std::string> HighestVersion(const std::vector<std::string>& names,
     if (!n.starts_with(prefix) || n.size() == prefix.size()) continue;
     char first = n[prefix.size()];
     if (first < '0' || first > '9') continue;  // "GLIBC_PRIVATE"
-    if (!best || CompareDottedVersions(n.substr(prefix.size()), std::string_view(*best).substr(prefix.size())) > 0) {
+    if (!best ||
+        core::CompareDottedVersions(n.substr(prefix.size()), std::string_view(*best).substr(prefix.size())) > 0) {
       best = name;
     }
   }

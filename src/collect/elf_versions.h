@@ -21,8 +21,4 @@ core::Result<std::vector<std::string>> ReadElfVersionDefinitions(std::string byt
 /// "GLIBCXX_3.4.30"), compared number by number; nullopt when none does.
 std::optional<std::string> HighestVersion(const std::vector<std::string>& names, std::string_view prefix);
 
-/// -1, 0 or 1 as dotted version `a` is below, equal to or above `b` ("3.4.9" < "3.4.30"); a
-/// missing component counts as 0; non-digit text after a component is ignored.
-int CompareDottedVersions(std::string_view a, std::string_view b);
-
 }  // namespace gputriage::collect

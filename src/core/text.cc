@@ -236,4 +236,31 @@ std::string StripAnsi(std::string_view line) {
   return out;
 }
 
+namespace {
+
+// The next dotted-number component of `v` (advancing it), 0 when none is left.
+uint64_t NextComponent(std::string_view& v) {
+  uint64_t value = 0;
+  size_t i = 0;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
+    if (value < (uint64_t{1} << 60)) value = value * 10 + static_cast<uint64_t>(v[i] - '0');
+    ++i;
+  }
+  v.remove_prefix(i);
+  size_t dot = v.find('.');
+  v.remove_prefix(dot == std::string_view::npos ? v.size() : dot + 1);
+  return value;
+}
+
+}  // namespace
+
+int CompareDottedVersions(std::string_view a, std::string_view b) {
+  while (!a.empty() || !b.empty()) {
+    uint64_t x = NextComponent(a);
+    uint64_t y = NextComponent(b);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
 }  // namespace gputriage::core

@@ -50,4 +50,9 @@ std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_
 /// `line` without ANSI escape sequences (colours, cursor moves, terminal titles).
 std::string StripAnsi(std::string_view line);
 
+/// -1, 0 or 1 as dotted version `a` is below, equal to or above `b` ("3.4.9" < "3.4.30",
+/// "12.9" < "12.10"); a missing component counts as 0 ("13" == "13.0.0"); non-digit text after a
+/// component is ignored ("2.11.0+cu130" is 2.11.0).
+int CompareDottedVersions(std::string_view a, std::string_view b);
+
 }  // namespace gputriage::core

@@ -323,7 +323,9 @@ TEST(ElfDynamic, BadInputsNameTheFile) {
   // Every truncation and a byte flipped anywhere: an error or a result, never a crash.
   for (size_t n = 0; n < bytes.size(); n += 97) {
     auto r = ParseElfDynamic({reinterpret_cast<const uint8_t*>(bytes.data()), n}, "cut.so", true);
-    if (!r.ok()) EXPECT_NE(r.error().message.find("cut.so"), std::string::npos) << r.error().message;
+    if (!r.ok()) {
+      EXPECT_NE(r.error().message.find("cut.so"), std::string::npos) << r.error().message;
+    }
   }
   auto text = ReadElfDynamic("/etc/hostname", false);
   ASSERT_FALSE(text.ok());
@@ -416,9 +418,9 @@ TEST(Components, ReleasesFromFileNames) {
 }
 
 TEST(Compat, VersionsAndRanges) {
-  EXPECT_LT(catalog::CompareVersions("12.9", "12.10"), 0);
-  EXPECT_EQ(catalog::CompareVersions("13", "13.0.0"), 0);
-  EXPECT_GT(catalog::CompareVersions("2.11.0+cu130", "2.9"), 0);
+  EXPECT_LT(core::CompareDottedVersions("12.9", "12.10"), 0);
+  EXPECT_EQ(core::CompareDottedVersions("13", "13.0.0"), 0);
+  EXPECT_GT(core::CompareDottedVersions("2.11.0+cu130", "2.9"), 0);
   auto range = catalog::ParseVersionRange(">=13.0, <14");
   ASSERT_TRUE(range.ok());
   EXPECT_TRUE(catalog::Satisfies("13.0.96", *range));
