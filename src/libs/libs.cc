@@ -64,14 +64,15 @@ core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, cons
     for (core::Finding& f : LibraryFindings(one, catalog, false)) {
       if (seen_findings.insert({f.id, f.title}).second) report.findings.push_back(std::move(f));
     }
-    for (ResolvedObject& o : closure.objects) {
-      auto [it, inserted] = by_path.emplace(*o.entry.path, report.libraries.size());
+    // The merged list takes the entries classified above (once per library, not again).
+    for (core::LibraryEntry& entry : one.libraries) {
+      auto [it, inserted] = by_path.emplace(*entry.path, report.libraries.size());
       if (inserted) {
-        report.libraries.push_back(o.entry);
+        report.libraries.push_back(std::move(entry));
         continue;
       }
       auto& needed_by = report.libraries[it->second].needed_by;
-      for (const std::string& n : o.entry.needed_by) {
+      for (const std::string& n : entry.needed_by) {
         if (std::find(needed_by.begin(), needed_by.end(), n) == needed_by.end()) needed_by.push_back(n);
       }
     }
@@ -80,7 +81,6 @@ core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, cons
     for (auto& s : closure.shadowed) report.shadowed.push_back(std::move(s));
     for (auto& e : closure.errors) report.errors.push_back(std::move(e));
   }
-  ClassifyLibraries(report.libraries, catalog);
   return report;
 }
 
