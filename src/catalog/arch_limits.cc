@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -188,6 +189,117 @@ core::Result<ArchLimits> ParseEntry(const YAML::Node& node, std::string_view sou
   return limits;
 }
 
+// ------------------------------------------------------------------------- product peaks
+
+const std::set<std::string>& ProductKeys() {
+  static const std::set<std::string> kKeys = {
+      "name", "vendor", "arch", "match", "exclude", "memory_bandwidth_gbs", "dense_tflops", "notes", "references"};
+  return kKeys;
+}
+
+const std::set<std::string>& DenseTypes() {
+  static const std::set<std::string> kTypes = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"};
+  return kTypes;
+}
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+core::Result<double> ToPositiveNumber(const YAML::Node& node, std::string_view source, const std::string& what,
+                                      std::string_view key) {
+  double value = 0;
+  bool ok = node.IsScalar();
+  if (ok) {
+    try {
+      value = node.as<double>();
+    } catch (const YAML::Exception&) {
+      ok = false;
+    }
+  }
+  if (!ok || !std::isfinite(value) || value <= 0) {
+    return core::MakeError("{}: {}: '{}' must be a positive number", source, what, key);
+  }
+  return value;
+}
+
+// A list of non-empty strings; `required` makes an absent or empty list an error. An empty
+// substring would match every device name.
+core::Result<std::vector<std::string>> ToSubstrings(const YAML::Node& node, std::string_view source,
+                                                    const std::string& what, const char* key, bool required) {
+  const YAML::Node list = node[key];
+  std::vector<std::string> out;
+  if (list && !list.IsSequence()) return core::MakeError("{}: {}: '{}' must be a list", source, what, key);
+  if (list) {
+    for (const YAML::Node& item : list) {
+      if (!item.IsScalar() || item.as<std::string>().empty()) {
+        return core::MakeError("{}: {}: '{}' must hold non-empty strings", source, what, key);
+      }
+      out.push_back(item.as<std::string>());
+    }
+  }
+  if (required && out.empty()) return core::MakeError("{}: {}: needs at least one '{}' substring", source, what, key);
+  return out;
+}
+
+core::Result<std::map<std::string, double>> ToDenseTflops(const YAML::Node& node, std::string_view source,
+                                                          const std::string& what) {
+  if (!node.IsMap()) return core::MakeError("{}: {}: 'dense_tflops' must map data types to numbers", source, what);
+  std::map<std::string, double> out;
+  for (const auto& item : node) {
+    const std::string type = item.first.as<std::string>();
+    if (DenseTypes().count(type) == 0) {
+      return core::MakeError("{}: {}: dense_tflops key '{}' is not one of fp64|fp32|tf32|fp16|bf16|fp8", source, what,
+                             type);
+    }
+    GT_ASSIGN_OR_RETURN(out[type], ToPositiveNumber(item.second, source, what, "dense_tflops." + type));
+  }
+  return out;
+}
+
+core::Result<ProductPeaks> ParseProduct(const YAML::Node& node, std::string_view source, size_t index) {
+  std::string what = fmt::format("product {}", index);
+  if (!node.IsMap()) return core::MakeError("{}: {} is not a mapping", source, what);
+  ProductPeaks product;
+  product.name = yaml::Scalar(node, "name");
+  if (product.name.empty()) return core::MakeError("{}: {} has no name", source, what);
+  what = product.name;
+  for (const auto& item : node) {
+    const std::string key = item.first.as<std::string>();
+    if (ProductKeys().count(key) == 0) return core::MakeError("{}: {}: unknown key '{}'", source, what, key);
+  }
+  const std::string vendor = yaml::Scalar(node, "vendor");
+  if (vendor == "nvidia") {
+    product.vendor = GpuVendor::kNvidia;
+  } else if (vendor == "amd") {
+    product.vendor = GpuVendor::kAmd;
+  } else {
+    return core::MakeError("{}: {}: vendor '{}' is not one of nvidia|amd", source, what, vendor);
+  }
+  product.arch = yaml::Scalar(node, "arch");
+  if (product.arch.empty()) return core::MakeError("{}: {} has no arch", source, what);
+  if (CanonicalArchName(product.arch) != product.arch) {
+    return core::MakeError("{}: {}: arch must be written as '{}'", source, what, CanonicalArchName(product.arch));
+  }
+  GT_ASSIGN_OR_RETURN(product.match, ToSubstrings(node, source, what, "match", true));
+  GT_ASSIGN_OR_RETURN(product.exclude, ToSubstrings(node, source, what, "exclude", false));
+  if (const YAML::Node bandwidth = node["memory_bandwidth_gbs"]) {
+    GT_ASSIGN_OR_RETURN(product.memory_bandwidth_gbs,
+                        ToPositiveNumber(bandwidth, source, what, "memory_bandwidth_gbs"));
+  }
+  if (const YAML::Node dense = node["dense_tflops"]) {
+    GT_ASSIGN_OR_RETURN(product.dense_tflops, ToDenseTflops(dense, source, what));
+  }
+  product.notes = yaml::Scalar(node, "notes");
+  product.references = yaml::StringList(node, "references");
+  std::erase_if(product.references, [](const std::string& ref) { return ref.empty(); });
+  if (product.references.empty()) return core::MakeError("{}: {}: needs at least one reference", source, what);
+  return product;
+}
+
 }  // namespace
 
 core::Result<std::vector<ArchLimits>> ParseArchLimitsTable(std::string_view yaml_text, std::string_view source) {
@@ -210,6 +322,45 @@ core::Result<std::vector<ArchLimits>> ParseArchLimitsTable(std::string_view yaml
     out.push_back(std::move(limits));
   }
   return out;
+}
+
+core::Result<std::vector<ProductPeaks>> ParseProductPeaks(std::string_view yaml_text, std::string_view source) {
+  GT_ASSIGN_OR_RETURN(YAML::Node root, yaml::LoadDocument(yaml_text, source, kSchema));
+  std::vector<ProductPeaks> out;
+  const YAML::Node products = root["products"];
+  if (!products) return out;
+  if (!products.IsSequence()) return core::MakeError("{}: 'products' must be a list", source);
+  std::set<std::string> seen;
+  size_t index = 0;
+  for (const YAML::Node& node : products) {
+    ProductPeaks product;
+    try {
+      GT_ASSIGN_OR_RETURN(product, ParseProduct(node, source, index));
+    } catch (const YAML::Exception& e) {
+      return core::MakeError("{}: product {}: {}", source, index, e.what());
+    }
+    ++index;
+    if (!seen.insert(product.name).second) return core::MakeError("{}: {} is listed twice", source, product.name);
+    out.push_back(std::move(product));
+  }
+  return out;
+}
+
+const ProductPeaks* FindProductPeaks(const std::vector<ProductPeaks>& table, std::string_view device_name) {
+  const std::string name = Lower(device_name);
+  const ProductPeaks* best = nullptr;
+  size_t best_length = 0;
+  for (const ProductPeaks& product : table) {
+    auto occurs = [&](const std::string& part) { return name.find(Lower(part)) != std::string::npos; };
+    if (std::any_of(product.exclude.begin(), product.exclude.end(), occurs)) continue;
+    for (const std::string& part : product.match) {
+      if (part.size() > best_length && occurs(part)) {
+        best = &product;
+        best_length = part.size();
+      }
+    }
+  }
+  return best;
 }
 
 std::string CanonicalArchName(std::string_view arch) {

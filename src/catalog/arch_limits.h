@@ -1,7 +1,8 @@
 // Per-architecture GPU limits (kb/tables/gpu-arch-limits.yaml): what a reviewed public source
 // states about an architecture's warps, registers, shared memory/LDS and waves, for occupancy
-// estimates (inspect) and launch-configuration checks. A limit no source states is absent, never
-// guessed.
+// estimates (inspect) and launch-configuration checks; and, per product, the datasheet peaks
+// (memory bandwidth, dense TFLOP/s) that `validate` judges measurements against. A limit or peak
+// no source states is absent, never guessed.
 #pragma once
 
 #include <cstdint>
@@ -77,5 +78,32 @@ std::string CanonicalArchName(std::string_view arch);
 
 /// The entry for `arch` (any spelling CanonicalArchName accepts) in `table`, or nullptr.
 const ArchLimits* FindArchLimits(const std::vector<ArchLimits>& table, std::string_view arch);
+
+/// A product's datasheet peaks (kb/tables/gpu-arch-limits.yaml, `products:`). Absent = no source states it.
+/// Figures are per device as the runtime enumerates it (one GCD of an MI250X).
+struct ProductPeaks {
+  std::string name;  ///< "NVIDIA H200 SXM"
+  GpuVendor vendor = GpuVendor::kNvidia;
+  std::string arch;                ///< canonical arch, "sm_90", "gfx942"
+  std::vector<std::string> match;  ///< case-insensitive substrings of the device name the driver reports
+  /// Substrings that rule a name out (e.g. "NVL", "PCIe" for an SXM entry), may be empty.
+  std::vector<std::string> exclude;
+  std::optional<double> memory_bandwidth_gbs;  ///< 10^9 bytes/s
+  /// Keys among "fp64", "fp32", "tf32", "fp16", "bf16", "fp8": DENSE (without sparsity) peak of the fastest units
+  /// for that type (tensor/matrix cores where they apply).
+  std::map<std::string, double> dense_tflops;
+  /// How a figure was derived (e.g. "datasheet gives 1,979 with sparsity; dense is half, as the footnote says").
+  std::string notes;
+  std::vector<std::string> references;
+};
+
+/// Parses the `products:` list of the table text (absent list = empty vector). Same strictness as ParseArchLimitsTable:
+/// unknown keys, missing name/vendor/arch/match/references, non-positive numbers, unknown dense_tflops keys -> error
+/// naming `source` and the product.
+core::Result<std::vector<ProductPeaks>> ParseProductPeaks(std::string_view yaml, std::string_view source);
+
+/// The product whose `match` substring occurs in `device_name` (case-insensitive) and none of whose `exclude`
+/// substrings do; when several match, the one with the longest matching substring; nullptr when none.
+const ProductPeaks* FindProductPeaks(const std::vector<ProductPeaks>& table, std::string_view device_name);
 
 }  // namespace gputriage::catalog

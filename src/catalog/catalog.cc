@@ -34,6 +34,7 @@ core::Result<Catalog> LoadCatalog(const std::vector<SourceFile>& files) {
   GT_ASSIGN_OR_RETURN(c.aca, ParseAcaLayout(ras->text, ras->path));
   GT_ASSIGN_OR_RETURN(const SourceFile* limits, Require(files, kArchLimitsPath));
   GT_ASSIGN_OR_RETURN(c.arch_limits, ParseArchLimitsTable(limits->text, limits->path));
+  GT_ASSIGN_OR_RETURN(c.product_peaks, ParseProductPeaks(limits->text, limits->path));
   GT_ASSIGN_OR_RETURN(c.libraries, LoadLibraryTables(files));
   return c;
 }

@@ -51,7 +51,8 @@ struct Catalog {
   VmFaultLayout vm_fault;
   AcaLayout aca;
   std::vector<ArchLimits> arch_limits;
-  LibraryTables libraries;  ///< gpu-libraries.yaml and kb/compat
+  std::vector<ProductPeaks> product_peaks;  ///< `products:` of gpu-arch-limits.yaml
+  LibraryTables libraries;                  ///< gpu-libraries.yaml and kb/compat
 };
 
 /// Every table from `files` (the knowledge base's files). Fails naming the first table that is
