@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "catalog/catalog.h"
 #include "checks/doctor.h"
 #include "checks/library_checks.h"
 #include "collect/python_probe.h"
 #include "inspect/findings.h"
+#include "validate/validate.h"
 
 namespace gputriage::checks {
 namespace {
@@ -30,7 +33,8 @@ void LocateTorch(core::Snapshot& snapshot) {
 
 }  // namespace
 
-core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::SnapshotOptions& options) {
+core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::SnapshotOptions& options,
+                                     const DoctorOptions& doctor) {
   core::Result<const catalog::Catalog*> catalog = catalog::BuiltinCatalog();
   if (!catalog.ok()) return core::MakeError("knowledge base: {}", catalog.error().message);
   DoctorReport report;
@@ -42,6 +46,25 @@ core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::Snap
   }
   for (core::Finding& f : LibraryChecks(report.snapshot, (*catalog)->libraries, os.live())) {
     report.findings.push_back(std::move(f));
+  }
+  if (doctor.validate) {
+    if (!os.live()) {
+      report.snapshot.not_collected.push_back(
+          {"validate", "--validate runs GPU work, so only on the live machine (not under --root)"});
+    } else {
+      validate::ValidateOptions level1;
+      report.validation = validate::RunValidate(level1, (*catalog)->product_peaks);
+      for (const core::Finding& f : report.validation->findings) report.findings.push_back(f);
+      if (report.validation->devices.empty()) {
+        core::Finding f;
+        f.id = "validate-no-gpu";
+        f.layer = 2;
+        f.severity = core::Severity::kWarning;
+        f.title = "validate: no usable GPU, nothing was run";
+        f.detail = fmt::format("{}", fmt::join(report.validation->notes, "; "));
+        report.findings.push_back(std::move(f));
+      }
+    }
   }
   core::SortBySeverity(report.findings);
   return report;

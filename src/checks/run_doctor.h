@@ -2,6 +2,7 @@
 // and whether the installed PyTorch carries GPU code for this node's GPUs.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "collect/snapshot.h"
@@ -9,18 +10,28 @@
 #include "core/os_view.h"
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "core/validation.h"
 
 namespace gputriage::checks {
 
 struct DoctorReport {
   core::Snapshot snapshot;
-  std::vector<core::Finding> findings;  ///< most severe first
+  std::vector<core::Finding> findings;               ///< most severe first
+  std::optional<core::ValidationReport> validation;  ///< doctor --validate: the level-1 checks
+};
+
+struct DoctorOptions {
+  /// Also run `validate` level 1 on every GPU (live machine only) and add its findings.
+  bool validate = false;
 };
 
 /// Takes the snapshot, runs the checks (RunDoctorChecks) and the PyTorch coverage check
 /// (inspect::LibraryCoverageFindings). On the live machine, when the snapshot's file scan did
 /// not find PyTorch's library directory, asks `python3` on PATH where torch is (importlib, no
 /// import) and records it in the snapshot. Fails only when the built-in knowledge base is broken.
-core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::SnapshotOptions& options);
+/// With `doctor.validate` on the live machine, also runs validate level 1 on every GPU; its failed
+/// checks are findings (layer 2). Under --root it is not run, and a note says so.
+core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::SnapshotOptions& options,
+                                     const DoctorOptions& doctor = {});
 
 }  // namespace gputriage::checks

@@ -49,6 +49,7 @@ Command KbCommand();
 Command ReportCommand();
 Command InspectCommand();
 Command LibsCommand();
+Command ValidateCommand();
 
 /// Prints "gputriage: <message>" to stderr.
 void PrintError(std::string_view message);

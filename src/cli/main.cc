@@ -13,8 +13,9 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = [] {
     Command run = RunCommand();
     run.status_is_the_jobs = true;
-    return std::vector<Command>{DoctorCommand(),  SnapshotCommand(), run,         AnalyzeCommand(), ReportCommand(),
-                                InspectCommand(), LibsCommand(),     KbCommand(), ProbeCommand()};
+    return std::vector<Command>{DoctorCommand(), SnapshotCommand(), run,           AnalyzeCommand(),
+                                ReportCommand(), InspectCommand(),  LibsCommand(), ValidateCommand(),
+                                KbCommand(),     ProbeCommand()};
   }();
   return kCommands;
 }

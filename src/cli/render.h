@@ -10,6 +10,7 @@
 #include "core/model.h"
 #include "core/process.h"
 #include "core/snapshot.h"
+#include "core/validation.h"
 #include "kb/analysis.h"
 #include "kb/inputs.h"
 #include "store/diff.h"
@@ -37,6 +38,15 @@ std::string RenderLibraryReport(const core::LibraryReport& report);
 
 /// `libs diff`: removed, changed and added symbols, and whether the ABI broke.
 std::string RenderSymbolDiff(const core::SymbolDiff& diff);
+
+/// `validate` for the terminal: the devices, one line per check (status, name, dtype, error,
+/// time, throughput, detail), the counts and the findings.
+std::string RenderValidation(const core::ValidationReport& report);
+/// Two lines for doctor --validate: counts per status and the failures.
+std::string RenderValidationSummary(const core::ValidationReport& report);
+/// JUnit XML (the schema Jenkins and GitHub Actions test reporters read): one testsuite per
+/// device, one testcase per check, <failure>, <error> and <skipped> with the check's detail.
+std::string RenderJunit(const core::ValidationReport& report);
 
 /// Findings, most severe first, each with its evidence (at most `max_evidence` lines) and fix.
 std::string RenderFindings(const std::vector<core::Finding>& findings, size_t max_evidence = 3);
