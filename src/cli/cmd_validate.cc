@@ -56,7 +56,7 @@ int Validate(const ValidateFlags& flags) {
     if (!out) return Fail(fmt::format("validate: cannot write the JUnit report to {}", flags.junit), kExitUsage);
   }
   core::CheckCounts counts = core::CountChecks(report.checks);
-  bool no_gpu = report.devices.empty();
+  bool no_gpu = report.devices_found == 0;
   int rc = counts.fail > 0 || counts.error > 0 ? kExitFindings : kExitOk;
   if (no_gpu) rc = flags.allow_no_gpu && flags.level == 1 && counts.error == 0 ? kExitOk : kExitFindings;
   if (flags.json) {
@@ -121,10 +121,11 @@ Command ValidateCommand() {
             ->type_name("CHECK");
         app.add_flag("--allow-no-gpu", flags->allow_no_gpu, "At level 1, exit 0 when there is no GPU (checks skip)");
         app.add_flag("--quiet", flags->quiet, "No progress lines on stderr");
-        app.add_flag("--json", flags->json,
-                     "Print {level, devices: [{index, vendor, name, arch, ...}], checks: [{name, device, dtype, status "
-                     "(pass|fail|skip|error), detail, max_rel_error, tolerance, median_ms, throughput, throughput_unit, "
-                     "fraction_of_peak, runs, seconds}], telemetry, findings, notes, exit_code}");
+        app.add_flag(
+            "--json", flags->json,
+            "Print {level, devices: [{index, vendor, name, arch, ...}], checks: [{name, device, dtype, status "
+            "(pass|fail|skip|error), detail, max_rel_error, tolerance, median_ms, throughput, throughput_unit, "
+            "fraction_of_peak, runs, seconds}], telemetry, findings, notes, exit_code}");
         return [flags]() { return Validate(*flags); };
       }};
 }

@@ -124,8 +124,8 @@ std::string RenderJunit(const core::ValidationReport& report) {
     for (const core::ValidationDevice& d : report.devices) {
       if (d.index != device) continue;
       name = fmt::format("GPU {}: {}", d.index, d.name);
-      properties.insert(properties.end(), {{"vendor", d.vendor}, {"arch", d.arch}, {"runtime", d.runtime},
-                                           {"pci_bus_id", d.pci_bus_id}});
+      properties.insert(properties.end(),
+                        {{"vendor", d.vendor}, {"arch", d.arch}, {"runtime", d.runtime}, {"pci_bus_id", d.pci_bus_id}});
     }
     int failures = 0, errors = 0, skipped = 0;
     double time = 0;

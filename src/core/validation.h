@@ -25,22 +25,22 @@ bool ParseEnum(std::string_view name, CheckStatus& out);
 
 /// One GPU as the runtime reports it.
 struct ValidationDevice {
-  int index = 0;            ///< the runtime's ordinal (CUDA / HIP device number)
-  std::string vendor;       ///< "nvidia" | "amd"
-  std::string name;         ///< "NVIDIA H200", "AMD Instinct MI300X"
-  std::string arch;         ///< "sm_90", "gfx942"
-  std::string pci_bus_id;   ///< "0000:19:00.0"
-  std::string runtime;      ///< "CUDA driver 13.0", "HIP 6.2.41133"
+  int index = 0;           ///< the runtime's ordinal (CUDA / HIP device number)
+  std::string vendor;      ///< "nvidia" | "amd"
+  std::string name;        ///< "NVIDIA H200", "AMD Instinct MI300X"
+  std::string arch;        ///< "sm_90", "gfx942"
+  std::string pci_bus_id;  ///< "0000:19:00.0"
+  std::string runtime;     ///< "CUDA driver 13.0", "HIP 6.2.41133"
   std::optional<uint64_t> memory_total_bytes;
   std::optional<uint64_t> memory_free_bytes;
-  std::optional<int> multiprocessors;      ///< SMs / CUs
-  std::optional<int> warp_size;            ///< warp or wavefront size
+  std::optional<int> multiprocessors;  ///< SMs / CUs
+  std::optional<int> warp_size;        ///< warp or wavefront size
   std::optional<int> max_threads_per_block;
   std::optional<int> max_shared_per_block_bytes;        ///< without opt-in
   std::optional<int> max_shared_per_block_optin_bytes;  ///< with opt-in (NVIDIA)
   std::optional<int> registers_per_block;
-  std::optional<double> peak_bandwidth_gbs;        ///< datasheet (kb/tables/gpu-arch-limits.yaml products)
-  std::optional<std::string> peak_source;          ///< the product entry the peaks come from
+  std::optional<double> peak_bandwidth_gbs;  ///< datasheet (kb/tables/gpu-arch-limits.yaml products)
+  std::optional<std::string> peak_source;    ///< the product entry the peaks come from
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("index", s.index);
@@ -64,16 +64,17 @@ struct ValidationDevice {
 
 /// One check's result. `device` is the device index (-1: not tied to one device, e.g. "no GPU").
 struct ValidationCheck {
-  std::string name;   ///< "gemm", "conv2d", "layernorm", "memory_pattern", "atomics", ...
+  std::string name;  ///< "gemm", "conv2d", "layernorm", "memory_pattern", "atomics", ...
   int device = -1;
   std::string dtype;  ///< "fp32" | "fp16" | "bf16" | "fp64" | "int32" | "int64" | "" (not typed)
   CheckStatus status = CheckStatus::kSkip;
-  std::string detail;                     ///< what was checked and what was seen, or why it did not run
-  std::optional<double> max_rel_error;    ///< max |result - reference| / rms(reference)
-  std::optional<double> tolerance;        ///< the bound max_rel_error was held to
-  std::optional<double> median_ms;        ///< median of the timed repeats, device events
-  std::optional<double> throughput;       ///< in throughput_unit
+  std::string detail;                          ///< what was checked and what was seen, or why it did not run
+  std::optional<double> max_rel_error;         ///< max |result - reference| / rms(reference)
+  std::optional<double> tolerance;             ///< the bound max_rel_error was held to
+  std::optional<double> median_ms;             ///< median of the timed repeats, device events
+  std::optional<double> throughput;            ///< in throughput_unit
   std::optional<std::string> throughput_unit;  ///< "TFLOP/s" | "GB/s"
+  std::optional<double> best_throughput;       ///< the best timed batch (stress: before power/thermal limits act)
   std::optional<double> fraction_of_peak;      ///< throughput / the product's datasheet peak
   std::optional<int> runs;                     ///< how many times it ran (determinism)
   std::optional<double> seconds;               ///< wall time of the check
@@ -89,6 +90,7 @@ struct ValidationCheck {
     v("median_ms", s.median_ms);
     v("throughput", s.throughput);
     v("throughput_unit", s.throughput_unit);
+    v("best_throughput", s.best_throughput);
     v("fraction_of_peak", s.fraction_of_peak);
     v("runs", s.runs);
     v("seconds", s.seconds);
@@ -98,7 +100,7 @@ struct ValidationCheck {
 /// Telemetry sampled during a stress phase (level 3), one row per sample.
 struct TelemetrySample {
   int device = 0;
-  double t_s = 0;  ///< seconds since the phase began
+  double t_s = 0;     ///< seconds since the phase began
   std::string phase;  ///< "gemm" | "bandwidth"
   std::optional<int> temperature_c;
   std::optional<double> power_w;
@@ -121,6 +123,7 @@ struct TelemetrySample {
 struct ValidationReport {
   int schema_version = kValidationSchemaVersion;
   int level = 1;
+  int devices_found = 0;  ///< GPUs the runtimes report (devices: those checked)
   std::vector<ValidationDevice> devices;
   std::vector<ValidationCheck> checks;
   std::vector<TelemetrySample> telemetry;
@@ -131,6 +134,7 @@ struct ValidationReport {
   static void Fields(V& v, S& s) {
     v("schema_version", s.schema_version);
     v("level", s.level);
+    v("devices_found", s.devices_found);
     v("devices", s.devices);
     v("checks", s.checks);
     v("telemetry", s.telemetry);

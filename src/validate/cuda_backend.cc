@@ -215,8 +215,8 @@ class CudaDevice final : public Device {
   core::Result<void*> AllocPinned(size_t bytes) override {
     GT_RETURN_IF_ERROR(Current());
     void* ptr = nullptr;
-    GT_RETURN_IF_ERROR(
-        api_->Check(api_->MemHostAlloc(&ptr, bytes, CU_MEMHOSTALLOC_PORTABLE), fmt::format("cuMemHostAlloc({} bytes)", bytes)));
+    GT_RETURN_IF_ERROR(api_->Check(api_->MemHostAlloc(&ptr, bytes, CU_MEMHOSTALLOC_PORTABLE),
+                                   fmt::format("cuMemHostAlloc({} bytes)", bytes)));
     return ptr;
   }
   void FreePinned(void* ptr) override {
@@ -317,8 +317,8 @@ class CudaDevice final : public Device {
     if (auto it = functions_.find(name); it != functions_.end()) return it->second;
     GT_RETURN_IF_ERROR(Current());
     CUfunction function = nullptr;
-    GT_RETURN_IF_ERROR(
-        api_->Check(api_->ModuleGetFunction(&function, module_, name.c_str()), fmt::format("cuModuleGetFunction({})", name)));
+    GT_RETURN_IF_ERROR(api_->Check(api_->ModuleGetFunction(&function, module_, name.c_str()),
+                                   fmt::format("cuModuleGetFunction({})", name)));
     functions_[name] = function;
     return function;
   }
@@ -342,8 +342,8 @@ class CudaBackend final : public Backend {
   int device_count() const override { return count_; }
   core::Result<std::unique_ptr<Device>> Open(int index) override {
     if (index < 0 || index >= count_) {
-      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "CUDA device {} does not exist ({} device{})", index,
-                                 count_, count_ == 1 ? "" : "s");
+      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "CUDA device {} does not exist ({} device{})",
+                                 index, count_, count_ == 1 ? "" : "s");
     }
     CUdevice device = 0;
     GT_RETURN_IF_ERROR(api_->Check(api_->DeviceGet(&device, index), "cuDeviceGet"));
@@ -367,7 +367,8 @@ core::Result<std::unique_ptr<Backend>> LoadCudaBackend() {
   GT_ASSIGN_OR_RETURN(std::shared_ptr<DriverApi> api, LoadDriver());
   CUresult init = api->Init(0);
   if (init != CUDA_SUCCESS) {
-    return core::MakeErrorCode(core::ErrorCode::kNotFound, "cuInit (from {}): {}", api->lib.path(), api->Describe(init));
+    return core::MakeErrorCode(core::ErrorCode::kNotFound, "cuInit (from {}): {}", api->lib.path(),
+                               api->Describe(init));
   }
   int count = 0;
   GT_RETURN_IF_ERROR(api->Check(api->DeviceGetCount(&count), "cuDeviceGetCount"));

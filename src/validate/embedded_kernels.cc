@@ -6,10 +6,11 @@
 #define GT_STR(x) GT_STR2(x)
 
 #if GT_VALIDATE_CUDA_FATBIN_PRESENT
-asm(".pushsection .rodata.gt_cuda_kernels,\"a\"\n"
+asm(".pushsection .nv_fatbin,\"a\"\n"
     ".balign 64\n"
     "gt_cuda_kernels_begin:\n"
-    ".incbin \"" GT_VALIDATE_CUDA_FATBIN "\"\n"
+    ".incbin \"" GT_VALIDATE_CUDA_FATBIN
+    "\"\n"
     "gt_cuda_kernels_end:\n"
     ".byte 0\n"
     ".popsection\n");
@@ -18,10 +19,11 @@ extern "C" const unsigned char gt_cuda_kernels_end[];
 #endif
 
 #if GT_VALIDATE_HIP_BUNDLE_PRESENT
-asm(".pushsection .rodata.gt_hip_kernels,\"a\"\n"
+asm(".pushsection .hip_fatbin,\"a\"\n"
     ".balign 4096\n"
     "gt_hip_kernels_begin:\n"
-    ".incbin \"" GT_VALIDATE_HIP_BUNDLE "\"\n"
+    ".incbin \"" GT_VALIDATE_HIP_BUNDLE
+    "\"\n"
     "gt_hip_kernels_end:\n"
     ".byte 0\n"
     ".popsection\n");

@@ -252,9 +252,10 @@ class HipDevice final : public Device {
     hipError_t code = api_->ModuleLaunchKernel(*function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                                shared_bytes, stream_, args.data(), nullptr);
     if (code == hipSuccess) return {};
-    return DeviceError{fmt::format("hipModuleLaunchKernel({}, grid {}x{}x{}, block {}x{}x{}, {} B shared): {}", name,
-                                   grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, api_->Describe(code)),
-                       static_cast<int>(code), api_->Name(code)};
+    return DeviceError{
+        fmt::format("hipModuleLaunchKernel({}, grid {}x{}x{}, block {}x{}x{}, {} B shared): {}", name, grid.x, grid.y,
+                    grid.z, block.x, block.y, block.z, shared_bytes, api_->Describe(code)),
+        static_cast<int>(code), api_->Name(code)};
   }
 
   core::Result<KernelAttributes> Attributes(const std::string& name) override {
@@ -352,12 +353,14 @@ core::Result<std::unique_ptr<Backend>> LoadHipBackend() {
                                api->lib.path(), api->Describe(init));
   }
   if (init != hipSuccess) {
-    return core::MakeErrorCode(core::ErrorCode::kNotFound, "hipInit (from {}): {}", api->lib.path(), api->Describe(init));
+    return core::MakeErrorCode(core::ErrorCode::kNotFound, "hipInit (from {}): {}", api->lib.path(),
+                               api->Describe(init));
   }
   int count = 0;
   hipError_t counted = api->GetDeviceCount(&count);
   if (counted == hipErrorNoDevice || (counted == hipSuccess && count == 0)) {
-    return core::MakeErrorCode(core::ErrorCode::kNotFound, "the HIP runtime ({}) reports no device: {}", api->lib.path(),
+    return core::MakeErrorCode(core::ErrorCode::kNotFound, "the HIP runtime ({}) reports no device: {}",
+                               api->lib.path(),
                                counted == hipSuccess ? "hipGetDeviceCount gave 0" : api->Describe(counted));
   }
   GT_RETURN_IF_ERROR(api->Check(counted, "hipGetDeviceCount"));

@@ -57,9 +57,9 @@ core::ValidationCheck RunOne(CheckContext& ctx, const std::string& op, const std
   if (op == "stress_gemm") return CheckStressGemm(ctx);
   // peer_copy
   return Skip(ctx.device.info().index, op, dtype,
-              device_count < 2 ? fmt::format("peer copies need two or more GPUs of one vendor; this machine has {}",
-                                             device_count)
-                               : "peer copies between GPUs are not implemented in this version (issue 17)");
+              device_count < 2
+                  ? fmt::format("peer copies need two or more GPUs of one vendor; this machine has {}", device_count)
+                  : "peer copies between GPUs are not implemented in this version (issue 17)");
 }
 
 std::string Seconds(double s) { return fmt::format("{:.1f} s", s); }
@@ -67,10 +67,9 @@ std::string Seconds(double s) { return fmt::format("{:.1f} s", s); }
 }  // namespace
 
 const std::vector<std::string>& KnownOps() {
-  static const std::vector<std::string> kOps = {"gemm",          "conv2d",         "layernorm", "softmax",
-                                                "reduce",        "atomics",        "launch_limits",
-                                                "memory_pattern", "bandwidth",     "pinned_copy",
-                                                "peer_copy",     "stress_gemm",    "stress_bandwidth"};
+  static const std::vector<std::string> kOps = {
+      "gemm",           "conv2d",    "layernorm",   "softmax",   "reduce",      "atomics",         "launch_limits",
+      "memory_pattern", "bandwidth", "pinned_copy", "peer_copy", "stress_gemm", "stress_bandwidth"};
   return kOps;
 }
 
@@ -243,7 +242,8 @@ TelemetrySampler::TelemetrySampler(const core::ValidationDevice& device, const s
         if (lib->DeviceGetPowerUsage != nullptr && lib->DeviceGetPowerUsage(handle, &value) == nvml::kSuccess) {
           sample.power_w = value / 1000.0;
         }
-        if (lib->DeviceGetClockInfo != nullptr && lib->DeviceGetClockInfo(handle, nvml::kClockSm, &value) == nvml::kSuccess) {
+        if (lib->DeviceGetClockInfo != nullptr &&
+            lib->DeviceGetClockInfo(handle, nvml::kClockSm, &value) == nvml::kSuccess) {
           sample.sm_clock_mhz = static_cast<int>(value);
         }
         if (lib->DeviceGetClockInfo != nullptr &&
@@ -329,6 +329,7 @@ core::ValidationReport RunValidate(const ValidateOptions& options, const std::ve
   report.notes = reasons;
   int total_devices = 0;
   for (const auto& backend : backends) total_devices += backend->device_count();
+  report.devices_found = total_devices;
 
   if (total_devices == 0) {
     std::string why = fmt::format("no usable GPU: {}", fmt::join(reasons, "; "));
@@ -387,9 +388,10 @@ core::ValidationReport RunValidate(const ValidateOptions& options, const std::ve
   }
   for (int index : options.devices) {
     if (index < 0 || index >= total_devices) {
-      core::ValidationCheck check = Skip(index, "device", "",
-                                         fmt::format("device {} does not exist: this machine has {} GPU{} (0-{})", index,
-                                                     total_devices, total_devices == 1 ? "" : "s", total_devices - 1));
+      core::ValidationCheck check =
+          Skip(index, "device", "",
+               fmt::format("device {} does not exist: this machine has {} GPU{} (0-{})", index, total_devices,
+                           total_devices == 1 ? "" : "s", total_devices - 1));
       check.status = core::CheckStatus::kError;
       report.checks.push_back(check);
     }
@@ -439,8 +441,9 @@ std::vector<core::Finding> ValidationFindings(const core::ValidationReport& repo
       f.title = fmt::format("validate: {} reached {:.0f}% of the datasheet peak", label, *check.fraction_of_peak * 100);
       f.detail = fmt::format("{:.1f} {}; well-configured GPUs reach well over half of it", *check.throughput,
                              check.throughput_unit.value_or(""));
-      f.fix = "Look for power or thermal capping (nvidia-smi -q -d PERFORMANCE), clocks held low, a PCIe/NVLink "
-              "downgrade, or another job on the GPU.";
+      f.fix =
+          "Look for power or thermal capping (nvidia-smi -q -d PERFORMANCE), clocks held low, a PCIe/NVLink "
+          "downgrade, or another job on the GPU.";
       findings.push_back(std::move(f));
     }
   }
@@ -461,13 +464,14 @@ std::vector<core::Finding> ValidationFindings(const core::ValidationReport& repo
       f.id = "validate-slower-than-siblings";
       f.layer = 2;
       f.severity = core::Severity::kWarning;
-      f.title = fmt::format("validate: GPU {} is {:.0f}% slower than the others at {}{}", check.device,
-                            (1 - *check.throughput / median) * 100, check.name,
-                            check.dtype.empty() ? "" : " " + check.dtype);
+      f.title =
+          fmt::format("validate: GPU {} is {:.0f}% slower than the others at {}{}", check.device,
+                      (1 - *check.throughput / median) * 100, check.name, check.dtype.empty() ? "" : " " + check.dtype);
       f.detail = fmt::format("{:.1f} {} against a median of {:.1f} on the other GPUs", *check.throughput,
                              check.throughput_unit.value_or(""), median);
-      f.fix = "A GPU well below its siblings is a common fleet problem: check its clocks, power limit, temperature and "
-              "links; drain it if it stays slow.";
+      f.fix =
+          "A GPU well below its siblings is a common fleet problem: check its clocks, power limit, temperature and "
+          "links; drain it if it stays slow.";
       findings.push_back(std::move(f));
     }
   }
@@ -475,8 +479,8 @@ std::vector<core::Finding> ValidationFindings(const core::ValidationReport& repo
   std::map<int, std::set<std::string>> throttled;
   for (const core::TelemetrySample& sample : report.telemetry) {
     for (const std::string& reason : sample.throttle_reasons) {
-      if (reason.find("thermal") != std::string::npos || reason == "hw_slowdown" || reason == "hw_power_brake_slowdown" ||
-          reason == "sw_power_cap") {
+      if (reason.find("thermal") != std::string::npos || reason == "hw_slowdown" ||
+          reason == "hw_power_brake_slowdown" || reason == "sw_power_cap") {
         throttled[sample.device].insert(reason);
       }
     }
@@ -487,8 +491,9 @@ std::vector<core::Finding> ValidationFindings(const core::ValidationReport& repo
     f.layer = 2;
     f.severity = reasons.count("sw_power_cap") == reasons.size() ? core::Severity::kInfo : core::Severity::kWarning;
     f.title = fmt::format("validate: GPU {} throttled under stress ({})", device, fmt::join(reasons, ", "));
-    f.detail = "NVML's clock-event reasons during the level-3 stress phases. sw_power_cap alone is the GPU holding its "
-               "power limit under full load, which is normal; thermal or hardware slowdown is not.";
+    f.detail =
+        "NVML's clock-event reasons during the level-3 stress phases. sw_power_cap alone is the GPU holding its "
+        "power limit under full load, which is normal; thermal or hardware slowdown is not.";
     f.fix = "For thermal or hardware slowdown: check cooling, airflow and the power supply of the node.";
     findings.push_back(std::move(f));
   }

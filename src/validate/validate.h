@@ -15,14 +15,14 @@
 namespace gputriage::validate {
 
 struct ValidateOptions {
-  int level = 1;                     ///< 1 quick, 2 thorough, 3 stress
-  std::vector<int> devices;          ///< runtime ordinals; empty: every device
-  std::vector<std::string> ops;      ///< check names (KnownOps); empty: the level's set
-  std::vector<std::string> dtypes;   ///< fp32 fp16 bf16 fp64; empty: each check's own set
-  int repeat = 5;                    ///< runs per check, compared bitwise (determinism)
-  std::string inject_fault;          ///< "NAME" or "NAME:DTYPE": corrupt that check's result on purpose
-  double stress_seconds = 0;         ///< level 3: seconds per stress phase (0: 30)
-  double memory_fraction = 0;        ///< of free memory for the pattern test (0: the level's default)
+  int level = 1;                    ///< 1 quick, 2 thorough, 3 stress
+  std::vector<int> devices;         ///< runtime ordinals; empty: every device
+  std::vector<std::string> ops;     ///< check names (KnownOps); empty: the level's set
+  std::vector<std::string> dtypes;  ///< fp32 fp16 bf16 fp64; empty: each check's own set
+  int repeat = 5;                   ///< runs per check, compared bitwise (determinism)
+  std::string inject_fault;         ///< "NAME" or "NAME:DTYPE": corrupt that check's result on purpose
+  double stress_seconds = 0;        ///< level 3: seconds per stress phase (0: 30)
+  double memory_fraction = 0;       ///< of free memory for the pattern test (0: the level's default)
   bool allow_cuda = true;
   bool allow_hip = true;
   std::function<void(const std::string&)> progress;  ///< one line per check as it starts (may be empty)

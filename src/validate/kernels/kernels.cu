@@ -201,13 +201,21 @@ GT_EXTERN void gt_reduce_f32(const float* x, float* s, float* m, int cols) { Red
 GT_EXTERN void gt_reduce_f16(const F16* x, float* s, float* m, int cols) { ReduceRows(x, s, m, cols); }
 GT_EXTERN void gt_reduce_bf16(const Bf16* x, float* s, float* m, int cols) { ReduceRows(x, s, m, cols); }
 
-// Bandwidth: 16-byte loads and stores, grid-stride.
+// Bandwidth: 16-byte loads and stores, grid-stride, four independent loads in flight per thread.
 struct alignas(16) U4 {
   uint32_t x, y, z, w;
 };
 GT_EXTERN void gt_copy_u4(const U4* __restrict__ src, U4* __restrict__ dst, uint64_t n) {
   uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = src[i];
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    U4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
 }
 
 GT_EXTERN void gt_pattern_write(uint64_t* p, uint64_t n, int mode, uint64_t seed) {
