@@ -313,8 +313,11 @@ core::ValidationCheck CheckBandwidth(CheckContext& ctx, bool stress) {
   }
   if (auto m = ctx.device.Memset(d, 0, bytes); !m.ok()) return SetError(check, m.error());
   auto copy = [&]() { return ctx.device.Launch("gt_copy_u4", {blocks}, {256}, 0, {&s, &d, &vectors}); };
-  for (int i = 0; i < 3; ++i) {  // warm-up: clocks up, pages touched
+  // Warm-up, a quarter second of copies: an idle GPU's clocks take that long to come up.
+  auto warm_up = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_up).count() < 0.25) {
     if (auto r = copy(); !r.ok()) return SetError(check, r.error());
+    if (auto r = ctx.device.Synchronize(); !r.ok()) return SetError(check, r.error());
   }
   std::vector<double> gbs;
   std::optional<TelemetrySampler> sampler;

@@ -11,6 +11,7 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "run_cli.h"
 
 namespace gputriage {
 namespace {
@@ -18,23 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 using core::Json;
 
-struct Out {
-  int status = -1;
-  std::string out, err;
-};
+using Out = testing::CliOutput;
 
 Out Gt(std::vector<std::string> args, std::optional<std::string> stdin_data = std::nullopt) {
-  args.insert(args.begin(), GT_GPUTRIAGE_BIN);
-  core::RunOptions ro;
-  ro.timeout = std::chrono::milliseconds(60000);
-  ro.stdin_data = std::move(stdin_data);
-  auto r = core::RunWithTimeout(args, ro);
-  Out o;
-  if (!r.ok()) return o;
-  o.status = r->exit_code.value_or(-1);
-  o.out = r->stdout_data;
-  o.err = r->stderr_tail;
-  return o;
+  return testing::RunCli(GT_GPUTRIAGE_BIN, std::move(args), {}, std::move(stdin_data));
 }
 
 std::string Kb(const std::string& rel) { return std::string(GT_SOURCE_DIR) + "/kb/" + rel; }

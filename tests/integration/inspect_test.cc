@@ -14,29 +14,16 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "run_cli.h"
 
 namespace gputriage {
 namespace {
 
 using core::Json;
 
-struct Out {
-  int status = -1;
-  std::string out, err;
-};
+using Out = testing::CliOutput;
 
-Out Gt(std::vector<std::string> args) {
-  args.insert(args.begin(), GT_GPUTRIAGE_BIN);
-  core::RunOptions ro;
-  ro.timeout = std::chrono::milliseconds(60000);
-  auto r = core::RunWithTimeout(args, ro);
-  Out o;
-  if (!r.ok()) return o;
-  o.status = r->exit_code.value_or(-1);
-  o.out = r->stdout_data;
-  o.err = r->stderr_tail;
-  return o;
-}
+Out Gt(std::vector<std::string> args) { return testing::RunCli(GT_GPUTRIAGE_BIN, std::move(args)); }
 
 TEST(InspectCommand, NotAGpuFileIsAClearError) {
   testing::TempDir tmp;

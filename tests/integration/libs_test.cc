@@ -8,6 +8,7 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "run_cli.h"
 
 namespace gputriage {
 namespace {
@@ -15,23 +16,10 @@ namespace {
 using core::Json;
 namespace fs = std::filesystem;
 
-struct Out {
-  int status = -1;
-  std::string out, err;
-};
+using Out = testing::CliOutput;
 
 Out Gt(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  args.insert(args.begin(), GT_GPUTRIAGE_BIN);
-  core::RunOptions ro;
-  ro.timeout = std::chrono::milliseconds(60000);
-  ro.extra_env = std::move(env);
-  auto r = core::RunWithTimeout(args, ro);
-  Out o;
-  if (!r.ok()) return o;
-  o.status = r->exit_code.value_or(-1);
-  o.out = r->stdout_data;
-  o.err = r->stderr_tail;
-  return o;
+  return testing::RunCli(GT_GPUTRIAGE_BIN, std::move(args), std::move(env));
 }
 
 const std::string kLibs = std::string(GT_BINARY_DIR) + "/tests/libs";
