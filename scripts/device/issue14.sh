@@ -32,6 +32,16 @@ timed() {  # name, command...
   timed level3 $gt validate --level 3 --duration "$duration" --json --junit "$work/level3.junit.xml"
   timed doctor-validate $gt doctor --validate
   timed bad-device $gt validate --device 7 --ops gemm --dtypes fp32 --json --quiet
+  echo "== out of memory: PyTorch holds all but about 700 MiB of the GPU while validate runs"
+  python3 -c 'import torch,time
+free,total=torch.cuda.mem_get_info()
+x=torch.empty(free-(700<<20), dtype=torch.uint8, device="cuda")
+print("holding", x.numel(), flush=True); time.sleep(120)' > "$work/hold.txt" 2>&1 &
+  hold=$!
+  for _ in $(seq 60); do grep -q holding "$work/hold.txt" && break; sleep 1; done
+  cat "$work/hold.txt"
+  timed oom $gt validate --level 3 --duration 2 --ops gemm,stress_gemm,memory_pattern,bandwidth --dtypes bf16 --json --quiet
+  kill $hold; wait $hold 2>/dev/null
   timed bench python3 bench/validate_vs_torch.py "$gt" "$duration"
   cat "$work/bench.out"
   nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv

@@ -34,7 +34,8 @@ TEST(ValidationReport, ContractNamesAlwaysPresentAndARoundTrip) {
     EXPECT_EQ(d["name"], "NVIDIA H200");
   }
   for (const Json& c : j["checks"]) {
-    for (const char* key : {"name", "device", "dtype", "status", "detail", "max_rel_error", "median_ms", "throughput"}) {
+    for (const char* key :
+         {"name", "device", "dtype", "status", "detail", "max_rel_error", "median_ms", "throughput"}) {
       EXPECT_TRUE(c.contains(key)) << key;
     }
   }

@@ -25,6 +25,8 @@ struct CheckContext {
   std::unique_ptr<Dnn> dnn;
   std::optional<std::string> blas_error, dnn_error;
   std::vector<core::TelemetrySample>* telemetry = nullptr;
+  std::vector<std::pair<Device*, int>> peers;  ///< the other open devices of the same runtime, with their numbers
+  int devices_found = 0;
 
   int repeat() const { return options.repeat < 1 ? 1 : options.repeat; }
   int level() const { return options.level; }
@@ -84,6 +86,8 @@ core::ValidationCheck CheckLaunchLimits(CheckContext& ctx);
 core::ValidationCheck CheckMemoryPattern(CheckContext& ctx);
 core::ValidationCheck CheckBandwidth(CheckContext& ctx, bool stress);
 core::ValidationCheck CheckPinnedCopy(CheckContext& ctx);
+/// Copies from every peer into this device, timed and verified (skip with one GPU).
+core::ValidationCheck CheckPeerCopy(CheckContext& ctx);
 
 /// Samples NVML telemetry of the device with this PCI bus id every `period_s` on a thread until
 /// stopped (NVIDIA only; AMD: not sampled, said in the check's detail).

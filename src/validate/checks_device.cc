@@ -436,4 +436,74 @@ core::ValidationCheck CheckPinnedCopy(CheckContext& ctx) {
   return check;
 }
 
+core::ValidationCheck CheckPeerCopy(CheckContext& ctx) {
+  core::ValidationCheck check = NewCheck(ctx, "peer_copy", "");
+  if (ctx.peers.empty()) {
+    check.status = core::CheckStatus::kSkip;
+    check.detail =
+        fmt::format("peer copies need two or more GPUs of one runtime; this machine has {}", ctx.devices_found);
+    return check;
+  }
+  const size_t bytes = 256ull << 20;
+  uint64_t words = bytes / 8, seed = 0x9ee7;
+  int mode = 2, max_bad = 16;
+  bool inject = ctx.InjectFault("peer_copy", "");
+  std::vector<std::string> lines, failures;
+  double slowest = 0;
+  auto dst = AllocBuffer(ctx.device, bytes);
+  if (!dst.ok()) return SetError(check, dst.error());
+  auto counters = AllocBuffer(ctx.device, 8 + 16 * 8 * 2);
+  if (!counters.ok()) return SetError(check, counters.error());
+  for (auto [peer, from] : ctx.peers) {
+    auto direct = ctx.device.CanAccessPeer(*peer);
+    if (!direct.ok()) return SetError(check, direct.error());
+    auto src = AllocBuffer(*peer, bytes);
+    if (!src.ok()) return SetError(check, src.error());
+    DevicePtr sp = src->get();
+    unsigned peer_blocks = GridBlocks(*peer);
+    if (auto r = peer->Launch("gt_pattern_write", {peer_blocks}, {256}, 0, {&sp, &words, &mode, &seed}); !r.ok()) {
+      return SetError(check, r.error());
+    }
+    if (auto r = peer->Synchronize(); !r.ok()) return SetError(check, r.error());
+    auto copy = [&]() { return ctx.device.CopyFromPeer(dst->get(), *peer, sp, bytes); };
+    if (auto r = copy(); !r.ok()) return SetError(check, r.error());  // warm-up, enables peer access
+    std::vector<double> gbs;
+    for (int r = 0; r < std::max(ctx.repeat(), 3); ++r) {
+      auto ms = ctx.device.TimeMs(copy);
+      if (!ms.ok()) return SetError(check, ms.error());
+      gbs.push_back(bytes / (*ms * 1e-3) / 1e9);
+    }
+    DevicePtr dp = dst->get(), counter = counters->get(), bad = counter + 8, bad_values = counter + 136;
+    if (inject) {
+      uint64_t garbage = 0;
+      if (auto c = ctx.device.CopyToDevice(dp + 8 * (words / 2), &garbage, 8); !c.ok())
+        return SetError(check, c.error());
+    }
+    if (auto m = ctx.device.Memset(counter, 0, counters->bytes()); !m.ok()) return SetError(check, m.error());
+    unsigned blocks = GridBlocks(ctx.device);
+    if (auto r = ctx.device.Launch("gt_pattern_check", {blocks}, {256}, 0,
+                                   {&dp, &words, &mode, &seed, &counter, &bad, &bad_values, &max_bad});
+        !r.ok()) {
+      return SetError(check, r.error());
+    }
+    auto result = Download(ctx.device, *counters);
+    if (!result.ok()) return SetError(check, result.error());
+    uint64_t wrong = Values<uint64_t>(*result)[0];
+    double median = Median(gbs);
+    slowest = slowest == 0 ? median : std::min(slowest, median);
+    lines.push_back(fmt::format("from GPU {}: {:.1f} GB/s ({})", from, median,
+                                *direct ? "direct peer access" : "no direct peer access: the runtime stages the copy"));
+    if (wrong != 0) failures.push_back(fmt::format("from GPU {}: {} word(s) differ from the source", from, wrong));
+  }
+  check.throughput = slowest;
+  check.throughput_unit = "GB/s";
+  check.runs = std::max(ctx.repeat(), 3);
+  std::string what = fmt::format("{} MiB copied into this GPU {}; each copy verified word by word", bytes >> 20,
+                                 fmt::join(lines, ", "));
+  check.status = failures.empty() ? core::CheckStatus::kPass : core::CheckStatus::kFail;
+  check.detail = failures.empty() ? what : fmt::format("{}; {}", fmt::join(failures, "; "), what);
+  if (inject) check.detail += " (a fault was injected on purpose by --inject-fault)";
+  return check;
+}
+
 }  // namespace gputriage::validate

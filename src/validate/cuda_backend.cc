@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <mutex>
+#include <set>
 
 #include "core/dynlib.h"
 #include "validate/device.h"
@@ -69,6 +69,9 @@ struct DriverApi {
   decltype(&::cuEventDestroy) EventDestroy = nullptr;
   decltype(&::cuEventRecord) EventRecord = nullptr;
   decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
+  decltype(&::cuDeviceCanAccessPeer) DeviceCanAccessPeer = nullptr;
+  decltype(&::cuCtxEnablePeerAccess) CtxEnablePeerAccess = nullptr;
+  decltype(&::cuMemcpyPeerAsync) MemcpyPeerAsync = nullptr;
   CUresult (*EventElapsedTime)(float*, CUevent, CUevent) = nullptr;
 
   std::string Describe(CUresult code) const {
@@ -131,6 +134,9 @@ core::Result<std::shared_ptr<DriverApi>> LoadDriver() {
   GT_BIND(EventDestroy, cuEventDestroy);
   GT_BIND(EventRecord, cuEventRecord);
   GT_BIND(EventSynchronize, cuEventSynchronize);
+  GT_BIND(DeviceCanAccessPeer, cuDeviceCanAccessPeer);
+  GT_BIND(CtxEnablePeerAccess, cuCtxEnablePeerAccess);
+  GT_BIND(MemcpyPeerAsync, cuMemcpyPeerAsync);
   // cuEventElapsedTime_v2 (CUDA 12.8+) where the driver has it, else the original entry point.
   api->lib.BindOptional(GT_STR(cuEventElapsedTime), api->EventElapsedTime);
   if (api->EventElapsedTime == nullptr) GT_RETURN_IF_ERROR(api->lib.Bind("cuEventElapsedTime", api->EventElapsedTime));
@@ -310,6 +316,29 @@ class CudaDevice final : public Device {
 
   void* native_stream() override { return stream_; }
 
+  core::Result<bool> CanAccessPeer(Device& peer) override {
+    auto* other = dynamic_cast<CudaDevice*>(&peer);
+    if (other == nullptr || other == this) return false;
+    int can = 0;
+    GT_RETURN_IF_ERROR(api_->Check(api_->DeviceCanAccessPeer(&can, device_, other->device_), "cuDeviceCanAccessPeer"));
+    return can != 0;
+  }
+
+  core::Result<void> CopyFromPeer(DevicePtr dst, Device& peer, DevicePtr src, size_t bytes) override {
+    auto* other = dynamic_cast<CudaDevice*>(&peer);
+    if (other == nullptr) return core::MakeError("peer copy between a CUDA device and a device of another runtime");
+    GT_RETURN_IF_ERROR(Current());
+    if (peers_enabled_.insert(other->device_).second) {
+      CUresult enabled = api_->CtxEnablePeerAccess(other->context_, 0);
+      if (enabled != CUDA_SUCCESS && enabled != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        return api_->Check(enabled, "cuCtxEnablePeerAccess");
+      }
+    }
+    return api_->Check(api_->MemcpyPeerAsync(static_cast<CUdeviceptr>(dst), context_, static_cast<CUdeviceptr>(src),
+                                             other->context_, bytes, stream_),
+                       "cuMemcpyPeerAsync");
+  }
+
  private:
   core::Result<void> Current() { return api_->Check(api_->CtxSetCurrent(context_), "cuCtxSetCurrent"); }
 
@@ -332,6 +361,7 @@ class CudaDevice final : public Device {
   CUevent stop_ = nullptr;
   CUmodule module_ = nullptr;
   std::map<std::string, CUfunction> functions_;
+  std::set<CUdevice> peers_enabled_;
 };
 
 class CudaBackend final : public Backend {

@@ -76,6 +76,11 @@ class Device {
   virtual core::Result<double> TimeMs(const std::function<core::Result<void>()>& work) = 0;
   /// The native stream handle (CUstream / hipStream_t), for the vendor libraries.
   virtual void* native_stream() = 0;
+  /// Whether this device can read `peer`'s memory directly (same runtime, peer access possible).
+  virtual core::Result<bool> CanAccessPeer(Device& peer) = 0;
+  /// Enables peer access (once) and copies `bytes` from `src` on `peer` to `dst` on this device,
+  /// asynchronously on this device's stream (cuMemcpyPeerAsync / hipMemcpyPeerAsync).
+  virtual core::Result<void> CopyFromPeer(DevicePtr dst, Device& peer, DevicePtr src, size_t bytes) = 0;
 };
 
 class Backend {

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "core/dynlib.h"
@@ -67,6 +68,9 @@ struct HipApi {
   decltype(&::hipEventRecord) EventRecord = nullptr;
   decltype(&::hipEventSynchronize) EventSynchronize = nullptr;
   decltype(&::hipEventElapsedTime) EventElapsedTime = nullptr;
+  decltype(&::hipDeviceCanAccessPeer) DeviceCanAccessPeer = nullptr;
+  decltype(&::hipDeviceEnablePeerAccess) DeviceEnablePeerAccess = nullptr;
+  decltype(&::hipMemcpyPeerAsync) MemcpyPeerAsync = nullptr;
 
   std::string Name(hipError_t code) const {
     const char* name = GetErrorName(code);
@@ -125,6 +129,9 @@ core::Result<std::shared_ptr<HipApi>> LoadHip() {
   GT_HIP_BIND(EventRecord, hipEventRecord);
   GT_HIP_BIND(EventSynchronize, hipEventSynchronize);
   GT_HIP_BIND(EventElapsedTime, hipEventElapsedTime);
+  GT_HIP_BIND(DeviceCanAccessPeer, hipDeviceCanAccessPeer);
+  GT_HIP_BIND(DeviceEnablePeerAccess, hipDeviceEnablePeerAccess);
+  GT_HIP_BIND(MemcpyPeerAsync, hipMemcpyPeerAsync);
   return api;
 }
 
@@ -294,6 +301,29 @@ class HipDevice final : public Device {
 
   void* native_stream() override { return stream_; }
 
+  core::Result<bool> CanAccessPeer(Device& peer) override {
+    auto* other = dynamic_cast<HipDevice*>(&peer);
+    if (other == nullptr || other == this) return false;
+    int can = 0;
+    GT_RETURN_IF_ERROR(api_->Check(api_->DeviceCanAccessPeer(&can, index_, other->index_), "hipDeviceCanAccessPeer"));
+    return can != 0;
+  }
+
+  core::Result<void> CopyFromPeer(DevicePtr dst, Device& peer, DevicePtr src, size_t bytes) override {
+    auto* other = dynamic_cast<HipDevice*>(&peer);
+    if (other == nullptr) return core::MakeError("peer copy between a HIP device and a device of another runtime");
+    GT_RETURN_IF_ERROR(Current());
+    if (peers_enabled_.insert(other->index_).second) {
+      hipError_t enabled = api_->DeviceEnablePeerAccess(other->index_, 0);
+      if (enabled != hipSuccess && enabled != hipErrorPeerAccessAlreadyEnabled) {
+        return api_->Check(enabled, "hipDeviceEnablePeerAccess");
+      }
+    }
+    return api_->Check(api_->MemcpyPeerAsync(reinterpret_cast<void*>(dst), index_, reinterpret_cast<const void*>(src),
+                                             other->index_, bytes, stream_),
+                       "hipMemcpyPeerAsync");
+  }
+
  private:
   static hipDeviceptr_t Ptr(DevicePtr p) { return reinterpret_cast<hipDeviceptr_t>(p); }
   core::Result<void> Current() { return api_->Check(api_->SetDevice(index_), "hipSetDevice"); }
@@ -316,6 +346,7 @@ class HipDevice final : public Device {
   hipEvent_t stop_ = nullptr;
   hipModule_t module_ = nullptr;
   std::map<std::string, hipFunction_t> functions_;
+  std::set<int> peers_enabled_;
 };
 
 class HipBackend final : public Backend {

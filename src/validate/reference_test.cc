@@ -18,11 +18,11 @@ float Bits(uint32_t bits) {
 TEST(HalfConversion, KnownValuesAndRoundingToNearestEven) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
-  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);                    // largest finite
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);                    // rounds past it: infinity
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);       // smallest subnormal
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);       // half of it: tie to even (zero)
-  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -26)), 0x0001);       // above the tie
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);                      // largest finite
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);                      // rounds past it: infinity
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);         // half of it: tie to even (zero)
+  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -26)), 0x0001);         // above the tie
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie between 1 and 1+2^-10: even
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(3.0f, -11)), 0x3c02);  // tie between 0x3c01 and 0x3c02: even
   EXPECT_EQ(FloatToHalf(0.1f), 0x2e66);
@@ -82,7 +82,7 @@ TEST(RandomValues, DeterministicInRangeRoundedAndNeverAllZero) {
       sum_abs += std::fabs(v);
     }
     EXPECT_LT(zeros, 10u);
-    EXPECT_NEAR(sum_abs / a.size(), 0.5, 0.05);      // uniform on [-1, 1)
+    EXPECT_NEAR(sum_abs / a.size(), 0.5, 0.05);     // uniform on [-1, 1)
     EXPECT_EQ(Decode(Encode(a, dtype), dtype), a);  // already representable in the type
   }
 }

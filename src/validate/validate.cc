@@ -44,7 +44,7 @@ core::ValidationCheck Skip(int device, const std::string& name, const std::strin
   return check;
 }
 
-core::ValidationCheck RunOne(CheckContext& ctx, const std::string& op, const std::string& dtype, int device_count) {
+core::ValidationCheck RunOne(CheckContext& ctx, const std::string& op, const std::string& dtype) {
   if (op == "gemm") return CheckGemm(ctx, *ParseDtype(dtype));
   if (op == "conv2d") return CheckConv2d(ctx, *ParseDtype(dtype));
   if (op == "layernorm" || op == "softmax" || op == "reduce") return CheckRowOp(ctx, op, *ParseDtype(dtype));
@@ -55,11 +55,7 @@ core::ValidationCheck RunOne(CheckContext& ctx, const std::string& op, const std
   if (op == "stress_bandwidth") return CheckBandwidth(ctx, true);
   if (op == "pinned_copy") return CheckPinnedCopy(ctx);
   if (op == "stress_gemm") return CheckStressGemm(ctx);
-  // peer_copy
-  return Skip(ctx.device.info().index, op, dtype,
-              device_count < 2
-                  ? fmt::format("peer copies need two or more GPUs of one vendor; this machine has {}", device_count)
-                  : "peer copies between GPUs are not implemented in this version (issue 17)");
+  return CheckPeerCopy(ctx);
 }
 
 std::string Seconds(double s) { return fmt::format("{:.1f} s", s); }
@@ -342,6 +338,13 @@ core::ValidationReport RunValidate(const ValidateOptions& options, const std::ve
   }
 
   // Devices are numbered across backends in load order (CUDA's first); --device picks among them.
+  // All are opened first, so that peer copies can use two at once.
+  struct Opened {
+    std::unique_ptr<Device> device;
+    Backend* backend;
+    int index;
+  };
+  std::vector<Opened> opened;
   int global = 0;
   for (auto& backend : backends) {
     int count = backend->device_count();
@@ -358,31 +361,38 @@ core::ValidationReport RunValidate(const ValidateOptions& options, const std::ve
         report.checks.push_back(check);
         continue;
       }
-      core::ValidationDevice info = (*device)->info();
-      info.index = global;
-      const catalog::ProductPeaks* peaks = catalog::FindProductPeaks(products, info.name);
-      if (peaks != nullptr) {
-        info.peak_bandwidth_gbs = peaks->memory_bandwidth_gbs;
-        info.peak_source = peaks->name;
-      }
-      report.devices.push_back(info);
-      CheckContext ctx{**device, options, peaks, nullptr, nullptr, std::nullopt, std::nullopt, &report.telemetry};
-      for (const std::string& op : ops) {
-        for (const std::string& dtype : DtypesFor(op, options.level)) {
-          if (!options.dtypes.empty() && !dtype.empty() &&
-              std::find(options.dtypes.begin(), options.dtypes.end(), dtype) == options.dtypes.end()) {
-            continue;
-          }
-          progress(fmt::format("device {} ({}): {}{}", global, info.name, op, dtype.empty() ? "" : " " + dtype));
-          auto check_started = std::chrono::steady_clock::now();
-          core::ValidationCheck check = RunOne(ctx, op, dtype, total_devices);
-          check.device = global;
-          if (!check.seconds) {
-            check.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_started).count();
-          }
-          progress(fmt::format("  {} ({})", core::EnumName(check.status), Seconds(*check.seconds)));
-          report.checks.push_back(std::move(check));
+      opened.push_back({std::move(*device), backend.get(), global});
+    }
+  }
+  for (Opened& o : opened) {
+    core::ValidationDevice info = o.device->info();
+    info.index = o.index;
+    const catalog::ProductPeaks* peaks = catalog::FindProductPeaks(products, info.name);
+    if (peaks != nullptr) {
+      info.peak_bandwidth_gbs = peaks->memory_bandwidth_gbs;
+      info.peak_source = peaks->name;
+    }
+    report.devices.push_back(info);
+    CheckContext ctx{*o.device,    options,           peaks, nullptr,      nullptr, std::nullopt,
+                     std::nullopt, &report.telemetry, {},    total_devices};
+    for (Opened& other : opened) {
+      if (&other != &o && other.backend == o.backend) ctx.peers.emplace_back(other.device.get(), other.index);
+    }
+    for (const std::string& op : ops) {
+      for (const std::string& dtype : DtypesFor(op, options.level)) {
+        if (!options.dtypes.empty() && !dtype.empty() &&
+            std::find(options.dtypes.begin(), options.dtypes.end(), dtype) == options.dtypes.end()) {
+          continue;
         }
+        progress(fmt::format("device {} ({}): {}{}", o.index, info.name, op, dtype.empty() ? "" : " " + dtype));
+        auto check_started = std::chrono::steady_clock::now();
+        core::ValidationCheck check = RunOne(ctx, op, dtype);
+        check.device = o.index;
+        if (!check.seconds) {
+          check.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_started).count();
+        }
+        progress(fmt::format("  {} ({})", core::EnumName(check.status), Seconds(*check.seconds)));
+        report.checks.push_back(std::move(check));
       }
     }
   }

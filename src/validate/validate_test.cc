@@ -161,7 +161,8 @@ TEST(VendorLibraryDirs, ToolkitAndPipWheelDirectories) {
   unsetenv("VIRTUAL_ENV");
   ASSERT_GE(dirs.size(), 2u);
   EXPECT_EQ(dirs[0], tmp / "cuda/lib64");
-  EXPECT_NE(std::find(dirs.begin(), dirs.end(), tmp / "venv/lib/python3.11/site-packages/nvidia/cudnn/lib"), dirs.end());
+  EXPECT_NE(std::find(dirs.begin(), dirs.end(), tmp / "venv/lib/python3.11/site-packages/nvidia/cudnn/lib"),
+            dirs.end());
   for (const std::string& dir : VendorLibraryDirs("amd")) EXPECT_TRUE(std::filesystem::is_directory(dir)) << dir;
 }
 

@@ -35,7 +35,8 @@ TEST(ValidateCommand, WithoutAGpuEveryCheckSkipsWithTheReasonAndExitsOne) {
   EXPECT_TRUE(j["devices"].empty());
   std::set<std::string> names;
   for (const Json& c : j["checks"]) {
-    for (const char* key : {"name", "device", "dtype", "status", "detail", "max_rel_error", "median_ms", "throughput"}) {
+    for (const char* key :
+         {"name", "device", "dtype", "status", "detail", "max_rel_error", "median_ms", "throughput"}) {
       EXPECT_TRUE(c.contains(key)) << key;
     }
     EXPECT_EQ(c["status"], "skip");
