@@ -7,7 +7,8 @@
 # targets (nvcc 13 builds sm_75 and later; Debian's hipcc, ROCm 5.2, has no gfx94x or gfx11).
 set(GT_VALIDATE_CUDA_ARCHS "75;80;86;89;90;100;120" CACHE STRING "SM versions of validate's CUDA kernels")
 set(GT_VALIDATE_HIP_ARCHS "gfx900;gfx906;gfx908;gfx90a;gfx1030" CACHE STRING "AMD targets of validate's HIP kernels")
-set(GT_VALIDATE_KERNELS ${CMAKE_SOURCE_DIR}/src/validate/kernels/kernels.cu)
+set(GT_VALIDATE_KERNELS ${CMAKE_SOURCE_DIR}/src/validate/kernels/kernels.cu
+                        ${CMAKE_SOURCE_DIR}/src/validate/kernels/half_bits.h)
 set(GT_VALIDATE_OUT ${CMAKE_BINARY_DIR}/validate)
 
 find_program(GT_NVCC nvcc PATHS /usr/local/cuda/bin NO_CACHE)
@@ -27,7 +28,7 @@ if(GT_NVCC AND GT_VALIDATE_CUDA_INCLUDE AND NOT GPUTRIAGE_FUZZ)
   add_custom_command(
     OUTPUT ${fatbin}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${GT_VALIDATE_OUT}
-    COMMAND ${GT_NVCC} -fatbin -O3 ${gencode} -o ${fatbin} ${GT_VALIDATE_KERNELS}
+    COMMAND ${GT_NVCC} -fatbin -O3 ${gencode} -o ${fatbin} ${CMAKE_SOURCE_DIR}/src/validate/kernels/kernels.cu
     DEPENDS ${GT_VALIDATE_KERNELS}
     COMMENT "nvcc -fatbin validate kernels (${targets})")
   add_custom_target(validate_cuda_kernels DEPENDS ${fatbin})

@@ -234,4 +234,15 @@ Json WriteValue(const T& value) {
   }
 }
 
+/// Adds each of `keys` as null to every object of the array `list` that lacks it: the contract's
+/// names are always present, null when unknown.
+inline void CompleteKeys(nlohmann::json& list, std::initializer_list<const char*> keys) {
+  if (!list.is_array()) return;
+  for (nlohmann::json& item : list) {
+    for (const char* key : keys) {
+      if (!item.contains(key)) item[key] = nullptr;
+    }
+  }
+}
+
 }  // namespace gputriage::core::json_fields

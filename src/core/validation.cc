@@ -16,15 +16,6 @@ constexpr std::array<std::pair<CheckStatus, std::string_view>, 4> kStatusNames =
     {CheckStatus::kError, "error"},
 }};
 
-void Complete(Json& list, std::initializer_list<const char*> keys) {
-  if (!list.is_array()) return;
-  for (Json& item : list) {
-    for (const char* key : keys) {
-      if (!item.contains(key)) item[key] = nullptr;
-    }
-  }
-}
-
 }  // namespace
 
 std::string_view EnumName(CheckStatus status) {
@@ -67,8 +58,9 @@ CheckCounts CountChecks(const std::vector<ValidationCheck>& checks) {
 
 Json ToJson(const ValidationReport& report) {
   Json j = json_fields::WriteValue(report);
-  Complete(j["devices"], {"vendor", "name"});
-  Complete(j["checks"], {"name", "device", "dtype", "status", "detail", "max_rel_error", "median_ms", "throughput"});
+  json_fields::CompleteKeys(j["devices"], {"vendor", "name"});
+  json_fields::CompleteKeys(
+      j["checks"], {"name", "device", "dtype", "status", "detail", "max_rel_error", "median_ms", "throughput"});
   return j;
 }
 

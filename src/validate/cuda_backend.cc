@@ -257,13 +257,6 @@ class CudaDevice final : public Device {
     return MemoryInfo{free, total};
   }
 
-  core::Result<void> Launch(const std::string& name, Dim3 grid, Dim3 block, unsigned shared_bytes,
-                            std::vector<void*> args) override {
-    DeviceError status = LaunchStatus(name, grid, block, shared_bytes, std::move(args));
-    if (status.code == 0) return {};
-    return core::Error{status.message};
-  }
-
   DeviceError LaunchStatus(const std::string& name, Dim3 grid, Dim3 block, unsigned shared_bytes,
                            std::vector<void*> args) override {
     auto function = Function(name);

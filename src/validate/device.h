@@ -63,9 +63,13 @@ class Device {
   virtual core::Result<MemoryInfo> Memory() = 0;
 
   /// Launches the embedded kernel `name` on the device's stream. `args` points at each argument.
-  virtual core::Result<void> Launch(const std::string& name, Dim3 grid, Dim3 block, unsigned shared_bytes,
-                                    std::vector<void*> args) = 0;
-  /// The launch's own status, kept apart so a limit check can look at the code it got.
+  core::Result<void> Launch(const std::string& name, Dim3 grid, Dim3 block, unsigned shared_bytes,
+                            std::vector<void*> args) {
+    DeviceError status = LaunchStatus(name, grid, block, shared_bytes, std::move(args));
+    if (status.code == 0) return {};
+    return core::Error{status.message};
+  }
+  /// The launch's own status (code 0: launched), kept apart so a limit check can look at the code.
   virtual DeviceError LaunchStatus(const std::string& name, Dim3 grid, Dim3 block, unsigned shared_bytes,
                                    std::vector<void*> args) = 0;
   virtual core::Result<KernelAttributes> Attributes(const std::string& name) = 0;

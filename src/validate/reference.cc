@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/half_bits.h"
+
 namespace gputriage::validate {
 
 namespace {
@@ -82,46 +84,13 @@ size_t DtypeSize(Dtype dtype) {
   return 4;
 }
 
-uint16_t FloatToHalf(float value) {
-  uint32_t x = FloatBits(value);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (abs < 0x38800000u) {
-    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
-    uint32_t shift = 113u - (abs >> 23);
-    uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-    uint32_t result = mantissa >> (shift + 13);
-    uint32_t rest = mantissa & ((1u << (shift + 13)) - 1u);
-    uint32_t half = 1u << (shift + 12);
-    if (rest > half || (rest == half && (result & 1u))) ++result;
-    return static_cast<uint16_t>(sign | result);
-  }
-  uint32_t result = (abs >> 13) - (112u << 10);
-  uint32_t rest = abs & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
-  return static_cast<uint16_t>(sign | result);
-}
+uint16_t FloatToHalf(float value) { return half_bits::F32ToF16(FloatBits(value)); }
 
-float HalfToFloat(uint16_t h) {
-  uint32_t sign = (h >> 15) & 1u, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  if (exponent == 0) {
-    float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign ? -magnitude : magnitude;
-  }
-  if (exponent == 31) return BitsFloat((sign << 31) | 0x7f800000u | (mantissa << 13));
-  return BitsFloat((sign << 31) | (exponent + 112u) << 23 | (mantissa << 13));
-}
+float HalfToFloat(uint16_t bits) { return BitsFloat(half_bits::F16ToF32(bits)); }
 
-uint16_t FloatToBfloat16(float value) {
-  uint32_t x = FloatBits(value);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>((x + rounding) >> 16);
-}
+uint16_t FloatToBfloat16(float value) { return half_bits::F32ToBf16(FloatBits(value)); }
 
-float Bfloat16ToFloat(uint16_t bits) { return BitsFloat(static_cast<uint32_t>(bits) << 16); }
+float Bfloat16ToFloat(uint16_t bits) { return BitsFloat(half_bits::Bf16ToF32(bits)); }
 
 std::vector<unsigned char> Encode(const std::vector<double>& values, Dtype dtype) {
   std::vector<unsigned char> bytes(values.size() * DtypeSize(dtype));

@@ -166,5 +166,28 @@ TEST(VendorLibraryDirs, ToolkitAndPipWheelDirectories) {
   for (const std::string& dir : VendorLibraryDirs("amd")) EXPECT_TRUE(std::filesystem::is_directory(dir)) << dir;
 }
 
+TEST(OpenVendorLibrary, FoundInAToolkitDirectoryElseEveryPlaceNamed) {
+  auto missing = OpenVendorLibrary({"libgputriage-no-such-blas.so.99"}, "nvidia");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, core::ErrorCode::kNotFound);
+  EXPECT_NE(missing.error().message.find("libgputriage-no-such-blas.so.99 not found"), std::string::npos)
+      << missing.error().message;
+  EXPECT_NE(missing.error().message.find("LD_LIBRARY_PATH"), std::string::npos);
+  // A real library under a name the loader does not know, in $CUDA_HOME/lib64: found there.
+  void* zlib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (zlib == nullptr) GTEST_SKIP() << "no libz.so.1 to copy";
+  Dl_info info{};
+  ASSERT_NE(dladdr(dlsym(zlib, "zlibVersion"), &info), 0);
+  gputriage::testing::TempDir tmp;
+  std::filesystem::create_directories(tmp / "cuda/lib64");
+  std::filesystem::copy_file(info.dli_fname, tmp / "cuda/lib64/libgputriage-test-blas.so.1");
+  setenv("CUDA_HOME", (tmp / "cuda").c_str(), 1);
+  auto found = OpenVendorLibrary({"libgputriage-test-blas.so.1"}, "nvidia");
+  unsetenv("CUDA_HOME");
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  EXPECT_EQ(found->path(), tmp / "cuda/lib64/libgputriage-test-blas.so.1");
+  dlclose(zlib);
+}
+
 }  // namespace
 }  // namespace gputriage::validate

@@ -18,8 +18,6 @@
 
 namespace gputriage::validate {
 
-namespace {
-
 core::Result<core::DynamicLibrary> OpenVendorLibrary(const std::vector<std::string>& sonames,
                                                      const std::string& vendor) {
   std::vector<std::string> names = sonames;
@@ -38,6 +36,34 @@ core::Result<core::DynamicLibrary> OpenVendorLibrary(const std::vector<std::stri
   }
   return lib;
 }
+
+namespace {
+
+// A device buffer that grows to the largest size asked of it (a library's scratch space).
+class Workspace {
+ public:
+  explicit Workspace(Device& device) : device_(device) {}
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  ~Workspace() {
+    if (ptr_ != 0) device_.Free(ptr_);
+  }
+  core::Result<void> Reserve(size_t bytes) {
+    if (bytes <= bytes_) return {};
+    if (ptr_ != 0) device_.Free(ptr_);
+    ptr_ = 0;
+    bytes_ = 0;
+    GT_ASSIGN_OR_RETURN(ptr_, device_.Alloc(bytes));
+    bytes_ = bytes;
+    return {};
+  }
+  DevicePtr get() const { return ptr_; }
+
+ private:
+  Device& device_;
+  DevicePtr ptr_ = 0;
+  size_t bytes_ = 0;
+};
 
 #if GT_VALIDATE_CUBLAS
 
@@ -142,10 +168,9 @@ class Cublas final : public Blas {
 
 class Cudnn final : public Dnn {
  public:
-  explicit Cudnn(Device& device) : device_(device) {}
+  explicit Cudnn(Device& device) : device_(device), workspace_(device) {}
   ~Cudnn() override {
     plans_.clear();
-    if (workspace_ != 0) device_.Free(workspace_);
     if (handle_ != nullptr) fn_.destroy(handle_);
   }
 
@@ -197,7 +222,7 @@ class Cudnn final : public Dnn {
     const void* beta = dtype == Dtype::kF64 ? static_cast<const void*>(&zero64) : &zero32;
     return Check(
         fn_.forward(handle_, alpha, p.x, reinterpret_cast<const void*>(x), p.w, reinterpret_cast<const void*>(w),
-                    p.conv, p.algorithm, reinterpret_cast<void*>(workspace_), p.workspace_bytes, beta, p.y,
+                    p.conv, p.algorithm, reinterpret_cast<void*>(workspace_.get()), p.workspace_bytes, beta, p.y,
                     reinterpret_cast<void*>(y)),
         fmt::format("cudnnConvolutionForward({}, algorithm {})", DtypeName(dtype), static_cast<int>(p.algorithm)));
   }
@@ -295,14 +320,7 @@ class Cudnn final : public Dnn {
     }
     GT_RETURN_IF_ERROR(Check(fn_.workspace_size(handle_, d.x, d.w, d.conv, d.y, d.algorithm, &d.workspace_bytes),
                              "cudnnGetConvolutionForwardWorkspaceSize"));
-    if (d.workspace_bytes > workspace_bytes_) {
-      if (workspace_ != 0) device_.Free(workspace_);
-      workspace_ = 0;
-      workspace_bytes_ = 0;
-      GT_ASSIGN_OR_RETURN(workspace_, device_.Alloc(d.workspace_bytes));
-      workspace_bytes_ = d.workspace_bytes;
-    }
-    return {};
+    return workspace_.Reserve(d.workspace_bytes);
   }
 
   core::Result<void> Check(cudnnStatus_t status, std::string_view call) const {
@@ -316,8 +334,7 @@ class Cudnn final : public Dnn {
   Functions fn_;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   cudnnHandle_t handle_ = nullptr;
-  DevicePtr workspace_ = 0;
-  size_t workspace_bytes_ = 0;
+  Workspace workspace_;
   std::string describe_;
 };
 
@@ -412,10 +429,9 @@ class Rocblas final : public Blas {
 
 class Miopen final : public Dnn {
  public:
-  explicit Miopen(Device& device) : device_(device) {}
+  explicit Miopen(Device& device) : device_(device), workspace_(device) {}
   ~Miopen() override {
     plans_.clear();
-    if (workspace_ != 0) device_.Free(workspace_);
     if (handle_ != nullptr) destroy_(handle_);
   }
 
@@ -464,7 +480,7 @@ class Miopen final : public Dnn {
     const void* beta = dtype == Dtype::kF64 ? static_cast<const void*>(&zero64) : &zero32;
     return Check(forward_(handle_, alpha, p.x, reinterpret_cast<const void*>(x), p.w, reinterpret_cast<const void*>(w),
                           p.conv, p.algorithm, beta, p.y, reinterpret_cast<void*>(y),
-                          reinterpret_cast<void*>(workspace_), p.workspace_bytes),
+                          reinterpret_cast<void*>(workspace_.get()), p.workspace_bytes),
                  fmt::format("miopenConvolutionForward({}, algorithm {})", DtypeName(dtype), p.algorithm));
   }
 
@@ -505,19 +521,14 @@ class Miopen final : public Dnn {
               "miopenInitConvolutionDescriptor"));
     GT_RETURN_IF_ERROR(Check(workspace_size_(handle_, p.w, p.x, p.conv, p.y, &p.workspace_bytes),
                              "miopenConvolutionForwardGetWorkSpaceSize"));
-    if (p.workspace_bytes > workspace_bytes_) {
-      if (workspace_ != 0) device_.Free(workspace_);
-      workspace_ = 0;
-      workspace_bytes_ = 0;
-      GT_ASSIGN_OR_RETURN(workspace_, device_.Alloc(p.workspace_bytes));
-      workspace_bytes_ = p.workspace_bytes;
-    }
+    GT_RETURN_IF_ERROR(workspace_.Reserve(p.workspace_bytes));
     rocm::ConvAlgoPerf perf{};
     int returned = 0;
-    GT_RETURN_IF_ERROR(Check(find_(handle_, p.x, reinterpret_cast<const void*>(x), p.w,
-                                   reinterpret_cast<const void*>(w), p.conv, p.y, reinterpret_cast<void*>(y), 1,
-                                   &returned, &perf, reinterpret_cast<void*>(workspace_), p.workspace_bytes, false),
-                             "miopenFindConvolutionForwardAlgorithm"));
+    GT_RETURN_IF_ERROR(
+        Check(find_(handle_, p.x, reinterpret_cast<const void*>(x), p.w, reinterpret_cast<const void*>(w), p.conv, p.y,
+                    reinterpret_cast<void*>(y), 1, &returned, &perf, reinterpret_cast<void*>(workspace_.get()),
+                    p.workspace_bytes, false),
+              "miopenFindConvolutionForwardAlgorithm"));
     if (returned < 1) return core::MakeError("miopenFindConvolutionForwardAlgorithm returned no algorithm");
     p.algorithm = perf.algorithm;
     // The search wrote y: poison it again so the forward pass must write every element itself.
@@ -549,8 +560,7 @@ class Miopen final : public Dnn {
   rocm::Status (*forward_)(rocm::Handle, const void*, void*, const void*, void*, const void*, void*, int, const void*,
                            void*, void*, void*, size_t) = nullptr;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
-  DevicePtr workspace_ = 0;
-  size_t workspace_bytes_ = 0;
+  Workspace workspace_;
   std::string describe_;
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dynlib.h"
 #include "core/result.h"
 #include "validate/device.h"
 #include "validate/reference.h"
@@ -44,6 +45,11 @@ class Dnn {
 core::Result<std::unique_ptr<Blas>> LoadBlas(Device& device);
 /// cuDNN for an NVIDIA device, MIOpen for an AMD one. kNotFound when the library is not there.
 core::Result<std::unique_ptr<Dnn>> LoadDnn(Device& device);
+
+/// Opens the first of `sonames` that loads by name (LD_LIBRARY_PATH, ld.so.cache), else from the
+/// first of VendorLibraryDirs(vendor) that holds one. kNotFound naming every place tried otherwise.
+core::Result<core::DynamicLibrary> OpenVendorLibrary(const std::vector<std::string>& sonames,
+                                                     const std::string& vendor);
 
 /// The directories searched after the sonames: toolkit lib directories and the pip wheels'
 /// nvidia/*/lib (glob), in order; only those that exist.

@@ -3,66 +3,20 @@
 // Only what CUDA and HIP share is used: __global__, __shared__, blockIdx/threadIdx, __syncthreads,
 // atomicAdd/Min/Max/Exch/CAS on the types both define. fp16 and bf16 are handled as their 16-bit
 // storage with conversions written here (IEEE binary16 and bfloat16 bit layouts), so neither
-// vendor's half-precision header is needed. Every entry point is extern "C" so the host finds it
+// vendor's half-precision header is needed (half_bits.h, shared with the host's reference). Every entry point is extern "C" so the host finds it
 // by name (cuModuleGetFunction / hipModuleGetFunction).
 #include <stdint.h>
+
+#include "half_bits.h"
 
 #define GT_EXTERN extern "C" __global__
 
 namespace {
 
-__device__ inline float F16ToF32(uint16_t h) {
-  uint32_t sign = (h >> 15) & 1u, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign << 31;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mantissa <<= 1;
-      } while ((mantissa & 0x400u) == 0);
-      bits = (sign << 31) | (uint32_t)(127 - 15 - e) << 23 | (mantissa & 0x3ffu) << 13;
-    }
-  } else if (exponent == 31) {
-    bits = (sign << 31) | 0x7f800000u | (mantissa << 13);
-  } else {
-    bits = (sign << 31) | (exponent + 112u) << 23 | (mantissa << 13);
-  }
-  return __uint_as_float(bits);
-}
-
-__device__ inline uint16_t F32ToF16(float f) {  // round to nearest even
-  uint32_t x = __float_as_uint(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
-  if (abs >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // rounds past 65504: infinity
-  if (abs < 0x38800000u) {                                   // subnormal or zero in binary16
-    if (abs < 0x33000000u) return (uint16_t)sign;
-    uint32_t shift = 113u - (abs >> 23);
-    uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-    uint32_t result = mantissa >> (shift + 13);
-    uint32_t rest = mantissa & ((1u << (shift + 13)) - 1u);
-    uint32_t half = 1u << (shift + 12);
-    if (rest > half || (rest == half && (result & 1u))) ++result;
-    return (uint16_t)(sign | result);
-  }
-  uint32_t result = ((abs >> 13) - (112u << 10));
-  uint32_t rest = abs & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
-  return (uint16_t)(sign | result);
-}
-
-__device__ inline float Bf16ToF32(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
-
-__device__ inline uint16_t F32ToBf16(float f) {
-  uint32_t x = __float_as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  // quiet NaN
-  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)((x + rounding) >> 16);
-}
+__device__ inline float F16ToF32(uint16_t h) { return __uint_as_float(gputriage::half_bits::F16ToF32(h)); }
+__device__ inline uint16_t F32ToF16(float f) { return gputriage::half_bits::F32ToF16(__float_as_uint(f)); }
+__device__ inline float Bf16ToF32(uint16_t b) { return __uint_as_float(gputriage::half_bits::Bf16ToF32(b)); }
+__device__ inline uint16_t F32ToBf16(float f) { return gputriage::half_bits::F32ToBf16(__float_as_uint(f)); }
 
 // Element access by storage type: float, binary16 (tag F16) and bfloat16 (tag Bf16).
 struct F16 {
