@@ -35,7 +35,7 @@ GT_HOST_DEVICE inline uint16_t F32ToF16(uint32_t x) {
   uint32_t abs = x & 0x7fffffffu;
   if (abs >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
   if (abs >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // rounds past 65504: infinity
-  if (abs < 0x38800000u) {                                   // subnormal or zero in binary16
+  if (abs < 0x38800000u) {                                    // subnormal or zero in binary16
     if (abs < 0x33000000u) return (uint16_t)sign;
     uint32_t shift = 113u - (abs >> 23);
     uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
