@@ -26,6 +26,16 @@ core::Result<Catalog> LoadCatalog(const std::vector<SourceFile>& files) {
   GT_ASSIGN_OR_RETURN(c.errors, ParseErrorTables(*cuda, *hip));
   GT_ASSIGN_OR_RETURN(const SourceFile* general, Require(files, kGeneralSignalsPath));
   GT_ASSIGN_OR_RETURN(c.general_signals, ParseGeneralSignals(general->text, general->path, c.xid));
+  // The stack's own vocabulary (kb/tables/vocab-*.yaml) joins the general classifier's signals.
+  for (const SourceFile& file : files) {
+    if (file.path.rfind(kVocabularyPrefix, 0) != 0 || file.path.size() < 5 ||
+        file.path.compare(file.path.size() - 5, 5, ".yaml") != 0) {
+      continue;
+    }
+    GT_ASSIGN_OR_RETURN(std::vector<GeneralSignal> rows, ParseVocabulary(file.text, file.path));
+    c.vocabulary_rows += rows.size();
+    for (GeneralSignal& row : rows) c.general_signals.push_back(std::move(row));
+  }
   GT_ASSIGN_OR_RETURN(const SourceFile* rules, Require(files, kKernelLogRulesPath));
   GT_ASSIGN_OR_RETURN(c.kernel_log_rules, ParseKernelLogRules(rules->text, rules->path));
   GT_ASSIGN_OR_RETURN(const SourceFile* vm, Require(files, kVmFaultPath));

@@ -33,6 +33,8 @@ inline constexpr std::string_view kVmFaultPath = "kb/tables/amdgpu-vm-fault.yaml
 inline constexpr std::string_view kAmdRasPath = "kb/tables/amd-ras.yaml";
 inline constexpr std::string_view kArchLimitsPath = "kb/tables/gpu-arch-limits.yaml";
 inline constexpr std::string_view kGpuLibrariesPath = "kb/tables/gpu-libraries.yaml";
+/// The vocabulary tables: every kb/tables/vocab-*.yaml.
+inline constexpr std::string_view kVocabularyPrefix = "kb/tables/vocab-";
 
 /// What layer 3 needs (`libs`, doctor's library checks): the GPU library table and the version
 /// matrix. Loaded on their own by `libs`, which has no use for the rest (parsing every table is
@@ -46,7 +48,9 @@ struct Catalog {
   XidTable xid;
   std::vector<EnvVarRule> env_vars;
   ErrorCodes errors;
+  /// general-signals.yaml's rows, then every vocabulary table's (GeneralSignal::file tells them apart).
   std::vector<GeneralSignal> general_signals;
+  size_t vocabulary_rows = 0;
   std::vector<KernelLogRule> kernel_log_rules;
   VmFaultLayout vm_fault;
   AcaLayout aca;

@@ -101,6 +101,9 @@ TEST(CatalogTest, ExamplesComeFromRealLogs) {
     }
   };
   for (const GeneralSignal& s : Kb().general_signals) {
+    // A vocabulary row's example, when it has one, is a line as its component prints it, kept in
+    // the row itself (vocabulary_test checks that it matches); general-signals.yaml's are real logs.
+    if (!s.file.empty()) continue;
     EXPECT_FALSE(s.examples.empty()) << s.written_pattern;
     check(s.examples, s.written_pattern);
   }

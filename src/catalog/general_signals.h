@@ -26,6 +26,14 @@ struct GeneralSignal {
   std::string about;
   std::vector<ExampleLine> examples;
   int line = 0;  ///< in the YAML file
+  /// Vocabulary rows (kb/tables/vocab-*.yaml) only: where such a failure usually lies (nullopt
+  /// for general-signals.yaml's rows and for rows whose verdict is "unknown"), who prints the
+  /// text, the symbolic name, the file the row is in and its source (key: text).
+  std::optional<core::Verdict> verdict;
+  std::string component;
+  std::string name;
+  std::string file;
+  std::string source;
 };
 
 /// Parses the table. `xid` is the Xid catalog an entry's `xid: {class: hardware}` is resolved
@@ -33,5 +41,14 @@ struct GeneralSignal {
 /// outside 0..3, no pattern, or an `xid` that names no code.
 core::Result<std::vector<GeneralSignal>> ParseGeneralSignals(std::string_view yaml, std::string_view source,
                                                              const XidTable& xid);
+
+/// Parses a vocabulary table (schema gputriage.vocabulary/1, kb/tables/vocab-*.yaml): the GPU
+/// stack's own status names, error strings and log messages, read from the components' sources.
+/// Each row becomes a signal: `text` (a literal, matched as such) or `pattern` (RE2), with its
+/// category, weight (1-3), verdict, component and source. Fails naming the file and line of a
+/// row with an unknown key, both or neither of text/pattern, a category, verdict or weight out of
+/// range, a source key not in `sources`, a text under 8 characters that is not a symbolic name, or
+/// a pattern RE2 rejects.
+core::Result<std::vector<GeneralSignal>> ParseVocabulary(std::string_view yaml, std::string_view source);
 
 }  // namespace gputriage::catalog

@@ -267,8 +267,19 @@ TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
   EXPECT_EQ(core::CategoryName(ecc.category), "illegal-address");
   EXPECT_EQ(core::VerdictName(ecc.verdict), "hardware");
   EXPECT_TRUE(HasReason(ecc, "snapshot: GPU 0000:61:00.0: 2 uncorrectable ECC errors since the driver loaded"));
-  EXPECT_TRUE(HasReason(ecc, "verdict hardware (the error lines alone said application)"));
+  EXPECT_TRUE(HasReason(ecc, "verdict hardware (the error lines alone said unknown)"));
   EXPECT_EQ(ecc.gpu_signature.Key(), "cudaErrorIllegalAddress on sm_90");
+
+  // The stack's own message places the fault (kb/tables/vocab-nvidia.yaml): the kernel module and
+  // the user-space driver of different releases is a driver problem, whatever the symptom.
+  Analysis mismatch = (*analyzer)->AnalyzeText(
+      "NVRM: API mismatch: the client 'nvidia-smi' (pid 4242) has the version 550.54.15, but\n"
+      "NVRM: this kernel module has the version 535.161.07.  Please make sure that this kernel module and all NVIDIA "
+      "driver components have the same version.\n",
+      "dmesg", nullptr);
+  EXPECT_EQ(core::VerdictName(mismatch.verdict), "driver-firmware") << core::Json(mismatch.verdict_reasons).dump();
+  EXPECT_TRUE(HasReason(mismatch, "the stack's own message points at driver-firmware: nvrm: a user-space"))
+      << core::Json(mismatch.verdict_reasons).dump();
   EXPECT_EQ(ecc.group_key, "cudaErrorIllegalAddress on sm_90");
 
   // With the real knowledge base a known issue keeps its verdict, and the hardware evidence is

@@ -90,12 +90,10 @@ core::Verdict DefaultVerdict(Category category) {
     case Category::kAbiMismatch:
     case Category::kCompilerJit:
       return core::Verdict::kLibrary;
-    case Category::kIllegalAddress:
-    case Category::kDeviceAssert:
-    case Category::kOom:
-    case Category::kPageFault:
-    case Category::kNumerical:
-      return core::Verdict::kApplication;
+    // A symptom does not say where the fault lies: an illegal address, an assert, running out of
+    // memory, a page fault or a wrong result came from the program as often as from a library
+    // regression, a miscompile, the driver or a failing GPU in public reports. Only evidence
+    // (the stack's own messages, Xid/RAS classes, a repeat series, a known issue) decides.
     default:
       return core::Verdict::kUnknown;
   }

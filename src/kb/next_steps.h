@@ -13,8 +13,9 @@ namespace gputriage::kb {
 std::vector<std::string> NextSteps(core::Category category, bool matched);
 
 /// The verdict a category points to when only the error lines are known (hardware -> hardware,
-/// driver-runtime -> driver-firmware, arch/abi/compiler -> library, memory faults, asserts,
-/// OOM and numerical -> application, else unknown).
+/// driver-runtime -> driver-firmware, arch/abi/compiler -> library, else unknown: a symptom such
+/// as an illegal address, an assert, OOM, a page fault or a wrong result does not say where the
+/// fault lies; evidence decides).
 core::Verdict DefaultVerdict(core::Category category);
 
 /// Issue-search links (GitHub, and the PyTorch, ROCm and NCCL trackers) for the stable words of

@@ -219,6 +219,12 @@ void LineScan::ScoreGeneralSignals(std::string_view line, uint64_t number, std::
     if (count >= kGeneralCap) continue;
     if (++count == kGeneralCap) filter_stale_ = true;
     found_.scores[Index(*g.category)] += g.weight;
+    if (g.verdict) {  // a vocabulary row whose message places the fault
+      found_.verdict_votes[static_cast<size_t>(*g.verdict)] += g.weight;
+      if (found_.verdict_lines.size() < 8 && count == 1) {
+        found_.verdict_lines.push_back({*g.verdict, fmt::format("{} ({}:{}, {})", g.about, input, number, g.file)});
+      }
+    }
     if (g.weight > line_weight) {
       line_weight = g.weight;
       line_category = g.category;

@@ -64,6 +64,10 @@ struct ScanFindings {
   uint64_t vm_fault_count = 0;
   std::vector<AcaBank> aca_banks;           ///< AMD ACA error banks, decoded
   std::optional<core::RepeatStats> repeat;  ///< from a bundle's repeat.json
+  /// Vocabulary rows (kb/tables/vocab-*.yaml) whose message places the fault: their weights by
+  /// verdict, and what they said (the first 8 rows).
+  std::array<int, core::kVerdictCount> verdict_votes{};
+  std::vector<std::pair<core::Verdict, std::string>> verdict_lines;
   ReadStats stats;
 };
 

@@ -9,9 +9,28 @@ namespace {
 struct Leaning {
   bool hardware = false;
   bool driver = false;
+  bool library = false;
   bool application = false;
   std::vector<std::string> hardware_why;
 };
+
+// The stack's own messages that place the fault (kb/tables/vocab-*.yaml): a component saying
+// "uncorrectable ECC error" or "driver/library version mismatch" is evidence for the verdict, as
+// strong as its weight. A verdict needs weight 3 in all (one decisive message or several hints).
+void VocabularyReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
+  for (const auto& [verdict, what] : found.verdict_lines) {
+    a.verdict_reasons.push_back(
+        fmt::format("the stack's own message points at {}: {}", core::VerdictName(verdict), what));
+  }
+  auto votes = [&](core::Verdict v) { return found.verdict_votes[static_cast<size_t>(v)]; };
+  if (votes(core::Verdict::kHardware) >= 3) {
+    leaning.hardware = true;
+    leaning.hardware_why.push_back("the GPU stack's own message");
+  }
+  leaning.driver = leaning.driver || votes(core::Verdict::kDriverFirmware) >= 3;
+  leaning.library = leaning.library || votes(core::Verdict::kLibrary) >= 3;
+  leaning.application = leaning.application || votes(core::Verdict::kApplication) >= 3;
+}
 
 void VmFaultReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
   for (const VmFault& f : found.vm_faults) a.vm_faults.push_back(ToJson(f));
@@ -151,6 +170,8 @@ void SettleVerdict(const Leaning& leaning, Analysis& a) {
       a.verdict = core::Verdict::kHardware;
     } else if (leaning.driver) {
       a.verdict = core::Verdict::kDriverFirmware;
+    } else if (a.verdict == core::Verdict::kUnknown && leaning.library) {
+      a.verdict = core::Verdict::kLibrary;
     } else if (a.verdict == core::Verdict::kUnknown && leaning.application) {
       a.verdict = core::Verdict::kApplication;
     }
@@ -176,6 +197,7 @@ void AddVerdictEvidence(const ScanFindings& found, const catalog::XidTable& xid,
   AcaReasons(found, a, leaning);
   XidReasons(found, xid, facts, a, leaning);
   XidDroppedReason(found, a);
+  VocabularyReasons(found, a, leaning);
   SnapshotReasons(facts, a, leaning);
   RepeatReasons(found, a, leaning);
   SettleVerdict(leaning, a);

@@ -9,6 +9,7 @@
 
 #include "core/dynlib.h"
 #include "validate/device.h"
+#include "validate/keep_loaded.h"
 
 #if GT_VALIDATE_CUDA
 #include <cuda.h>
@@ -98,6 +99,7 @@ struct DriverApi {
 core::Result<std::shared_ptr<DriverApi>> LoadDriver() {
   auto api = std::make_shared<DriverApi>();
   GT_ASSIGN_OR_RETURN(api->lib, core::DynamicLibrary::Open({"libcuda.so.1", "libcuda.so"}));
+  KeepLoaded(api->lib);
   GT_BIND(Init, cuInit);
   GT_BIND(DriverGetVersion, cuDriverGetVersion);
   GT_BIND(GetErrorName, cuGetErrorName);

@@ -12,6 +12,7 @@
 
 #include "core/dynlib.h"
 #include "validate/device.h"
+#include "validate/keep_loaded.h"
 
 #if GT_VALIDATE_HIP
 #define __HIP_PLATFORM_AMD__ 1
@@ -93,6 +94,7 @@ core::Result<std::shared_ptr<HipApi>> LoadHip() {
   auto api = std::make_shared<HipApi>();
   GT_ASSIGN_OR_RETURN(api->lib, core::DynamicLibrary::Open({"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5",
                                                             "/opt/rocm/lib/libamdhip64.so"}));
+  KeepLoaded(api->lib);
   GT_HIP_BIND(Init, hipInit);
   GT_HIP_BIND(RuntimeGetVersion, hipRuntimeGetVersion);
   GT_HIP_BIND(GetErrorName, hipGetErrorName);
