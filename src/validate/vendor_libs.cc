@@ -39,6 +39,12 @@ core::Result<core::DynamicLibrary> OpenVendorLibrary(const std::vector<std::stri
 
 namespace {
 
+// The problem a convolution plan is for: one per dtype and shape.
+std::string PlanKey(Dtype dtype, const ConvShape& shape) {
+  return fmt::format("{}:{}x{}x{}x{}:{}x{}x{}:{}:{}", DtypeName(dtype), shape.n, shape.c, shape.h, shape.w, shape.k,
+                     shape.r, shape.s, shape.pad, shape.stride);
+}
+
 // A device buffer that grows to the largest size asked of it (a library's scratch space).
 class Workspace {
  public:
@@ -207,8 +213,7 @@ class Cudnn final : public Dnn {
   core::Result<void> Conv2d(Dtype dtype, const ConvShape& shape, DevicePtr x, DevicePtr w, DevicePtr y) override {
     // Descriptors, algorithm and workspace are set up once per problem and reused, so a timed
     // repeat measures the convolution, not the planning.
-    std::string key = fmt::format("{}:{}x{}x{}x{}:{}x{}x{}:{}:{}", DtypeName(dtype), shape.n, shape.c, shape.h, shape.w,
-                                  shape.k, shape.r, shape.s, shape.pad, shape.stride);
+    std::string key = PlanKey(dtype, shape);
     auto it = plans_.find(key);
     if (it == plans_.end()) {
       auto plan = std::make_unique<Plan>(fn_);
@@ -465,8 +470,7 @@ class Miopen final : public Dnn {
   std::string describe() const override { return describe_; }
 
   core::Result<void> Conv2d(Dtype dtype, const ConvShape& shape, DevicePtr x, DevicePtr w, DevicePtr y) override {
-    std::string key = fmt::format("{}:{}x{}x{}x{}:{}x{}x{}:{}:{}", DtypeName(dtype), shape.n, shape.c, shape.h, shape.w,
-                                  shape.k, shape.r, shape.s, shape.pad, shape.stride);
+    std::string key = PlanKey(dtype, shape);
     auto it = plans_.find(key);
     if (it == plans_.end()) {
       auto plan = std::make_unique<Plan>(this);
