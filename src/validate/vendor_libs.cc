@@ -45,6 +45,20 @@ std::string PlanKey(Dtype dtype, const ConvShape& shape) {
                      shape.r, shape.s, shape.pad, shape.stride);
 }
 
+// alpha = 1 and beta = 0 in the type the libraries scale by: double for fp64, float for the
+// others (16-bit types accumulate in fp32).
+class UnitScale {
+ public:
+  explicit UnitScale(Dtype dtype) : wide_(dtype == Dtype::kF64) {}
+  const void* alpha() const { return wide_ ? static_cast<const void*>(&one64_) : &one32_; }
+  const void* beta() const { return wide_ ? static_cast<const void*>(&zero64_) : &zero32_; }
+
+ private:
+  bool wide_;
+  float one32_ = 1, zero32_ = 0;
+  double one64_ = 1, zero64_ = 0;
+};
+
 // A device buffer that grows to the largest size asked of it (a library's scratch space).
 class Workspace {
  public:
@@ -126,10 +140,7 @@ class Cublas final : public Blas {
   core::Result<void> Gemm(Dtype dtype, int m, int n, int k, DevicePtr a, DevicePtr b, DevicePtr c) override {
     cudaDataType type = CUDA_R_32F;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-    float alpha32 = 1, beta32 = 0;
-    double alpha64 = 1, beta64 = 0;
-    const void* alpha = &alpha32;
-    const void* beta = &beta32;
+    UnitScale scale(dtype);
     switch (dtype) {
       case Dtype::kF32:
         break;
@@ -142,14 +153,12 @@ class Cublas final : public Blas {
       case Dtype::kF64:
         type = CUDA_R_64F;
         compute = CUBLAS_COMPUTE_64F;
-        alpha = &alpha64;
-        beta = &beta64;
         break;
     }
     // Row-major C = A B is column-major C^T = B^T A^T: B first, with the dimensions swapped.
-    return Check(gemm_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, reinterpret_cast<const void*>(b), type, n,
-                       reinterpret_cast<const void*>(a), type, k, beta, reinterpret_cast<void*>(c), type, n, compute,
-                       CUBLAS_GEMM_DEFAULT),
+    return Check(gemm_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, scale.alpha(), reinterpret_cast<const void*>(b),
+                       type, n, reinterpret_cast<const void*>(a), type, k, scale.beta(), reinterpret_cast<void*>(c),
+                       type, n, compute, CUBLAS_GEMM_DEFAULT),
                  fmt::format("cublasGemmEx({}, m={} n={} k={})", DtypeName(dtype), m, n, k));
   }
 
@@ -221,14 +230,11 @@ class Cudnn final : public Dnn {
       it = plans_.emplace(key, std::move(plan)).first;
     }
     const Plan& p = *it->second;
-    float one32 = 1, zero32 = 0;
-    double one64 = 1, zero64 = 0;
-    const void* alpha = dtype == Dtype::kF64 ? static_cast<const void*>(&one64) : &one32;
-    const void* beta = dtype == Dtype::kF64 ? static_cast<const void*>(&zero64) : &zero32;
+    UnitScale scale(dtype);
     return Check(
-        fn_.forward(handle_, alpha, p.x, reinterpret_cast<const void*>(x), p.w, reinterpret_cast<const void*>(w),
-                    p.conv, p.algorithm, reinterpret_cast<void*>(workspace_.get()), p.workspace_bytes, beta, p.y,
-                    reinterpret_cast<void*>(y)),
+        fn_.forward(handle_, scale.alpha(), p.x, reinterpret_cast<const void*>(x), p.w,
+                    reinterpret_cast<const void*>(w), p.conv, p.algorithm, reinterpret_cast<void*>(workspace_.get()),
+                    p.workspace_bytes, scale.beta(), p.y, reinterpret_cast<void*>(y)),
         fmt::format("cudnnConvolutionForward({}, algorithm {})", DtypeName(dtype), static_cast<int>(p.algorithm)));
   }
 
@@ -396,21 +402,14 @@ class Rocblas final : public Blas {
 
   core::Result<void> Gemm(Dtype dtype, int m, int n, int k, DevicePtr a, DevicePtr b, DevicePtr c) override {
     int type = rocm::kF32, compute = rocm::kF32;
-    float alpha32 = 1, beta32 = 0;
-    double alpha64 = 1, beta64 = 0;
-    const void* alpha = &alpha32;
-    const void* beta = &beta32;
+    UnitScale scale(dtype);
     if (dtype == Dtype::kF16) type = rocm::kF16;
     if (dtype == Dtype::kBf16) type = rocm::kBf16;
-    if (dtype == Dtype::kF64) {
-      type = compute = rocm::kF64;
-      alpha = &alpha64;
-      beta = &beta64;
-    }
+    if (dtype == Dtype::kF64) type = compute = rocm::kF64;
     void* cp = reinterpret_cast<void*>(c);
-    return Check(gemm_(handle_, rocm::kOperationNone, rocm::kOperationNone, n, m, k, alpha,
-                       reinterpret_cast<const void*>(b), type, n, reinterpret_cast<const void*>(a), type, k, beta, cp,
-                       type, n, cp, type, n, compute, rocm::kGemmAlgoStandard, 0, 0),
+    return Check(gemm_(handle_, rocm::kOperationNone, rocm::kOperationNone, n, m, k, scale.alpha(),
+                       reinterpret_cast<const void*>(b), type, n, reinterpret_cast<const void*>(a), type, k,
+                       scale.beta(), cp, type, n, cp, type, n, compute, rocm::kGemmAlgoStandard, 0, 0),
                  fmt::format("rocblas_gemm_ex({}, m={} n={} k={})", DtypeName(dtype), m, n, k));
   }
 
@@ -478,13 +477,10 @@ class Miopen final : public Dnn {
       it = plans_.emplace(key, std::move(plan)).first;
     }
     const Plan& p = *it->second;
-    float one32 = 1, zero32 = 0;
-    double one64 = 1, zero64 = 0;
-    const void* alpha = dtype == Dtype::kF64 ? static_cast<const void*>(&one64) : &one32;
-    const void* beta = dtype == Dtype::kF64 ? static_cast<const void*>(&zero64) : &zero32;
-    return Check(forward_(handle_, alpha, p.x, reinterpret_cast<const void*>(x), p.w, reinterpret_cast<const void*>(w),
-                          p.conv, p.algorithm, beta, p.y, reinterpret_cast<void*>(y),
-                          reinterpret_cast<void*>(workspace_.get()), p.workspace_bytes),
+    UnitScale scale(dtype);
+    return Check(forward_(handle_, scale.alpha(), p.x, reinterpret_cast<const void*>(x), p.w,
+                          reinterpret_cast<const void*>(w), p.conv, p.algorithm, scale.beta(), p.y,
+                          reinterpret_cast<void*>(y), reinterpret_cast<void*>(workspace_.get()), p.workspace_bytes),
                  fmt::format("miopenConvolutionForward({}, algorithm {})", DtypeName(dtype), p.algorithm));
   }
 
