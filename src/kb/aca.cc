@@ -33,7 +33,7 @@ void Decode(const catalog::AcaLayout& layout, AcaBank& bank) {
 std::string_view AcaAssembler::LinePattern() { return R"((?:aca entry\[\d+\]|ACA\[\d+/\d+\])\.\w+=0x)"; }
 
 bool AcaAssembler::Line(std::string_view line, uint64_t line_number, std::string_view input) {
-  if (line.find("=0x") == std::string_view::npos) return false;
+  if (sealed_ || line.find("=0x") == std::string_view::npos) return false;
   static const RE2 kEntry(R"((?:aca entry\[(\d+)\]|ACA\[(\d+)/\d+\])\.(\w+)=0x([0-9a-fA-F]{1,16})\b)");
   static const RE2 kDevice(R"(\b(?:amdgpu|aca) ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):)");
   re2::StringPiece text(line.data(), line.size());
@@ -48,7 +48,10 @@ bool AcaAssembler::Line(std::string_view line, uint64_t line_number, std::string
   bool same = !banks_.empty() && banks_.back().index == index && banks_.back().device == device &&
               banks_.back().registers.count(name) == 0;
   if (!same) {
-    if (banks_.size() >= kMaxBanks) return true;
+    if (banks_.size() >= kMaxBanks) {
+      sealed_ = true;  // the last bank is closed: a register for it later would be a new dump's
+      return true;
+    }
     AcaBank bank;
     bank.device = device;
     bank.index = index;

@@ -52,9 +52,14 @@ class AcaAssembler {
   /// RE2 pattern of the register lines (for a prefilter).
   static std::string_view LinePattern();
 
+  /// True once the bank cap was reached and a later bank turned away: no line changes the
+  /// result any more (a prefilter can stop looking for register lines).
+  bool sealed() const { return sealed_; }
+
  private:
   const catalog::AcaLayout* layout_;
   std::vector<AcaBank> banks_;
+  bool sealed_ = false;
 };
 
 }  // namespace gputriage::kb

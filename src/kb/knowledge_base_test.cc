@@ -1,5 +1,6 @@
 #include "kb/knowledge_base.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -185,11 +186,33 @@ TEST(Analysis, ThePrefilterGivesTheSameResultAsMatchingEveryLine) {
       }
     }
   }
+  // More ACA banks than are kept (the register pattern leaves the prefilter once the cap is
+  // reached), an Xid storm under new timestamps and different prefixes (parses are cached), and
+  // colour codes (stripped a chunk at a time) mid-log, then filler again.
+  std::string storm;
+  for (int i = 0; i < 80; ++i) {
+    storm += fmt::format(
+        "[{}.9] amdgpu 0000:42:00.0: {{1}}[Hardware Error]: aca entry[{:02}].STATUS=0x98000800003e0000\n", i, i % 3);
+    storm += fmt::format(
+        "[{}.9] amdgpu 0000:42:00.0: {{1}}[Hardware Error]: aca entry[{:02}].IPID=0x0001000138430400\n", i, i % 3);
+    storm +=
+        fmt::format("[{}.5] NVRM: Xid (PCI:0000:61:00): 13, pid={}, name=python3, Out Of Range Address\n", i, i % 4);
+    storm += fmt::format("{}Xid (PCI:0000:61:00): 31, pid=7, name=python3, MMU Fault\n", i % 2 ? "NVRM: " : "no");
+  }
+  all += storm;
+  all += "\x1b[1;31mtorch.AcceleratorError: CUDA error: an illegal memory access was encountered\x1b[0m\n";
+  for (int i = 0; i < 20000; ++i) all += "step " + std::to_string(i) + " loss 0.25 lr 3e-4 tokens/s 81234\n";
   ASSERT_GT(all.size(), 2u << 20) << "several chunks";
   Analysis a = (*filtered)->AnalyzeText(all, "all", nullptr);
   Analysis b = (*every_line)->AnalyzeText(all, "all", nullptr);
   EXPECT_EQ(ToJson(a).dump(), ToJson(b).dump());
   EXPECT_GT(a.matches.size(), 50u);
+  Analysis alone = (*filtered)->AnalyzeText(storm, "storm", nullptr);
+  std::map<int, uint64_t> xids;
+  for (const core::Json& x : alone.xids) xids[x["code"].get<int>()] = x["count"].get<uint64_t>();
+  EXPECT_EQ(xids[13], 80u);
+  EXPECT_EQ(xids[31], 40u) << "'noXid (' is not an Xid line; 'NVRM: Xid (' is";
+  EXPECT_EQ(alone.aca_banks.size(), 64u);
 }
 
 bool HasReason(const Analysis& a, std::string_view start) {

@@ -52,58 +52,162 @@ LineScan::LineScan(Matcher& matcher, const GeneralClassifier& general, const cat
 }
 
 void LineScan::Line(LineSource source, std::string_view raw, uint64_t number, std::string_view input) {
-  std::string_view line = raw;
-  std::string stripped;
-  if (line.find('\x1b') != std::string_view::npos) {
-    stripped = core::StripAnsi(line);
-    line = stripped;
-  }
   if (source != LineSource::kUnknown || !prefilter_) {
     Flush();  // keep the order of lines from different inputs
-    Process(source, line, number, input);
+    std::string stripped;
+    if (raw.find('\x1b') != std::string_view::npos) {
+      stripped = core::StripAnsi(raw);
+      raw = stripped;
+    }
+    Process(source, raw, number, input);
     return;
   }
   if (input != chunk_input_) {
     Flush();
     chunk_input_.assign(input);
   }
-  chunk_lines_.push_back({chunk_.size(), line.size(), number});
-  chunk_.append(line);
+  // Raw here: colour codes are stripped per chunk (StripChunk), one search instead of one a line.
+  chunk_lines_.push_back({chunk_.size(), raw.size(), number});
+  chunk_.append(raw);
   chunk_.push_back('\n');
-  if (chunk_.size() >= kChunkBytes) Flush();
+  if (chunk_.size() >= kChunkBytes) Hand(true);
 }
 
-void LineScan::Flush() {
-  if (chunk_lines_.empty()) return;
-  bool per_line = true;
+// ANSI escape sequences out of the gathered chunk's lines (terminal colours in captured logs).
+void LineScan::StripChunk() {
+  if (chunk_.find('\x1b') == std::string::npos) return;
+  std::string text;
+  std::vector<ChunkLine> lines;
+  text.reserve(chunk_.size());
+  lines.reserve(chunk_lines_.size());
+  for (const ChunkLine& l : chunk_lines_) {
+    std::string_view line = std::string_view(chunk_).substr(l.offset, l.size);
+    std::string stripped = line.find('\x1b') != std::string_view::npos ? core::StripAnsi(line) : std::string(line);
+    lines.push_back({text.size(), stripped.size(), l.number});
+    text += stripped;
+    text.push_back('\n');
+  }
+  chunk_.swap(text);
+  chunk_lines_.swap(lines);
+}
+
+void LineScan::Flush() { Hand(false); }
+
+bool ChunkMatcher::Matters(const RE2::Set& set, std::string_view text) {
+  // Only whether anything matches: the DFA stops at the first match and, on a chunk with none,
+  // runs without collecting matches.
+  RE2::Set::ErrorInfo error;
+  return set.Match(re2::StringPiece(text.data(), text.size()), nullptr, &error) || error.kind != RE2::Set::kNoError;
+}
+
+std::future<bool> ChunkMatcher::Ask(std::shared_ptr<const RE2::Set> set, std::string_view text) {
+  std::packaged_task<bool()> task([set = std::move(set), text] { return Matters(*set, text); });
+  std::future<bool> answer = task.get_future();
+  try {
+    std::lock_guard lock(mutex_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+    queue_.push_back(std::move(task));
+  } catch (const std::system_error&) {
+    task();  // no thread to be had: answered here
+    return answer;
+  }
+  wake_.notify_one();
+  return answer;
+}
+
+void ChunkMatcher::Run() {
+  while (true) {
+    std::packaged_task<bool()> task;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+ChunkMatcher::~ChunkMatcher() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+// The chunk being gathered is handed over, matched against the current prefilter on the worker
+// thread when `in_background`; the oldest chunks in flight are settled until at most
+// kChunksInFlight remain (none when not in the background), so the worker always has the next
+// chunk while this thread reads and settles.
+void LineScan::Hand(bool in_background) {
+  if (!chunk_lines_.empty()) {
+    StripChunk();
+    if (filter_stale_) RebuildFilter();
+    Handed& h = in_flight_.emplace_back();
+    if (!spare_.empty()) {
+      std::swap(h.text, spare_.back().text);
+      std::swap(h.lines, spare_.back().lines);
+      spare_.pop_back();
+    }
+    std::swap(h.text, chunk_);
+    std::swap(h.lines, chunk_lines_);
+    chunk_.clear();
+    chunk_lines_.clear();
+    h.input = chunk_input_;
+    h.filter = filter_broken_ ? nullptr : filter_;
+    if (in_background && h.filter) h.matters = worker_.Ask(h.filter, h.text);
+  }
+  while (in_flight_.size() > (in_background ? kChunksInFlight : 0)) {
+    Handed& oldest = in_flight_.front();
+    std::optional<bool> answer;
+    if (oldest.matters.valid()) answer = oldest.matters.get();
+    Settle(oldest, answer);
+    if (spare_.size() < kChunksInFlight) {
+      oldest.text.clear();
+      oldest.lines.clear();
+      spare_.push_back(std::move(oldest));
+    }
+    in_flight_.pop_front();
+  }
+}
+
+// Chunks are settled in order: a chunk's lines are matched one by one when the prefilter, as it
+// stands after the chunks before it, says any of them can change the result. An answer given
+// against an older prefilter is asked again.
+void LineScan::Settle(const Handed& chunk, std::optional<bool> answer) {
   if (filter_stale_) RebuildFilter();
+  bool per_line = true;
   if (!filter_broken_ && !vm_.open()) {  // an open fault block needs its next lines
     if (!filter_) {
       per_line = false;  // nothing left that a line could change
+    } else if (answer && chunk.filter == filter_) {
+      per_line = *answer;
     } else {
-      RE2::Set::ErrorInfo error;
-      std::vector<int> matched;
-      per_line = filter_->Match(re2::StringPiece(chunk_.data(), chunk_.size()), &matched, &error) ||
-                 error.kind != RE2::Set::kNoError;
-      if (per_line && error.kind == RE2::Set::kNoError && matched.size() == 1 && matched[0] == xid_filter_index_) {
-        // An Xid storm: only the tally can change, so only the Xid lines are looked at.
-        TallyChunkXids();
-        per_line = false;
-      }
+      per_line = ChunkMatcher::Matters(*filter_, chunk.text);
     }
+    // Xid lines are only tallied (every one counts): they are found with a plain search rather
+    // than in the set, so an Xid storm keeps the fast path.
+    if (!per_line) TallyChunkXids(chunk);
   }
   if (per_line) {
-    for (const ChunkLine& l : chunk_lines_) {
-      Process(LineSource::kUnknown, std::string_view(chunk_).substr(l.offset, l.size), l.number, chunk_input_);
+    for (const ChunkLine& l : chunk.lines) {
+      Process(LineSource::kUnknown, std::string_view(chunk.text).substr(l.offset, l.size), l.number, chunk.input);
     }
   }
-  chunk_.clear();
-  chunk_lines_.clear();
 }
 
-void LineScan::TallyChunkXids() {
-  for (const ChunkLine& l : chunk_lines_) {
-    TallyXid(std::string_view(chunk_).substr(l.offset, l.size), l.number, chunk_input_);
+void LineScan::TallyChunkXids(const Handed& chunk) {
+  std::string_view text(chunk.text);
+  auto line = chunk.lines.begin();
+  for (size_t at = text.find("Xid"); at != std::string_view::npos;) {
+    line = std::upper_bound(line, chunk.lines.end(), at,
+                            [](size_t offset, const ChunkLine& l) { return offset < l.offset; }) -
+           1;
+    TallyXid(text.substr(line->offset, line->size), line->number, chunk.input);
+    at = text.find("Xid", line->offset + line->size);  // from the next line
   }
 }
 
@@ -147,7 +251,7 @@ void LineScan::Process(LineSource source, std::string_view line, uint64_t number
     VmFaultAssembler::LineKind kind = vm_.Line(line, number, input, &vm_done_);
     TakeVmFaults();
     if (kind == VmFaultAssembler::LineKind::kContinuation) return;
-    aca_.Line(line, number, input);
+    if (aca_.Line(line, number, input) && aca_.sealed()) filter_stale_ = true;
   }
   TallyXid(line, number, input);
   // PyTorch/CUDA: "CUDA kernel errors might be asynchronously reported at some other API
@@ -183,21 +287,37 @@ void LineScan::ScoreErrorCode(std::string_view line, uint64_t number, std::strin
 }
 
 void LineScan::TallyXid(std::string_view line, uint64_t number, std::string_view input) {
-  if (line.find("Xid") == std::string_view::npos) return;
-  std::optional<kmsg::XidInfo> xid = kmsg::ParseXid(line);
-  if (!xid) return;
-  auto it = found_.xids.find(xid->code);
+  size_t at = line.find("Xid");
+  if (at == std::string_view::npos) return;
+  // The parse depends only on the line from the character before "Xid" (the pattern starts
+  // with \bXid): a storm repeats a few lines under new timestamps. Long lines are not cached.
+  std::optional<kmsg::XidInfo> parsed;
+  const std::optional<kmsg::XidInfo>* xid = &parsed;
+  if (line.size() - at > 512) {
+    parsed = kmsg::ParseXid(line);
+  } else {
+    std::string key = (at > 0 ? line[at - 1] : '\n') + std::string(line.substr(at));
+    auto cached = xid_cache_.find(key);
+    if (cached == xid_cache_.end()) {
+      if (xid_cache_.size() >= 4096) xid_cache_.clear();
+      cached = xid_cache_.emplace(std::move(key), kmsg::ParseXid(line)).first;
+    }
+    xid = &cached->second;
+  }
+  if (!*xid) return;
+  const kmsg::XidInfo& x = **xid;
+  auto it = found_.xids.find(x.code);
   if (it == found_.xids.end()) {
     if (found_.xids.size() >= kMaxXidCodes) {
       ++found_.xid_lines_dropped;
       return;
     }
-    it = found_.xids.emplace(xid->code, XidSeen{}).first;
+    it = found_.xids.emplace(x.code, XidSeen{}).first;
   }
   XidSeen& seen = it->second;
   ++seen.count;
-  if (seen.gpus.size() < kMaxXidGpus && std::find(seen.gpus.begin(), seen.gpus.end(), xid->pci) == seen.gpus.end()) {
-    seen.gpus.push_back(xid->pci);
+  if (seen.gpus.size() < kMaxXidGpus && std::find(seen.gpus.begin(), seen.gpus.end(), x.pci) == seen.gpus.end()) {
+    seen.gpus.push_back(x.pci);
   }
   std::string where = std::string(input) + ":" + std::to_string(number);
   if (seen.first_line.empty()) seen.first_line = where;
@@ -263,10 +383,8 @@ void LineScan::RebuildFilter() {
   }
   if (!found_.asynchronous) wanted.emplace_back(kAsynchronous);
   if (signature_wanted_) wanted.push_back(signature_.WantedPattern());
-  xid_filter_index_ = static_cast<int>(wanted.size());
-  wanted.emplace_back(R"(Xid \()");
   if (found_.vm_faults.size() < kMaxVmFaults) wanted.emplace_back(VmFaultLinePattern());
-  wanted.emplace_back(AcaAssembler::LinePattern());
+  if (!aca_.sealed()) wanted.emplace_back(AcaAssembler::LinePattern());
   if (wanted.empty()) return;
   std::string key;
   for (const std::string& pattern : wanted) key += pattern + '\n';

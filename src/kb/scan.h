@@ -8,17 +8,27 @@
 // lines matched one by one. The prefilter set is rebuilt from what is still wanted whenever that
 // shrinks, so on a long log full of the same errors the steady state is one cheap DFA pass per
 // chunk. The result is the same as matching every line (tests compare both).
+//
+// On a long log the DFA pass is about half the work; it runs on a second thread while the next
+// chunk is read and split (one chunk in flight). A chunk's answer is used only when the
+// prefilter has not changed since it was asked; otherwise the chunk is asked again.
 #pragma once
 
 #include <re2/set.h>
 
 #include <array>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "catalog/catalog.h"
@@ -31,6 +41,7 @@
 #include "kb/log_reader.h"
 #include "kb/matcher.h"
 #include "kb/vm_fault.h"
+#include "kmsg/classify.h"
 
 namespace gputriage::kb {
 
@@ -71,12 +82,40 @@ struct ScanFindings {
   ReadStats stats;
 };
 
+/// One background thread that answers, in order, whether a chunk has a line a prefilter set
+/// matches. Started on the first question; the destructor answers what is queued and joins.
+class ChunkMatcher {
+ public:
+  ChunkMatcher() = default;
+  ChunkMatcher(const ChunkMatcher&) = delete;
+  ChunkMatcher& operator=(const ChunkMatcher&) = delete;
+  ~ChunkMatcher();
+
+  /// `text` must stay valid until the answer is ready. Answered on the calling thread when no
+  /// thread can be started.
+  std::future<bool> Ask(std::shared_ptr<const RE2::Set> set, std::string_view text);
+
+  /// True when a line of `text` matches a pattern of `set` (or the set could not tell).
+  static bool Matters(const RE2::Set& set, std::string_view text);
+
+ private:
+  void Run();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<bool()>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 class LineScan {
  public:
   /// A general signal stops counting after this many lines: a log repeating one warning a
   /// million times does not outweigh everything else, and a long log stops costing per line.
   static constexpr int kGeneralCap = 32;
   static constexpr size_t kChunkBytes = 1 << 20;
+  /// Chunks handed to the worker and not yet settled: enough that it never waits for the next.
+  static constexpr size_t kChunksInFlight = 2;
   /// Xid storms are normal and the decisive code often comes last, so every Xid line is
   /// counted; memory stays bounded by these: distinct codes kept, GPUs listed per code.
   static constexpr size_t kMaxXidCodes = 256;
@@ -117,7 +156,6 @@ class LineScan {
   void ScoreErrorCode(std::string_view line, uint64_t number, std::string_view input);
   void ScoreGeneralSignals(std::string_view line, uint64_t number, std::string_view input);
   void TallyXid(std::string_view line, uint64_t number, std::string_view input);
-  void TallyChunkXids();
   void TakeVmFaults();
   void RebuildFilter();
 
@@ -126,6 +164,19 @@ class LineScan {
     size_t size;
     uint64_t number;
   };
+  /// A full chunk handed over: its text and lines, the prefilter it is being matched against and
+  /// the answer to come ("a line in it may matter").
+  struct Handed {
+    std::string text;
+    std::vector<ChunkLine> lines;
+    std::string input;
+    std::shared_ptr<const RE2::Set> filter;
+    std::future<bool> matters;
+  };
+  void Hand(bool in_background);
+  void StripChunk();
+  void Settle(const Handed& chunk, std::optional<bool> answer);
+  void TallyChunkXids(const Handed& chunk);
 
   Matcher& matcher_;
   const GeneralClassifier& general_;
@@ -136,7 +187,6 @@ class LineScan {
   int key_weight_ = 0;
   bool signature_wanted_ = true;
   const catalog::ErrorCode* scored_code_ = nullptr;
-  int xid_filter_index_ = -1;  ///< the Xid pattern's index in filter_, -1 when not in it
   std::vector<VmFault> vm_done_;
   const bool prefilter_;
   std::vector<int> hits_;
@@ -144,10 +194,15 @@ class LineScan {
   std::string chunk_;
   std::vector<ChunkLine> chunk_lines_;
   std::string chunk_input_;
+  std::deque<Handed> in_flight_;  ///< oldest first
+  std::vector<Handed> spare_;     ///< settled chunks' buffers, for reuse
+  /// Parsed Xid lines by their text from "Xid": a storm repeats a few lines with new timestamps.
+  std::unordered_map<std::string, std::optional<kmsg::XidInfo>> xid_cache_;
   std::shared_ptr<const RE2::Set> filter_;
   FilterCache& filter_cache_;
   bool filter_stale_ = true;
   bool filter_broken_ = false;
+  ChunkMatcher worker_;  ///< last: joined before the chunks it reads are freed
 };
 
 }  // namespace gputriage::kb
