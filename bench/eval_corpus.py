@@ -20,7 +20,9 @@ Three measures per mode:
   top-3     one of analyze's first three known issues describes the thread's established root
             cause: an entry listed for the case in bench/corpus_root_causes.json (entries judged
             to describe that root cause, not its symptom); in mode `all` an entry that cites the
-            case's own thread counts too. Cases whose root cause no entry describes count as misses;
+            case's own thread counts too. Scored over the cases whose thread established a root
+            cause (those labelled "unknown in thread" are left out); a case whose established
+            cause no entry describes counts as a miss;
   verdict   analyze's verdict equals the one the thread established
             (bench/corpus_verdicts.json: hardware, driver-firmware, library, application, unknown).
 And calibration: category accuracy per band of analyze's confidence.
@@ -100,6 +102,15 @@ def analyze(gt, log, kb_dir):
         return None
 
 
+def established(label):
+    """The thread established a root cause: an entry describes it, or the label names one
+    (a `missing` cause that is not "unknown in thread")."""
+    if label.get("root_cause_entries"):
+        return True
+    missing = label.get("missing", "")
+    return bool(missing) and not missing.startswith("unknown in thread")
+
+
 def load(path):
     try:
         return json.load(open(path))
@@ -131,7 +142,7 @@ def main():
         print("|---|---|---|---|")
         report = {}
         for mode in modes:
-            right = top3 = verdict_right = verdict_n = 0
+            right = top3 = top3_n = verdict_right = verdict_n = 0
             bands = defaultdict(lambda: [0, 0])
             rows = []
             for case in cases:
@@ -160,14 +171,18 @@ def main():
                 if mode == "all" and not hit:
                     pattern = thread_pattern(case["source"])
                     hit = any(pattern and any(pattern.search(r) for r in m["references"]) for m in result["matches"][:3])
-                top3 += hit
+                # Only reports whose thread established a root cause are scored (the issue's own
+                # measure); "unknown in thread" cases are left out of the denominator.
+                if established(causes.get(case["id"], {})):
+                    top3_n += 1
+                    top3 += hit
                 want_verdict = verdicts.get(case["id"], {}).get("verdict")
                 if want_verdict:
                     verdict_n += 1
                     verdict_right += result["verdict"] == want_verdict
                 rows.append((case, result, ok, hit, want_verdict))
             n = len(cases)
-            t3 = f"{top3}/{n} = {100.0 * top3 / n:.1f} %" if mode != "general" else "—"
+            t3 = f"{top3}/{top3_n} = {100.0 * top3 / top3_n:.1f} %" if mode != "general" and top3_n else "—"
             vd = f"{verdict_right}/{verdict_n} = {100.0 * verdict_right / verdict_n:.1f} %" if verdict_n else "no labels"
             print(f"| {mode} | {right}/{n} = {100.0 * right / n:.1f} % | {t3} | {vd} |")
             report[mode] = (rows, bands)

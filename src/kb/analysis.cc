@@ -44,6 +44,11 @@ GeneralDecision DecideGeneral(const ScanFindings& found) {
   return d;
 }
 
+// Below this confidence (a handful of weak lines, or strong ones pulling different ways) the
+// category's usual verdict is not assumed: bench/eval_corpus.py's calibration shows the category
+// itself right for under a third of such reports.
+constexpr double kThinEvidence = 0.3;
+
 // Category, confidence, the default verdict and its first reason.
 void DecideCategory(const ScanFindings& found, Analysis& a) {
   if (!a.matches.empty()) {
@@ -59,11 +64,19 @@ void DecideCategory(const ScanFindings& found, Analysis& a) {
     a.category = *d.general;
     double share = d.total > 0 ? static_cast<double>(d.best) / d.total : 0;
     a.confidence = std::min(0.7, 0.15 + 0.05 * d.best) * (0.5 + 0.5 * share);
-    a.verdict = DefaultVerdict(*d.general);
     a.verdict_reasons.push_back(
         fmt::format("no known issue matched; the error lines point to {} "
                     "(general signals, score {} of {})",
                     core::CategoryName(*d.general), d.best, d.total));
+    // Thin evidence does not place the fault: below kThinEvidence the category's usual verdict
+    // is not assumed (the stack's own messages and hardware evidence can still decide it).
+    if (a.confidence >= kThinEvidence) {
+      a.verdict = DefaultVerdict(*d.general);
+    } else {
+      a.verdict_reasons.push_back(fmt::format(
+          "confidence {:.2f} is below {:.2f}: too little evidence to place the fault by the category alone",
+          a.confidence, kThinEvidence));
+    }
   } else if (d.hinted) {
     a.category = core::Category::kOther;
     a.confidence = 0.1;

@@ -84,12 +84,14 @@ core::Verdict DefaultVerdict(Category category) {
   switch (category) {
     case Category::kHardware:
       return core::Verdict::kHardware;
-    case Category::kDriverRuntime:
-      return core::Verdict::kDriverFirmware;
     case Category::kArchMismatch:
     case Category::kAbiMismatch:
     case Category::kCompilerJit:
       return core::Verdict::kLibrary;
+    // A runtime's or driver's error report (driver-runtime) names who noticed, not who is at fault:
+    // a missing driver, a mis-set NCCL interface, a container without device access and a broken
+    // install all read alike; the stack's own messages that place the fault (a driver/library
+    // version mismatch, an insufficient driver) vote for driver-firmware in the vocabulary.
     // A symptom does not say where the fault lies: an illegal address, an assert, running out of
     // memory, a page fault or a wrong result came from the program as often as from a library
     // regression, a miscompile, the driver or a failing GPU in public reports. Only evidence

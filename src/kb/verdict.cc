@@ -161,10 +161,12 @@ void RepeatReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
   }
 }
 
-// A known issue keeps its verdict (and hears about hardware evidence); otherwise the evidence
-// decides: hardware, else driver-firmware, else an undecided verdict leans to the application.
+// A known issue keeps its verdict (and hears about hardware evidence) unless that verdict is
+// unknown; otherwise the evidence decides: hardware, else driver-firmware, else an undecided
+// verdict follows the library's or the application's own messages.
 void SettleVerdict(const Leaning& leaning, Analysis& a) {
-  if (a.matches.empty()) {
+  // A known issue whose verdict is unknown (its cause varies) leaves the verdict to the evidence too.
+  if (a.matches.empty() || a.verdict == core::Verdict::kUnknown) {
     core::Verdict before = a.verdict;
     if (leaning.hardware) {
       a.verdict = core::Verdict::kHardware;
