@@ -73,9 +73,9 @@ void DecideCategory(const ScanFindings& found, Analysis& a) {
     if (a.confidence >= kThinEvidence) {
       a.verdict = DefaultVerdict(*d.general);
     } else {
-      a.verdict_reasons.push_back(fmt::format(
-          "confidence {:.2f} is below {:.2f}: too little evidence to place the fault by the category alone",
-          a.confidence, kThinEvidence));
+      a.verdict_reasons.push_back(
+          fmt::format("confidence {:.2f} is below {:.2f}: too little evidence to place the fault by the category alone",
+                      a.confidence, kThinEvidence));
     }
   } else if (d.hinted) {
     a.category = core::Category::kOther;

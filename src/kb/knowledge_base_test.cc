@@ -305,17 +305,49 @@ TEST(Analysis, VerdictReasonsFromXidClassesGpusAndHardwareHealth) {
       << core::Json(mismatch.verdict_reasons).dump();
   EXPECT_EQ(ecc.group_key, "cudaErrorIllegalAddress on sm_90");
 
-  // With the real knowledge base a known issue keeps its verdict, and the hardware evidence is
-  // still said.
+  // With the real knowledge base a known issue with a verdict keeps it, and the hardware evidence
+  // is still said; one whose verdict is unknown (an illegal address: its cause varies) leaves the
+  // verdict to the evidence.
   auto kb = LoadEmbeddedKnowledgeBase();
   ASSERT_TRUE(kb.ok());
   auto full = Analyzer::Create(*kb);
   ASSERT_TRUE(full.ok());
-  Analysis known =
-      (*full)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n", "stderr", &facts);
+  Analysis known = (*full)->AnalyzeText(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.11 "
+      "GiB of which 3.06 MiB is free.\n",
+      "stderr", &facts);
   ASSERT_FALSE(known.matches.empty());
-  EXPECT_NE(core::VerdictName(known.verdict), "hardware");
+  EXPECT_EQ(known.matches[0].issue->id, "torch-caching-allocator-out-of-memory");
+  EXPECT_EQ(core::VerdictName(known.verdict), "application");
   EXPECT_TRUE(HasReason(known, "the known issue says")) << core::Json(known.verdict_reasons).dump();
+  Analysis varies =
+      (*full)->AnalyzeText("RuntimeError: CUDA error: an illegal memory access was encountered\n", "stderr", &facts);
+  ASSERT_FALSE(varies.matches.empty());
+  EXPECT_EQ(core::VerdictName(varies.matches[0].issue->verdict), "unknown");
+  EXPECT_EQ(core::VerdictName(varies.verdict), "hardware") << core::Json(varies.verdict_reasons).dump();
+}
+
+// Without a known issue: a runtime's error report (driver-runtime) names who noticed, not who is
+// at fault, so its verdict stays unknown; thin evidence (confidence below 0.3) assumes no verdict
+// and says so; a category that does place the fault (a shared library of the stack missing) keeps
+// its usual verdict.
+TEST(Analysis, ThinEvidenceAndRuntimeReportsLeaveTheVerdictUnknown) {
+  auto empty = LoadKnowledgeBase(WithTables({}));
+  ASSERT_TRUE(empty.ok());
+  auto analyzer = Analyzer::Create(*empty);
+  ASSERT_TRUE(analyzer.ok());
+  Analysis nccl = (*analyzer)->AnalyzeText("NCCL WARN Bootstrap : no socket interface found\n", "stderr", nullptr);
+  EXPECT_EQ(core::CategoryName(nccl.category), "driver-runtime");
+  EXPECT_GE(nccl.confidence, 0.3);
+  EXPECT_EQ(core::VerdictName(nccl.verdict), "unknown") << core::Json(nccl.verdict_reasons).dump();
+  Analysis thin = (*analyzer)->AnalyzeText("RuntimeError: CUDA error: initialization error\n", "stderr", nullptr);
+  EXPECT_LT(thin.confidence, 0.3);
+  EXPECT_TRUE(HasReason(thin, "confidence 0.26 is below 0.30")) << core::Json(thin.verdict_reasons).dump();
+  Analysis abi = (*analyzer)->AnalyzeText(
+      "error while loading shared libraries: libamdhip64.so.6: cannot open shared object file\n", "stderr", nullptr);
+  EXPECT_EQ(core::CategoryName(abi.category), "abi-mismatch");
+  EXPECT_GE(abi.confidence, 0.3);
+  EXPECT_EQ(core::VerdictName(abi.verdict), "library");
 }
 
 // An amdgpu VM fault block (header, address, status, decoded fields) is one event, decoded.
