@@ -234,6 +234,16 @@ void LineScan::Finish() {
 void LineScan::TakeVmFaults() {
   for (VmFault& f : vm_done_) {
     ++found_.vm_fault_count;
+    // A block whose header line was not kept (a report that pasted only the field lines) is
+    // still a page fault: its field lines are continuation lines the classifier never sees.
+    if (f.hub.empty() && headerless_scored_ < kGeneralCap) {
+      ++headerless_scored_;
+      found_.scores[Index(core::Category::kPageFault)] += 3;
+      ++found_.strong[Index(core::Category::kPageFault)];
+      if (found_.evidence.size() < 12) {
+        found_.evidence.push_back({f.input + ":" + std::to_string(f.line_number), f.Describe()});
+      }
+    }
     if (found_.vm_faults.size() < kMaxVmFaults) {
       found_.vm_faults.push_back(std::move(f));
       if (found_.vm_faults.size() == kMaxVmFaults) filter_stale_ = true;

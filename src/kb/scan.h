@@ -185,6 +185,7 @@ class LineScan {
   AcaAssembler aca_;
   ScanFindings found_;
   int key_weight_ = 0;
+  int headerless_scored_ = 0;  ///< VM fault blocks without a header scored as page faults
   bool signature_wanted_ = true;
   const catalog::ErrorCode* scored_code_ = nullptr;
   std::vector<VmFault> vm_done_;
