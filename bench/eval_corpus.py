@@ -5,7 +5,9 @@ reports it has never seen.
   bench/eval_corpus.py GPUTRIAGE [CORPUS.jsonl ...] [--mode all|loro|general] [--verbose]
 
 CORPUS defaults to ../shared/corpus/train.jsonl and train2.jsonl (each line: a public report with
-the category, root cause and fix its thread established). Three modes, all by default:
+the category, root cause and fix its thread established); bench/corpus_extra.jsonl holds 18 more
+real reports collected for this project without looking at kb/ (verdict labels in
+bench/corpus_extra_labels.json; no root-cause labels yet, so top-3 is not scored on them). Three modes, all by default:
 
   all      analyze with the whole knowledge base (the training figure: entries were written for
            some of these very threads, so it overstates);
@@ -129,6 +131,9 @@ def main():
     corpora = args[1:] or [os.path.join(ROOT, "..", "shared", "corpus", f) for f in ("train.jsonl", "train2.jsonl")]
     cases = [json.loads(line) for path in corpora for line in open(path) if line.strip()]
     verdicts = load(os.path.join(HERE, "corpus_verdicts.json"))
+    # Cases collected for this project (bench/corpus_extra.jsonl, independently of kb/) carry
+    # their verdict labels in their own file.
+    verdicts.update(load(os.path.join(HERE, "corpus_extra_labels.json")))
     causes = load(os.path.join(HERE, "corpus_root_causes.json"))
     repos = entry_repos()
     tmp = tempfile.mkdtemp(prefix="gputriage-eval-")
