@@ -130,9 +130,12 @@ void Analyzer::AddText(std::string_view text, std::string_view name) {
 
 core::Result<ReadStats> Analyzer::AddLog(int fd, std::string_view prefix, std::string_view name,
                                          const ReadOptions& options) {
+  BlockSink blocks = [&](std::string_view text, uint64_t first, uint64_t lines) {
+    return scan_->Block(text, first, lines, name);
+  };
   auto stats = ReadLinesFromFd(
       fd, prefix, name, [&](std::string_view line, uint64_t n) { scan_->Line(LineSource::kUnknown, line, n, name); },
-      options);
+      options, &blocks);
   if (!stats.ok()) return stats.error();
   scan_->Count(*stats);
   return stats;

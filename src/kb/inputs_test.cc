@@ -192,6 +192,49 @@ TEST(AnalyzeInputs, ATruncatedGzipIsUsedUpToTheDamageAndTheOtherInputsKept) {
 
 // Failed before: only the first 256 Xid lines were looked at, so after an Xid 13 storm the
 // hardware Xids that followed were not in the answer and the count said 256.
+// A log file is read in bulk (whole lines handed to the scan a read buffer at a time, split into
+// lines only where the prefilter says a line matters); the result must be what reading it line by
+// line gives: with every example log, CRLF lines, colour codes, a line longer than a read buffer,
+// an Xid storm and several MiB of filler, plain and gzip-compressed.
+TEST(AnalyzeInputs, BulkReadingGivesTheSameResultAsLineByLine) {
+  const KnowledgeBase& kb = Embedded();
+  std::string text;
+  int n = 0;
+  for (const auto* examples : {&kb.match_examples, &kb.nomatch_examples}) {
+    for (const auto& [id, files] : *examples) {
+      for (const KbFile& f : files) {
+        text += f.text;
+        if (++n % 5 == 0) text += "\x1b[31mRuntimeError: CUDA error: an illegal memory access was encountered\x1b[0m\n";
+        if (n % 7 == 0) text += "NCCL WARN Bootstrap : no socket interface found\r\n";
+        for (int i = 0; i < 400; ++i) {
+          text += "[" + std::to_string(n) + "." + std::to_string(i) +
+                  "] NVRM: Xid (PCI:0000:61:00): 13, pid=" + std::to_string(i % 3) +
+                  ", name=python3, Out Of Range Address\n";
+          text += "step " + std::to_string(i) + " loss 0.25 lr 3e-4 tokens/s 81234\n";
+        }
+      }
+    }
+  }
+  text += std::string(3u << 20, 'x') + " CUDA error: out of memory\n";
+  text += "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+  ASSERT_GT(text.size(), 8u << 20);
+  testing::TempDir tmp;
+  std::string plain = tmp / "big.log", gz = tmp / "big.log.gz";
+  std::ofstream(plain, std::ios::binary) << text;
+  std::ofstream(gz, std::ios::binary) << GzipOf(text);
+  for (const std::string& path : {plain, gz}) {
+    auto bulk = AnalyzePaths({path}, 0, true);
+    auto each = AnalyzePaths({path}, 0, false);
+    ASSERT_TRUE(bulk.ok() && each.ok()) << path;
+    EXPECT_TRUE(ToJson(bulk->analysis).dump() == ToJson(each->analysis).dump()) << path;
+    uint64_t xid13 = 0;
+    for (const Json& x : bulk->analysis.xids) {
+      if (x["code"] == 13) xid13 = x["count"].get<uint64_t>();
+    }
+    EXPECT_GE(xid13, 400u * static_cast<uint64_t>(n)) << path;
+  }
+}
+
 TEST(AnalyzeInputs, EveryXidLineIsCountedAfterAStorm) {
   testing::TempDir tmp;
   std::string log = tmp / "dmesg.log";

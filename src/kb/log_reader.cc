@@ -65,8 +65,8 @@ size_t NonTextBytes(std::string_view bytes) {
 // asked, holds the first kSniffBytes back until they are known to be text.
 class LineSplitter {
  public:
-  LineSplitter(const LineSink& sink, const ReadOptions& options, ReadStats& stats)
-      : sink_(sink), options_(options), stats_(stats), sniffing_(options.refuse_binary) {}
+  LineSplitter(const LineSink& sink, const ReadOptions& options, ReadStats& stats, const BlockSink* blocks)
+      : sink_(sink), blocks_(blocks), options_(options), stats_(stats), sniffing_(options.refuse_binary) {}
 
   void Push(std::string_view bytes) {
     if (refused_) return;
@@ -107,6 +107,27 @@ class LineSplitter {
   void Split(std::string_view bytes) {
     stats_.bytes += bytes.size();
     KeepTail(bytes);
+    if (blocks_ != nullptr) {
+      // The line begun in the previous piece first, then the whole lines in bulk.
+      if (!line_.empty() || cutting_) {
+        size_t nl = bytes.find('\n');
+        Append(bytes.substr(0, nl));
+        if (nl == std::string_view::npos) return;
+        Emit();
+        bytes.remove_prefix(nl + 1);
+      }
+      size_t last = bytes.rfind('\n');
+      if (last != std::string_view::npos && bytes.size() <= options_.max_line_bytes) {
+        std::string_view whole = bytes.substr(0, last + 1);
+        if (whole.find('\r') == std::string_view::npos) {
+          uint64_t n = CountNewlines(whole);
+          if ((*blocks_)(whole, stats_.lines + 1, n)) {
+            stats_.lines += n;
+            bytes.remove_prefix(last + 1);
+          }
+        }
+      }
+    }
     while (!bytes.empty()) {
       size_t nl = bytes.find('\n');
       std::string_view piece = bytes.substr(0, nl);
@@ -160,6 +181,7 @@ class LineSplitter {
   }
 
   const LineSink& sink_;
+  const BlockSink* blocks_;
   const ReadOptions& options_;
   ReadStats& stats_;
   std::string line_;
@@ -317,9 +339,9 @@ bool HasMagic(std::string_view bytes, std::string_view magic) {
 }
 
 core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const LineSink& sink,
-                                 const ReadOptions& options) {
+                                 const ReadOptions& options, const BlockSink* blocks = nullptr) {
   ReadStats stats;
-  LineSplitter lines(sink, options, stats);
+  LineSplitter lines(sink, options, stats, blocks);
   // Text already in memory is read in one chunk no larger than itself: a 200-byte stderr tail is
   // not given a zeroed 1 MiB buffer (analyze and report read several such texts per bundle).
   const size_t chunk_bytes = std::max<size_t>(1, options.chunk_bytes);
@@ -355,6 +377,22 @@ core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const L
 
 }  // namespace
 
+uint64_t CountNewlines(std::string_view text) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kLow7 = 0x7f7f7f7f7f7f7f7full;
+  uint64_t n = 0;
+  size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, text.data() + i, 8);
+    uint64_t x = word ^ (kOnes * '\n');  // a zero byte where a newline was
+    // The high bit of each byte set exactly when that byte of x is zero.
+    uint64_t zero = ~(((x & kLow7) + kLow7) | x | kLow7);
+    n += ((zero >> 7) * kOnes) >> 56;  // the sum of the eight 0/1 bytes (no popcnt on baseline x86-64)
+  }
+  for (; i < text.size(); ++i) n += text[i] == '\n';
+  return n;
+}
+
 bool LooksBinary(std::string_view prefix) { return NonTextBytes(prefix) * 10 > prefix.size() * 3; }
 
 core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink, const ReadOptions& options) {
@@ -367,11 +405,11 @@ core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink,
 }
 
 core::Result<ReadStats> ReadLinesFromFd(int fd, std::string_view prefix, std::string_view name, const LineSink& sink,
-                                        const ReadOptions& options) {
+                                        const ReadOptions& options, const BlockSink* blocks) {
   ByteSource src;
   src.prefix = prefix;
   src.fd = fd;
-  return ReadFrom(src, name, sink, options);
+  return ReadFrom(src, name, sink, options, blocks);
 }
 
 core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name, const LineSink& sink,

@@ -50,6 +50,14 @@ bool LooksBinary(std::string_view prefix);
 /// Receives each line without its "\n" (and without a "\r" before it), 1-based numbers.
 using LineSink = std::function<void(std::string_view line, uint64_t number)>;
 
+/// Optional bulk path: `text` holds `lines` whole lines, each ending in '\n' (none holds '\r',
+/// none is longer than ReadOptions::max_line_bytes), the first numbered `first`. Returns false to
+/// have them handed to the LineSink one by one instead.
+using BlockSink = std::function<bool(std::string_view text, uint64_t first, uint64_t lines)>;
+
+/// The number of '\n' bytes in `text` (eight bytes at a time).
+uint64_t CountNewlines(std::string_view text);
+
 /// Streams the file at `path` ("-" is stdin) into `sink`. Fails naming the path when it cannot
 /// be opened or read, and (options.refuse_binary) when it is not text: "PATH: not a log (binary
 /// data: 87% of its first 65536 bytes are NUL, control bytes or invalid UTF-8)". A compressed
@@ -61,7 +69,7 @@ core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink,
 /// read from it (to sniff a core file): they are read as the start of the stream, so a pipe's
 /// bytes are read once. `name` starts every message.
 core::Result<ReadStats> ReadLinesFromFd(int fd, std::string_view prefix, std::string_view name, const LineSink& sink,
-                                        const ReadOptions& options = {});
+                                        const ReadOptions& options = {}, const BlockSink* blocks = nullptr);
 
 /// The same over bytes in memory (tests, fuzzing).
 core::Result<ReadStats> ReadLinesFromMemory(std::string_view bytes, std::string_view name, const LineSink& sink,

@@ -105,9 +105,15 @@ std::future<bool> ChunkMatcher::Ask(std::shared_ptr<const RE2::Set> set, std::st
   std::future<bool> answer = task.get_future();
   try {
     std::lock_guard lock(mutex_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+    if (threads_.size() < kThreads) threads_.emplace_back([this] { Run(); });
     queue_.push_back(std::move(task));
   } catch (const std::system_error&) {
+    if (!threads_.empty()) {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(task));  // the threads already started answer it
+      wake_.notify_one();
+      return answer;
+    }
     task();  // no thread to be had: answered here
     return answer;
   }
@@ -134,8 +140,8 @@ ChunkMatcher::~ChunkMatcher() {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
-  wake_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
 }
 
 // The chunk being gathered is handed over, matched against the current prefilter on the worker
@@ -145,7 +151,6 @@ ChunkMatcher::~ChunkMatcher() {
 void LineScan::Hand(bool in_background) {
   if (!chunk_lines_.empty()) {
     StripChunk();
-    if (filter_stale_) RebuildFilter();
     Handed& h = in_flight_.emplace_back();
     if (!spare_.empty()) {
       std::swap(h.text, spare_.back().text);
@@ -157,13 +162,14 @@ void LineScan::Hand(bool in_background) {
     chunk_.clear();
     chunk_lines_.clear();
     h.input = chunk_input_;
-    h.filter = filter_broken_ ? nullptr : filter_;
-    if (in_background && h.filter) h.matters = worker_.Ask(h.filter, h.text);
+    h.block = false;
+    if (in_background) Enqueue(h);
   }
   while (in_flight_.size() > (in_background ? kChunksInFlight : 0)) {
     Handed& oldest = in_flight_.front();
     std::optional<bool> answer;
     if (oldest.matters.valid()) answer = oldest.matters.get();
+    if (oldest.matters_rest.valid()) answer = oldest.matters_rest.get() || answer.value_or(true);
     Settle(oldest, answer);
     if (spare_.size() < kChunksInFlight) {
       oldest.text.clear();
@@ -174,10 +180,59 @@ void LineScan::Hand(bool in_background) {
   }
 }
 
+// Asks the worker about a chunk just put in flight, against the current prefilter.
+void LineScan::Enqueue(Handed& h) {
+  if (filter_stale_) RebuildFilter();
+  h.filter = filter_broken_ ? nullptr : filter_;
+  if (!h.filter) return;
+  // Two halves, split at a line's end, answered in parallel (patterns never span lines).
+  std::string_view text(h.text);
+  size_t half = text.find('\n', text.size() / 2);
+  if (half == std::string_view::npos || half + 1 >= text.size()) {
+    h.matters = worker_.Ask(h.filter, text);
+    return;
+  }
+  h.matters = worker_.Ask(h.filter, text.substr(0, half + 1));
+  h.matters_rest = worker_.Ask(h.filter, text.substr(half + 1));
+}
+
+bool LineScan::Block(std::string_view text, uint64_t first, uint64_t lines, std::string_view input) {
+  if (!prefilter_ || lines == 0 || text.find('\x1b') != std::string_view::npos) return false;
+  Hand(true);  // the lines gathered before go first
+  chunk_input_.assign(input);
+  Handed& h = in_flight_.emplace_back();
+  if (!spare_.empty()) {
+    std::swap(h.text, spare_.back().text);
+    std::swap(h.lines, spare_.back().lines);
+    spare_.pop_back();
+  }
+  h.text.assign(text);
+  h.lines.clear();
+  h.input = chunk_input_;
+  h.block = true;
+  h.first = first;
+  Enqueue(h);
+  Hand(true);  // settles the oldest beyond the ones kept in flight
+  return true;
+}
+
+// A block's lines, found when they are needed.
+void LineScan::SplitBlock(Handed& chunk) {
+  if (!chunk.block || !chunk.lines.empty()) return;
+  std::string_view text(chunk.text);
+  uint64_t number = chunk.first;
+  for (size_t at = 0; at < text.size();) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) nl = text.size();
+    chunk.lines.push_back({at, nl - at, number++});
+    at = nl + 1;
+  }
+}
+
 // Chunks are settled in order: a chunk's lines are matched one by one when the prefilter, as it
 // stands after the chunks before it, says any of them can change the result. An answer given
 // against an older prefilter is asked again.
-void LineScan::Settle(const Handed& chunk, std::optional<bool> answer) {
+void LineScan::Settle(Handed& chunk, std::optional<bool> answer) {
   if (filter_stale_) RebuildFilter();
   bool per_line = true;
   if (!filter_broken_ && !vm_.open()) {  // an open fault block needs its next lines
@@ -193,6 +248,7 @@ void LineScan::Settle(const Handed& chunk, std::optional<bool> answer) {
     if (!per_line) TallyChunkXids(chunk);
   }
   if (per_line) {
+    SplitBlock(chunk);
     for (const ChunkLine& l : chunk.lines) {
       Process(LineSource::kUnknown, std::string_view(chunk.text).substr(l.offset, l.size), l.number, chunk.input);
     }
@@ -201,6 +257,22 @@ void LineScan::Settle(const Handed& chunk, std::optional<bool> answer) {
 
 void LineScan::TallyChunkXids(const Handed& chunk) {
   std::string_view text(chunk.text);
+  if (chunk.block && chunk.lines.empty()) {
+    // A block has no line table: each Xid line's number is counted from the last one's.
+    uint64_t number = chunk.first;
+    size_t counted = 0;  // newlines before this offset are in `number`
+    for (size_t at = text.find("Xid"); at != std::string_view::npos;) {
+      size_t start = text.rfind('\n', at);
+      start = start == std::string_view::npos ? 0 : start + 1;
+      size_t end = text.find('\n', at);
+      if (end == std::string_view::npos) end = text.size();
+      number += CountNewlines(text.substr(counted, start - counted));
+      counted = start;
+      TallyXid(text.substr(start, end - start), number, chunk.input);
+      at = text.find("Xid", end);
+    }
+    return;
+  }
   auto line = chunk.lines.begin();
   for (size_t at = text.find("Xid"); at != std::string_view::npos;) {
     line = std::upper_bound(line, chunk.lines.end(), at,

@@ -9,9 +9,12 @@
 // shrinks, so on a long log full of the same errors the steady state is one cheap DFA pass per
 // chunk. The result is the same as matching every line (tests compare both).
 //
-// On a long log the DFA pass is about half the work; it runs on a second thread while the next
-// chunk is read and split (one chunk in flight). A chunk's answer is used only when the
-// prefilter has not changed since it was asked; otherwise the chunk is asked again.
+// A log file comes in bulk: each read buffer's whole lines become one chunk without being split
+// (Block); its lines are found only when the prefilter says one may matter, and Xid lines by a
+// plain search. The DFA pass, most of the work on a long log, runs on two worker threads (each
+// chunk in two halves cut at a line's end) while the next chunks are read; a few chunks are in
+// flight and are settled in order. An answer is used only when the prefilter has not changed
+// since it was asked; otherwise the chunk is asked again.
 #pragma once
 
 #include <re2/set.h>
@@ -82,8 +85,8 @@ struct ScanFindings {
   ReadStats stats;
 };
 
-/// One background thread that answers, in order, whether a chunk has a line a prefilter set
-/// matches. Started on the first question; the destructor answers what is queued and joins.
+/// Two background threads that answer whether a piece of text has a line a prefilter set
+/// matches. Started on the first questions; the destructor answers what is queued and joins.
 class ChunkMatcher {
  public:
   ChunkMatcher() = default;
@@ -105,7 +108,8 @@ class ChunkMatcher {
   std::condition_variable wake_;
   std::deque<std::packaged_task<bool()>> queue_;
   bool stop_ = false;
-  std::thread thread_;
+  static constexpr size_t kThreads = 2;
+  std::vector<std::thread> threads_;
 };
 
 class LineScan {
@@ -132,6 +136,12 @@ class LineScan {
 
   /// One line of `input` (without its newline).
   void Line(LineSource source, std::string_view raw, uint64_t number, std::string_view input);
+
+  /// Whole plain-log lines of `input` in bulk (BlockSink): `text` holds `lines` lines ending in
+  /// '\n', the first numbered `first`. They become a chunk of their own, split into lines only
+  /// when the prefilter says a line in it can matter. False (nothing taken) when the lines must go
+  /// through Line one by one: no prefilter, or colour codes to strip.
+  bool Block(std::string_view text, uint64_t first, uint64_t lines, std::string_view input);
 
   /// Matches the buffered lines (when the prefilter says any of them can matter).
   void Flush();
@@ -171,11 +181,17 @@ class LineScan {
     std::vector<ChunkLine> lines;
     std::string input;
     std::shared_ptr<const RE2::Set> filter;
-    std::future<bool> matters;
+    std::future<bool> matters;       ///< the first half's answer
+    std::future<bool> matters_rest;  ///< the second half's, when the chunk was split
+    /// A block (Block): `lines` is empty until needed; its lines are numbered from `first`.
+    bool block = false;
+    uint64_t first = 0;
   };
+  void Enqueue(Handed& h);
+  void SplitBlock(Handed& chunk);
   void Hand(bool in_background);
   void StripChunk();
-  void Settle(const Handed& chunk, std::optional<bool> answer);
+  void Settle(Handed& chunk, std::optional<bool> answer);
   void TallyChunkXids(const Handed& chunk);
 
   Matcher& matcher_;
