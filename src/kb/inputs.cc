@@ -27,6 +27,12 @@ void AddBaselineChanges(const core::Snapshot& baseline, const core::Snapshot& sn
         c.kind == store::change_kind::kGpuRemoved) {
       facts.hardware_alerts.push_back("since the last good snapshot: " + c.summary);
     }
+    if (c.kind == store::change_kind::kDriverChanged || c.kind == store::change_kind::kKernelChanged) {
+      if (facts.driver_changes.size() < 5) facts.driver_changes.push_back(c.summary);
+    } else if (c.kind == store::change_kind::kComponentVersionChanged ||
+               c.kind == store::change_kind::kComponentAdded || c.kind == store::change_kind::kComponentRemoved) {
+      if (facts.stack_changes.size() < 5) facts.stack_changes.push_back(c.summary);
+    }
   }
 }
 

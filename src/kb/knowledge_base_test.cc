@@ -350,6 +350,34 @@ TEST(Analysis, ThinEvidenceAndRuntimeReportsLeaveTheVerdictUnknown) {
   EXPECT_EQ(core::VerdictName(abi.verdict), "library");
 }
 
+// --baseline: when nothing else places the fault and only one side of the stack changed since
+// the last good snapshot, that change is the first suspect; when both changed, neither is.
+TEST(Analysis, AVersionChangeSinceTheLastGoodRunIsTheFirstSuspect) {
+  auto empty = LoadKnowledgeBase(WithTables({}));
+  ASSERT_TRUE(empty.ok());
+  auto analyzer = Analyzer::Create(*empty);
+  ASSERT_TRUE(analyzer.ok());
+  const std::string ima = "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  Facts driver;
+  driver.changes = driver.driver_changes = {"GPU 0000:61:00.0 driver 550.54.15 -> 560.35.03"};
+  Analysis d = (*analyzer)->AnalyzeText(ima, "stderr", &driver);
+  EXPECT_EQ(core::VerdictName(d.verdict), "driver-firmware") << core::Json(d.verdict_reasons).dump();
+  EXPECT_TRUE(HasReason(d, "the failure follows a driver/kernel change since the last good snapshot (GPU 0000:61:00.0"))
+      << core::Json(d.verdict_reasons).dump();
+  Facts stack;
+  stack.changes = stack.stack_changes = {"torch 2.5.1 -> 2.6.0"};
+  Analysis l = (*analyzer)->AnalyzeText(ima, "stderr", &stack);
+  EXPECT_EQ(core::VerdictName(l.verdict), "library") << core::Json(l.verdict_reasons).dump();
+  Facts both = driver;
+  both.stack_changes = stack.stack_changes;
+  Analysis u = (*analyzer)->AnalyzeText(ima, "stderr", &both);
+  EXPECT_EQ(core::VerdictName(u.verdict), "unknown") << core::Json(u.verdict_reasons).dump();
+  // Hardware evidence still comes first.
+  Facts ecc = driver;
+  ecc.hardware_alerts = {"GPU 0000:61:00.0: 2 uncorrectable ECC errors since the driver loaded"};
+  EXPECT_EQ(core::VerdictName((*analyzer)->AnalyzeText(ima, "stderr", &ecc).verdict), "hardware");
+}
+
 // An amdgpu VM fault block (header, address, status, decoded fields) is one event, decoded.
 TEST(Analysis, AnAmdgpuVmFaultBlockIsOneEvent) {
   auto kb = LoadEmbeddedKnowledgeBase();

@@ -42,6 +42,10 @@ struct Facts {
   std::vector<std::string> hardware_alerts;
   /// What changed since the last good snapshot (analyze --baseline), one line each.
   std::vector<std::string> changes;
+  /// Of those, the driver's or the OS kernel's (the amdgpu driver lives in it) version changes,
+  /// and the GPU stack's components' (CUDA/ROCm runtimes and libraries, frameworks, toolchains).
+  std::vector<std::string> driver_changes;
+  std::vector<std::string> stack_changes;
 };
 
 enum class ConditionResult { kTrue, kFalse, kUnknown };

@@ -12,6 +12,8 @@ struct Leaning {
   bool library = false;
   bool application = false;
   std::vector<std::string> hardware_why;
+  // The failure follows a version change since the last good snapshot (analyze --baseline).
+  std::vector<std::string> driver_changed, stack_changed;
 };
 
 // The stack's own messages that place the fault (kb/tables/vocab-*.yaml): a component saying
@@ -137,6 +139,14 @@ void SnapshotReasons(const Facts* facts, Analysis& a, Leaning& leaning) {
   for (const std::string& change : facts->changes) {
     a.verdict_reasons.push_back("changed since the last good snapshot: " + change);
   }
+  leaning.driver_changed = facts->driver_changes;
+  leaning.stack_changed = facts->stack_changes;
+}
+
+std::string Joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
 }
 
 void RepeatReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
@@ -176,6 +186,17 @@ void SettleVerdict(const Leaning& leaning, Analysis& a) {
       a.verdict = core::Verdict::kLibrary;
     } else if (a.verdict == core::Verdict::kUnknown && leaning.application) {
       a.verdict = core::Verdict::kApplication;
+    } else if (a.verdict == core::Verdict::kUnknown &&
+               leaning.driver_changed.empty() != leaning.stack_changed.empty()) {
+      // Nothing else places the fault, and only one side changed since the job last worked.
+      bool driver = !leaning.driver_changed.empty();
+      a.verdict = driver ? core::Verdict::kDriverFirmware : core::Verdict::kLibrary;
+      a.verdict_reasons.push_back(fmt::format(
+          "the failure follows {} change since the last good snapshot ({}), and {} did not change: the first "
+          "suspect; going back to the old version tells",
+          driver ? "a driver/kernel" : "a GPU stack component's",
+          Joined(driver ? leaning.driver_changed : leaning.stack_changed),
+          driver ? "the GPU stack's components" : "the driver and kernel"));
     }
     if (a.verdict != before) {
       a.verdict_reasons.push_back(fmt::format("verdict {} (the error lines alone said {})",

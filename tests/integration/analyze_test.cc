@@ -197,6 +197,17 @@ TEST(AnalyzeCommand, BaselineChangesAreVerdictReasons) {
             r.get<std::string>() == "changed since the last good snapshot: env HSA_OVERRIDE_GFX_VERSION=10.3.0 added";
   }
   EXPECT_TRUE(found) << j["verdict_reasons"].dump();
+  EXPECT_EQ(j["verdict"], "unknown") << "an environment variable is neither the driver nor the stack";
+
+  // A new OS kernel (where amdgpu lives) and nothing else in the stack: the first suspect.
+  ASSERT_TRUE(current["host"]["kernel"]["release"].is_string()) << current["host"].dump();
+  current["host"]["kernel"]["release"] = current["host"]["kernel"]["release"].get<std::string>() + "-new";
+  std::ofstream(cur_path) << current.dump();
+  Out k = Gt({"analyze", "--json", "--snapshot", cur_path, "--baseline", base_path, "-"},
+             "RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  Json kj = Json::parse(k.out, nullptr, false);
+  ASSERT_FALSE(kj.is_discarded()) << k.err;
+  EXPECT_EQ(kj["verdict"], "driver-firmware") << kj["verdict_reasons"].dump();
   Out alone = Gt({"analyze", "--baseline", base_path, "-"}, "x\n");
   EXPECT_EQ(alone.status, 2);
   EXPECT_NE(alone.err.find("--baseline needs the failure's own snapshot"), std::string::npos) << alone.err;
