@@ -145,18 +145,13 @@ ChunkMatcher::~ChunkMatcher() {
 }
 
 // The chunk being gathered is handed over, matched against the current prefilter on the worker
-// thread when `in_background`; the oldest chunks in flight are settled until at most
-// kChunksInFlight remain (none when not in the background), so the worker always has the next
+// threads when `in_background`; the oldest chunks in flight are settled until at most
+// kChunksInFlight remain (none when not in the background), so the workers always have the next
 // chunk while this thread reads and settles.
 void LineScan::Hand(bool in_background) {
   if (!chunk_lines_.empty()) {
     StripChunk();
-    Handed& h = in_flight_.emplace_back();
-    if (!spare_.empty()) {
-      std::swap(h.text, spare_.back().text);
-      std::swap(h.lines, spare_.back().lines);
-      spare_.pop_back();
-    }
+    Handed& h = NewInFlight();
     std::swap(h.text, chunk_);
     std::swap(h.lines, chunk_lines_);
     chunk_.clear();
@@ -174,13 +169,25 @@ void LineScan::Hand(bool in_background) {
     if (spare_.size() < kChunksInFlight) {
       oldest.text.clear();
       oldest.lines.clear();
+      oldest.filter.reset();
       spare_.push_back(std::move(oldest));
     }
     in_flight_.pop_front();
   }
 }
 
-// Asks the worker about a chunk just put in flight, against the current prefilter.
+// A new chunk at the end of those in flight, with a settled chunk's buffers when there is one.
+LineScan::Handed& LineScan::NewInFlight() {
+  Handed& h = in_flight_.emplace_back();
+  if (!spare_.empty()) {
+    std::swap(h.text, spare_.back().text);
+    std::swap(h.lines, spare_.back().lines);
+    spare_.pop_back();
+  }
+  return h;
+}
+
+// Asks the workers about a chunk just put in flight, against the current prefilter.
 void LineScan::Enqueue(Handed& h) {
   if (filter_stale_) RebuildFilter();
   h.filter = filter_broken_ ? nullptr : filter_;
@@ -200,12 +207,7 @@ bool LineScan::Block(std::string_view text, uint64_t first, uint64_t lines, std:
   if (!prefilter_ || lines == 0 || text.find('\x1b') != std::string_view::npos) return false;
   Hand(true);  // the lines gathered before go first
   chunk_input_.assign(input);
-  Handed& h = in_flight_.emplace_back();
-  if (!spare_.empty()) {
-    std::swap(h.text, spare_.back().text);
-    std::swap(h.lines, spare_.back().lines);
-    spare_.pop_back();
-  }
+  Handed& h = NewInFlight();
   h.text.assign(text);
   h.lines.clear();
   h.input = chunk_input_;

@@ -187,6 +187,7 @@ class LineScan {
     bool block = false;
     uint64_t first = 0;
   };
+  Handed& NewInFlight();
   void Enqueue(Handed& h);
   void SplitBlock(Handed& chunk);
   void Hand(bool in_background);
