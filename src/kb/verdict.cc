@@ -1,6 +1,7 @@
 #include "kb/verdict.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace gputriage::kb {
 namespace {
@@ -12,8 +13,10 @@ struct Leaning {
   bool library = false;
   bool application = false;
   std::vector<std::string> hardware_why;
-  // The failure follows a version change since the last good snapshot (analyze --baseline).
-  std::vector<std::string> driver_changed, stack_changed;
+  // The failure follows a version change since the last good snapshot (analyze --baseline):
+  // the snapshot facts' own lists, empty when there is no baseline.
+  const std::vector<std::string>* driver_changed = nullptr;
+  const std::vector<std::string>* stack_changed = nullptr;
 };
 
 // The stack's own messages that place the fault (kb/tables/vocab-*.yaml): a component saying
@@ -139,14 +142,8 @@ void SnapshotReasons(const Facts* facts, Analysis& a, Leaning& leaning) {
   for (const std::string& change : facts->changes) {
     a.verdict_reasons.push_back("changed since the last good snapshot: " + change);
   }
-  leaning.driver_changed = facts->driver_changes;
-  leaning.stack_changed = facts->stack_changes;
-}
-
-std::string Joined(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
-  return out;
+  leaning.driver_changed = &facts->driver_changes;
+  leaning.stack_changed = &facts->stack_changes;
 }
 
 void RepeatReasons(const ScanFindings& found, Analysis& a, Leaning& leaning) {
@@ -186,16 +183,16 @@ void SettleVerdict(const Leaning& leaning, Analysis& a) {
       a.verdict = core::Verdict::kLibrary;
     } else if (a.verdict == core::Verdict::kUnknown && leaning.application) {
       a.verdict = core::Verdict::kApplication;
-    } else if (a.verdict == core::Verdict::kUnknown &&
-               leaning.driver_changed.empty() != leaning.stack_changed.empty()) {
+    } else if (a.verdict == core::Verdict::kUnknown && leaning.driver_changed &&
+               leaning.driver_changed->empty() != leaning.stack_changed->empty()) {
       // Nothing else places the fault, and only one side changed since the job last worked.
-      bool driver = !leaning.driver_changed.empty();
+      bool driver = !leaning.driver_changed->empty();
       a.verdict = driver ? core::Verdict::kDriverFirmware : core::Verdict::kLibrary;
       a.verdict_reasons.push_back(fmt::format(
           "the failure follows {} change since the last good snapshot ({}), and {} did not change: the first "
           "suspect; going back to the old version tells",
           driver ? "a driver/kernel" : "a GPU stack component's",
-          Joined(driver ? leaning.driver_changed : leaning.stack_changed),
+          fmt::join(driver ? *leaning.driver_changed : *leaning.stack_changed, "; "),
           driver ? "the GPU stack's components" : "the driver and kernel"));
     }
     if (a.verdict != before) {
@@ -203,12 +200,10 @@ void SettleVerdict(const Leaning& leaning, Analysis& a) {
                                               core::VerdictName(a.verdict), core::VerdictName(before)));
     }
   } else if (leaning.hardware && a.verdict != core::Verdict::kHardware) {
-    std::string why;
-    for (const std::string& w : leaning.hardware_why) why += (why.empty() ? "" : "; ") + w;
     a.verdict_reasons.push_back(
         fmt::format("the known issue says {}, but there is hardware evidence too ({}): check the GPU before "
                     "blaming the software",
-                    core::VerdictName(a.verdict), why));
+                    core::VerdictName(a.verdict), fmt::join(leaning.hardware_why, "; ")));
   }
 }
 
