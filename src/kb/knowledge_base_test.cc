@@ -350,6 +350,59 @@ TEST(Analysis, ThinEvidenceAndRuntimeReportsLeaveTheVerdictUnknown) {
   EXPECT_EQ(core::VerdictName(abi.verdict), "library");
 }
 
+// Whose check failed places the fault: a framework kernel's input check (vocab-asserts.yaml) is
+// the caller's, a library comparing its own result with a reference (vocab-libtests.yaml) is the
+// library's, a bare HIP assert says nothing either way; old driver wordings count like new ones.
+TEST(Analysis, WhoseCheckFailedPlacesTheFault) {
+  auto empty = LoadKnowledgeBase(WithTables({}));
+  ASSERT_TRUE(empty.ok());
+  auto analyzer = Analyzer::Create(*empty);
+  ASSERT_TRUE(analyzer.ok());
+  auto verdict_of = [&](const std::string& text, const char* category) {
+    Analysis a = (*analyzer)->AnalyzeText(text, "stderr", nullptr);
+    EXPECT_EQ(core::CategoryName(a.category), category) << text << core::Json(a.verdict_reasons).dump();
+    return std::string(core::VerdictName(a.verdict));
+  };
+  EXPECT_EQ(verdict_of("/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "
+                       "block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n",
+                       "device-assert"),
+            "application");
+  EXPECT_EQ(verdict_of("vectoradd_hip.cpp:50: void vectoradd_float(float *, const float *, const float *, int, int): "
+                       "Device-side assertion `0' failed.\n",
+                       "device-assert"),
+            "unknown");
+  EXPECT_EQ(verdict_of("E0000 00:00:1727688442.093248 2145761 buffer_comparator.cc:157] Difference at 10069: "
+                       "-522.617, expected -261.495\n",
+                       "numerical"),
+            "library");
+  EXPECT_EQ(verdict_of("Forward Convolution FAILED: 0.00108118 > 1.5e-05\n", "numerical"), "library");
+  EXPECT_EQ(verdict_of("Failed to initialize NVML: Driver/library version mismatch\n", "driver-runtime"),
+            "driver-firmware");
+  // Linux up to 6.9 printed "MES failed to response msg=%d" (the row was read from a newer kernel).
+  EXPECT_EQ(verdict_of("[354561.777034] [drm:mes_v11_0_submit_pkt_and_poll_completion.constprop.0 [amdgpu]] *ERROR* "
+                       "MES failed to response msg=3\n",
+                       "hang-timeout"),
+            "driver-firmware");
+}
+
+// An amdgpu VM fault in a user context (vmid != 0) is user space's, which includes the libraries:
+// the known issue does not blame the application.
+TEST(Analysis, AUserContextVmFaultDoesNotBlameTheApplication) {
+  auto kb = LoadEmbeddedKnowledgeBase();
+  ASSERT_TRUE(kb.ok());
+  auto analyzer = Analyzer::Create(*kb);
+  ASSERT_TRUE(analyzer.ok());
+  Analysis a = (*analyzer)->AnalyzeText(
+      "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32774)\n"
+      "amdgpu 0000:03:00.0: amdgpu:  in process python3 pid 4242 thread python3 pid 4242)\n"
+      "amdgpu 0000:03:00.0: amdgpu:   in page starting at address 0x00007f0000001000 from client 10\n",
+      "dmesg", nullptr);
+  EXPECT_EQ(core::CategoryName(a.category), "page-fault");
+  ASSERT_FALSE(a.matches.empty());
+  EXPECT_EQ(a.matches.front().issue->id, "amdgpu-gpuvm-page-fault");
+  EXPECT_EQ(core::VerdictName(a.verdict), "unknown") << core::Json(a.verdict_reasons).dump();
+}
+
 // --baseline: when nothing else places the fault and only one side of the stack changed since
 // the last good snapshot, that change is the first suspect; when both changed, neither is.
 TEST(Analysis, AVersionChangeSinceTheLastGoodRunIsTheFirstSuspect) {
