@@ -1,6 +1,9 @@
 // `gputriage run [options] -- CMD ...`: supervise a job; when it fails, write a crash bundle and
 // say what happened and where.
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "catalog/catalog.h"
 #include "cli/common.h"
@@ -17,6 +20,7 @@ struct RunFlags {
   std::string timeout;
   std::string core_limit = "4G";
   bool json = false;
+  std::string json_file;
   bool no_trace = false;
   bool no_snapshot = false;
   bool quiet = false;
@@ -39,13 +43,15 @@ int RunJob(RunFlags& flags, CLI::App& app) {
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
   request.command.insert(request.command.end(), rest.begin(), rest.end());
+  // Until the job starts, a failure is gputriage's own: 125, a code the job cannot have produced.
   auto finished = forensics::FinishRunRequest(flags.timeout, flags.core_limit, &request);
-  if (!finished.ok()) return Fail(finished.error().message, kExitUsage);
+  if (!finished.ok()) return Fail(finished.error().message, kExitNotStarted);
   if (request.bundle_dir.empty()) {
     auto home = store::DataHome();
-    if (!home.ok()) return Fail(home.error().message + " (use --bundle-dir DIR)", kExitInternal);
+    if (!home.ok()) return Fail(home.error().message + " (use --bundle-dir DIR)", kExitNotStarted);
     request.bundle_dir = *home + "/bundles";
   }
+  const bool json = flags.json || !flags.json_file.empty();
   request.trace = !flags.no_trace;
   if (request.escalate || request.sync_only || request.torch_snapshot) request.record = true;
   if (request.record) request.recorder_library = RecorderLibraryPath();
@@ -53,18 +59,28 @@ int RunJob(RunFlags& flags, CLI::App& app) {
   if (!flags.no_snapshot) request.take_snapshot = [] { return TakeSnapshot(SnapshotFlags{}); };
   request.index_bundle = store::IndexBundleInDefaultStore;
   if (!flags.quiet) request.progress = PrintToStderr;
-  if (!flags.quiet && !flags.json) request.summary = PrintToStderr;
+  if (!flags.quiet && !json) request.summary = PrintToStderr;
   request.error = PrintError;
   request.write_stderr = PrintToStderr;
   forensics::SigpipeGuard sigpipe(&request);  // `| head` closing our output must not kill us first
   auto catalog = catalog::BuiltinCatalog();
-  if (!catalog.ok()) return Fail("knowledge base: " + catalog.error().message, kExitInternal);
+  if (!catalog.ok()) return Fail("knowledge base: " + catalog.error().message, kExitNotStarted);
   auto outcome = forensics::RunSeries(request, (*catalog)->errors);
-  if (!outcome.ok()) return Fail("run: " + outcome.error().message, kExitInternal);
+  if (!outcome.ok()) return Fail("run: " + outcome.error().message, kExitNotStarted);
   if (outcome->cannot_execute) return outcome->exit_status;
-  if (outcome->verdict && !flags.quiet && !flags.json) PrintToStderr(forensics::VerdictText(*outcome->verdict));
-  if (flags.json && outcome->stdout_mid_line) std::fputc('\n', stdout);
-  if (flags.json) PrintJson(forensics::ToJson(*outcome, core::kToolVersion));
+  if (outcome->verdict && !flags.quiet && !json) PrintToStderr(forensics::VerdictText(*outcome->verdict));
+  core::Json result = forensics::ToJson(*outcome, core::kToolVersion);
+  if (!flags.json_file.empty()) {
+    // The job's stdout stays the job's: the JSON goes to its own file. A file that cannot be
+    // written is reported; the status stays the job's.
+    std::ofstream out(flags.json_file, std::ios::binary | std::ios::trunc);
+    out << result.dump(2) << '\n';
+    out.flush();
+    if (!out) PrintError(fmt::format("--json-file {}: cannot write: {}", flags.json_file, std::strerror(errno)));
+  } else if (flags.json) {
+    if (outcome->stdout_mid_line) std::fputc('\n', stdout);
+    PrintJson(result);
+  }
   return outcome->exit_status;
 }
 
@@ -89,10 +105,19 @@ Command RunCommand() {
             "pids (NVIDIA Xid, amdgpu VM faults). A failed run writes a bundle directory "
             "(manifest.json, process.json, stdout.tail, stderr.tail, kmsg.log, snapshot.json, "
             "findings.json) under --bundle-dir, indexes it, and prints a summary on stderr.\n\n"
+            "The job's environment gets PYTHONFAULTHANDLER=1 unless it is set already (only Python "
+            "reads it): a crash in native code then leaves every Python thread's stack in "
+            "stderr.tail.\n\n"
             "Exit status: the job's own (128+N when signal N killed it; 127 when CMD is not "
             "found, 126 when it cannot be executed). With --repeat, the status of the first "
-            "failed run (0 when none failed). 3 when a failure's bundle could not be written "
-            "and the status would otherwise be 0.");
+            "failed run (0 when none failed). 124 when --timeout ended the job, like GNU timeout. "
+            "125 when gputriage failed before the job started (an unknown option or bad value, "
+            "supervision that cannot start), like timeout and docker run: a code the job did not "
+            "produce. A bundle that cannot be written is reported on stderr and in the JSON "
+            "(bundle_error) and does not change the status.");
+        app.footer(
+            "Exit status: the job's own; 124 when --timeout ended it; 125 when gputriage failed before the job "
+            "started.");
         app.add_option("--repeat", flags->request.repeat,
                        "Run the job N times and report passes, failures and distinct crash "
                        "signatures: deterministic, flaky (with the failure rate) or not "
@@ -131,9 +156,13 @@ Command RunCommand() {
                        "loaded) to place a faulting address among the tensors. Implies --record")
             ->type_name("PATH");
         app.add_flag("--json", flags->json,
-                     "After the job, print {runs:[{exit_status, failed, classification, signature, bundle, "
-                     "signal, si_code, fault_address, crashed_thread, tracing_side_effects}], "
+                     "After the job, print {runs:[{exit_status, failed, timed_out, classification, signature, "
+                     "bundle, bundle_error, signal, si_code, fault_address, crashed_thread, tracing_side_effects}], "
                      "verdict} as JSON on stdout (after the job's own stdout, on a line of its own)");
+        app.add_option("--json-file", flags->json_file,
+                       "Write the --json result to FILE instead of stdout, so it does not share stdout with the "
+                       "job's own output (implies --json)")
+            ->type_name("FILE");
         app.add_flag("--no-trace", flags->no_trace,
                      "Do not use ptrace (no registers, stacks or disassembly; exit status, output and "
                      "kernel log only): for set-user-ID programs, LeakSanitizer, strace or gdb in the job");

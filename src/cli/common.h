@@ -23,6 +23,11 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFindings = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInternal = 3;
+// `run` answers with the job's own status, so its own failures take the codes GNU `timeout` and
+// `docker run` use, which a job does not produce by itself: 124 when --timeout ended the job
+// (forensics::kTimedOutStatus), 125 when gputriage failed before the job started (a usage error,
+// supervision that cannot start).
+inline constexpr int kExitNotStarted = 125;
 
 /// A subcommand: `setup` adds its options to `app` and returns the handler to run when the
 /// subcommand was chosen. The handler returns the exit code.
@@ -34,6 +39,8 @@ struct Command {
   /// The exit status is the job's (run): output that could not be written turns only a 0 into
   /// 3, so a job's failure status is never replaced.
   bool status_is_the_jobs = false;
+  /// The exit code of a usage error (an unknown option, a bad value): kExitUsage, 125 for run.
+  int usage_exit = kExitUsage;
 };
 
 /// The command table (main.cc).

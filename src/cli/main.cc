@@ -13,6 +13,7 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = [] {
     Command run = RunCommand();
     run.status_is_the_jobs = true;
+    run.usage_exit = kExitNotStarted;
     return std::vector<Command>{DoctorCommand(), SnapshotCommand(), run,           AnalyzeCommand(),
                                 ReportCommand(), InspectCommand(),  LibsCommand(), ValidateCommand(),
                                 KbCommand(),     ProbeCommand()};
@@ -57,6 +58,39 @@ std::optional<int> RejectUnknownCommand(int argc, char** argv) {
   return kExitUsage;
 }
 
+// `run [OPTIONS] [--] CMD ...`: the job's own words start at the first argument that is not one of
+// run's options, so a mistyped option (`--timout 30m`) would become part of the job and the job
+// would run without it. Every dash-argument before "--" or the command must be one of the
+// command's own options; the first that is not is returned.
+std::optional<std::string> UnknownOptionBeforeTheJob(const CLI::App& sub, int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--" || arg.size() < 2 || arg[0] != '-') return std::nullopt;  // the job starts here
+    std::string name(arg.substr(0, arg.find('=')));
+    if (name == "-h" || name == "--help") return std::nullopt;
+    const CLI::Option* opt = sub.get_option_no_throw(name);
+    if (opt == nullptr) return name;
+    // An option with a value given as a separate argument ("--timeout 30m"): skip the value.
+    if (opt->get_items_expected_min() > 0 && arg.find('=') == std::string_view::npos) ++i;
+  }
+  return std::nullopt;
+}
+
+std::string DidYouMeanOption(const CLI::App& sub, std::string_view given) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const CLI::Option* opt : sub.get_options()) {
+    for (const std::string& name : opt->get_lnames()) {
+      size_t d = EditDistance(given, "--" + name);
+      if (d < best_distance) {
+        best = "--" + name;
+        best_distance = d;
+      }
+    }
+  }
+  return best.empty() ? std::string() : fmt::format("; did you mean '{}'?", best);
+}
+
 // Every command's output ends here: a short write (a full disk, a closed pipe whose SIGPIPE is
 // ignored) leaves a truncated answer, so it is an internal failure (exit 3), never a success;
 // for run, whose status is the job's, only a success becomes 3.
@@ -93,11 +127,27 @@ int Main(int argc, char** argv) {
     if (command.hidden) sub->group("");
     handlers.emplace_back(sub, command.setup(*sub));
   }
+  // The command named on the line (argv[1]); its usage errors have its own exit code (run: 125).
+  const Command* chosen = nullptr;
+  for (size_t i = 0; i < handlers.size(); ++i) {
+    if (argc >= 2 && std::string_view(argv[1]) == Commands()[i].name) {
+      chosen = &Commands()[i];
+      if (chosen->status_is_the_jobs) {
+        if (auto unknown = UnknownOptionBeforeTheJob(*handlers[i].first, argc, argv)) {
+          PrintError(
+              fmt::format("{}: unknown option '{}'{} (options go before -- and the command; see gputriage {} "
+                          "--help)",
+                          chosen->name, *unknown, DidYouMeanOption(*handlers[i].first, *unknown), chosen->name));
+          return chosen->usage_exit;
+        }
+      }
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return FinishStandardOutput(rc == 0 ? kExitOk : kExitUsage, false);
+    return FinishStandardOutput(rc == 0 ? kExitOk : chosen != nullptr ? chosen->usage_exit : kExitUsage, false);
   }
   for (size_t i = 0; i < handlers.size(); ++i) {
     if (handlers[i].first->parsed())

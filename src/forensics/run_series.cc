@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -136,8 +137,8 @@ void PrepareBundleDir(Series& series) {
 }
 
 // Writes the failed run's bundle (with a snapshot when asked) and indexes it; the bundle's path,
-// or "" when it could not be written (the reason goes to the error sink).
-std::string WriteRunBundle(Series& series, const RunAssessment& run) {
+// or "" when it could not be written (the reason goes to the error sink and to *error).
+std::string WriteRunBundle(Series& series, const RunAssessment& run, std::string* error) {
   const RunRequest& request = series.request;
   BundleInput input;
   input.parent_dir = request.bundle_dir;
@@ -152,6 +153,7 @@ std::string WriteRunBundle(Series& series, const RunAssessment& run) {
   }
   auto written = WriteBundle(run, input);
   if (!written.ok()) {
+    *error = written.error().message;
     series.speaker.Error("crash bundle not written: " + written.error().message);
     return "";
   }
@@ -233,6 +235,9 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   auto job_start = std::filesystem::file_time_type::clock::now();
   SuperviseOptions options = OptionsFor(series);
   options.env_overrides = recording.env();
+  // Python's faulthandler prints every Python thread's stack on SIGSEGV/SIGFPE/SIGABRT/SIGBUS/
+  // SIGILL, which lands in stderr.tail; a value the user set is kept. Other programs ignore it.
+  if (std::getenv("PYTHONFAULTHANDLER") == nullptr) options.env_overrides.push_back("PYTHONFAULTHANDLER=1");
   GT_ASSIGN_OR_RETURN(SuperviseOutcome outcome, Supervise(options));
   series.speaker.AfterJob(outcome.stderr_mid_line);
   series.stdout_mid_line = outcome.stdout_mid_line;
@@ -240,6 +245,7 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   if (request.core && series.core_unavailable) outcome.core_note = *series.core_unavailable;
   RunRecord record;
   record.status = outcome.ShellStatus();
+  record.timed_out = outcome.timed_out;
   record.trace_effects = outcome.trace_effects;
   if (outcome.exec_errno) {
     series.speaker.Error(DescribeExecFailure(request.command[0], *outcome.exec_errno));
@@ -285,7 +291,7 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   record.summary = run.classification->summary;
   record.signature = run.signature;
   if (series.counts.count(run.signature) == 0) {
-    record.bundle = WriteRunBundle(series, run);
+    record.bundle = WriteRunBundle(series, run, &record.bundle_error);
     record.bundle_not_written = record.bundle.empty();
   }
   // Taken into the bundle by now; still here when the bundle failed or was not due.
@@ -336,6 +342,8 @@ std::string RunSignature(const RunAssessment& run, const catalog::ErrorCodes& er
   return run.classification->kind + " " + NormalizeLine(run.classification->summary);
 }
 
+int ExitStatusOf(const RunRecord& record) { return record.timed_out ? kTimedOutStatus : record.status; }
+
 core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalog::ErrorCodes& errors) {
   RunSeriesOutcome outcome;
   Series series{.request = request, .errors = errors, .speaker = Speaker(request)};
@@ -343,19 +351,17 @@ core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalo
   std::vector<std::string> order;
   std::optional<int> first_failure_status;
   int passes = 0;
-  bool bundle_not_written = false;
   for (int i = 1; i <= request.repeat; ++i) {
     if (request.repeat > 1) series.speaker.Progress(fmt::format("gputriage: run {}/{}\n", i, request.repeat));
     GT_ASSIGN_OR_RETURN(RunRecord record, RunOnce(series, &outcome.cannot_execute));
     record.index = i;
-    outcome.exit_status = record.status;
+    outcome.exit_status = ExitStatusOf(record);
     outcome.stdout_mid_line = series.stdout_mid_line;
     if (outcome.cannot_execute) return outcome;
-    bundle_not_written = bundle_not_written || record.bundle_not_written;
     if (record.failed) {
       if (series.counts.count(record.signature) == 0) order.push_back(record.signature);
       ++series.counts[record.signature];
-      if (!first_failure_status) first_failure_status = record.status;
+      if (!first_failure_status) first_failure_status = ExitStatusOf(record);
     } else if (record.status == 0) {
       ++passes;
     }
@@ -379,19 +385,18 @@ core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalo
     outcome.exit_status = first_failure_status.value_or(outcome.exit_status);
     WriteRepeatFiles(request, outcome, series.counts);
   }
-  // A failure whose evidence could not be kept must not look like success.
-  if (bundle_not_written && outcome.exit_status == 0) outcome.exit_status = 3;
   return outcome;
 }
 
 core::Json ToJson(const RunSeriesOutcome& outcome, const std::string& tool_version) {
   core::Json runs = core::Json::array();
   for (const RunRecord& r : outcome.runs) {
-    core::Json j = {{"run", r.index}, {"exit_status", r.status}, {"failed", r.failed}};
+    core::Json j = {{"run", r.index}, {"exit_status", r.status}, {"failed", r.failed}, {"timed_out", r.timed_out}};
     if (r.failed) {
       j["classification"] = {{"kind", r.kind}, {"category", r.category}, {"summary", r.summary}};
       j["signature"] = r.signature;
       j["bundle"] = r.bundle.empty() ? core::Json(nullptr) : core::Json(r.bundle);
+      if (!r.bundle_error.empty()) j["bundle_error"] = r.bundle_error;
       j.update(r.process_summary);
     }
     if (!r.trace_effects.empty()) {

@@ -113,6 +113,8 @@ struct RunRecord {
   std::string kind, category, summary, signature;
   std::string bundle;               ///< "" when none was written
   bool bundle_not_written = false;  ///< the run failed with a new signature but writing its bundle failed
+  std::string bundle_error;         ///< why, when it was not written
+  bool timed_out = false;           ///< --timeout ended it (status is the job's, e.g. 143)
   std::vector<TraceEffect> trace_effects;
   /// The process file's signal, si_code, fault_address and crashed_thread (JSON forms).
   core::Json process_summary = core::Json::object();
@@ -131,7 +133,8 @@ struct RunSeriesOutcome {
   std::vector<RunRecord> runs;
   std::optional<SeriesVerdict> verdict;  ///< with --repeat > 1
   /// What `run` exits with: the job's own status; with --repeat the first failed run's (the last
-  /// run's when none failed); 127/126 when the command could not be executed.
+  /// run's when none failed); 127/126 when the command could not be executed; 124
+  /// (kTimedOutStatus, like GNU timeout) for a run that --timeout ended.
   int exit_status = 0;
   bool cannot_execute = false;
   /// The last job left gputriage's stdout mid-line: output printed there next (--json) must
@@ -139,9 +142,12 @@ struct RunSeriesOutcome {
   bool stdout_mid_line = false;
 };
 
+/// The status `run` gives for a run --timeout ended, as GNU timeout does.
+inline constexpr int kTimedOutStatus = 124;
+
 /// Runs the series. Fails when supervising itself fails (not when the job fails). The exit
-/// status is the job's (see RunSeriesOutcome), except that a run whose bundle was due but could
-/// not be written, in a series that would otherwise exit 0, makes it 3.
+/// status is the job's (see RunSeriesOutcome); a bundle that could not be written is reported
+/// (error sink, RunRecord::bundle_error) and does not change it.
 core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalog::ErrorCodes& errors);
 
 /// run --json: {schema_version, tool_version, runs: [...], verdict?}.

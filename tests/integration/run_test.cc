@@ -387,10 +387,45 @@ TEST_F(RunTest, OomKillerNamedFromTheKernelLog) {
   EXPECT_NE(ReadAll(r.bundle + "/kmsg.log").find("Killed process"), std::string::npos);
 }
 
+// gputriage's own failures before the job starts answer 125 (like timeout and docker run), a code
+// the job did not produce; a mistyped option is one of them, and the job does not run.
+TEST_F(RunTest, UnknownOptionsAndBadValuesAre125AndTheJobDoesNotRun) {
+  std::string marker = tmp_ / "ran";
+  const std::string job = "touch " + marker;
+  JobRun typo = Run({"sh", "-c", job}, {"--timout", "30m"});
+  EXPECT_EQ(typo.status, 125) << typo.err;
+  EXPECT_NE(typo.err.find("gputriage: run: unknown option '--timout'; did you mean '--timeout'?"), std::string::npos)
+      << typo.err;
+  JobRun attached = Run({"sh", "-c", job}, {"--no-such-option"});
+  EXPECT_EQ(attached.status, 125) << attached.err;
+  JobRun value = Run({"sh", "-c", job}, {"--repeat", "abc"});
+  EXPECT_EQ(value.status, 125) << value.err;
+  JobRun duration = Run({"sh", "-c", job}, {"--timeout", "soon"});
+  EXPECT_EQ(duration.status, 125) << duration.err;
+  EXPECT_FALSE(fs::exists(marker)) << "the job ran despite the usage error";
+  // The job's own options after -- are the job's.
+  JobRun own = Run({"sh", "-c", "exit 7", "--not-ours"}, {"--timeout=30s"});
+  EXPECT_EQ(own.status, 7) << own.err;
+}
+
+// --json-file keeps the job's stdout the job's; Python jobs get PYTHONFAULTHANDLER=1 unless set.
+TEST_F(RunTest, JsonFileAndPythonFaultHandler) {
+  std::string json_file = tmp_ / "run.json";
+  JobRun r = Run({"sh", "-c", "echo \"fh=$PYTHONFAULTHANDLER\"; exit 4"}, {"--json-file", json_file});
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_EQ(r.out, "fh=1\n") << "nothing of gputriage's on the job's stdout";
+  Json j = Json::parse(ReadAll(json_file), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << ReadAll(json_file);
+  EXPECT_EQ(j["runs"][0].value("exit_status", -1), 4) << j.dump();
+  EXPECT_FALSE(j["runs"][0].value("timed_out", true)) << j.dump();
+  JobRun kept = Run({"sh", "-c", "echo \"fh=$PYTHONFAULTHANDLER\""}, {}, std::nullopt, {}, {"PYTHONFAULTHANDLER=0"});
+  EXPECT_EQ(kept.out, "fh=0\n");
+}
+
 TEST_F(RunTest, HangStoppedByTimeoutWithStacksFirst) {
   JobRun r = Run({kCrasher, "hang"}, {"--timeout", "1s"});
   ASSERT_FALSE(r.bundle.empty()) << r.err;
-  EXPECT_EQ(r.status, 128 + SIGTERM);
+  EXPECT_EQ(r.status, 124) << "like GNU timeout";
   EXPECT_TRUE(r.process.value("timed_out", false));
   EXPECT_EQ(r.process["classification"].value("kind", ""), "hang");
   EXPECT_EQ(r.process["classification"].value("category", ""), "hang-timeout");
@@ -1022,7 +1057,7 @@ TEST_F(RunTest, TimeoutStopsTheWholeTreeEvenProcessesThatIgnoreSigtermOrDetached
   JobRun r = Run({kJobTree, pidfile}, {"--timeout", "1s"});
   std::vector<int> pids = ReadTreePids(pidfile);
   ASSERT_EQ(pids.size(), 2u) << r.err;
-  EXPECT_EQ(r.status, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(r.status, 124) << r.err;
   for (int pid : pids) EXPECT_FALSE(ProcessAlive(pid)) << "pid " << pid << " outlived `run --timeout`";
   ASSERT_FALSE(r.bundle.empty()) << r.err;
   EXPECT_EQ(r.process["classification"].value("kind", ""), "hang");
@@ -1083,10 +1118,17 @@ TEST_F(RunTest, CoreWithABundleDirectoryThatCannotBeCreatedStillRunsTheJob) {
   EXPECT_NE(crashed.err.find("died of SIGSEGV"), std::string::npos) << crashed.err;
   EXPECT_NE(crashed.err.find("gputriage: crash bundle not written: " + bundles_), std::string::npos) << crashed.err;
 
-  // A failure the job itself exits 0 from (a child crashed): the unwritten bundle makes it 3.
-  JobRun hidden = Run({"sh", "-c", kCrasher + " null; exit 0"}, {"--core"});
-  EXPECT_EQ(hidden.status, 3) << hidden.err;
+  // A failure the job itself exits 0 from (a child crashed): the status stays the job's; the
+  // unwritten bundle is said on stderr and in the JSON.
+  JobRun hidden = Run({"sh", "-c", kCrasher + " null; exit 0"}, {"--core", "--json"});
+  EXPECT_EQ(hidden.status, 0) << hidden.err;
   EXPECT_NE(hidden.err.find("gputriage: crash bundle not written: " + bundles_), std::string::npos) << hidden.err;
+  Json j = Json::parse(hidden.out.substr(hidden.out.find('{')), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << hidden.out;
+  EXPECT_TRUE(j["runs"][0].value("failed", false)) << j.dump();
+  EXPECT_TRUE(j["runs"][0]["bundle"].is_null()) << j.dump();
+  EXPECT_NE(j["runs"][0].value("bundle_error", "").find("cannot create the bundle directory"), std::string::npos)
+      << j.dump();
 }
 
 // `run -- yes | head -1`: when the reader of gputriage's output goes away, the job gets the
