@@ -230,6 +230,18 @@ Analysis Analyzer::Finish(const Facts* facts) {
       facts ? scan_->signature().Finish(facts->gpu_archs, facts->versions) : scan_->signature().Finish({}, {});
   a.group_key = a.gpu_signature.empty() ? a.signature : a.gpu_signature.Key();
   a.next_steps = NextSteps(a.category, !a.matches.empty());
+  if (found.python_fault) {
+    const PythonFault& f = *found.python_fault;
+    a.python_fault = f;
+    a.verdict_reasons.push_back(fmt::format("Python's faulthandler ({}:{}): {}", f.input, f.line_number, f.Describe()));
+    if (!f.frames.empty()) {
+      // The innermost frame outside Python's own library is usually the program's line.
+      a.next_steps.insert(a.next_steps.begin(),
+                          fmt::format("Python was running {}:{} ({}) when the process died of '{}': the native code "
+                                      "it called crashed; the python_fault frames (--json) are the whole Python stack.",
+                                      f.frames[0].file, f.frames[0].line, f.frames[0].function, f.error));
+    }
+  }
   if (found.asynchronous) {
     a.verdict_reasons.push_back(
         "the runtime says the error was reported asynchronously: the traceback shows the API call "

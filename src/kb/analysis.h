@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "kb/knowledge_base.h"
 #include "kb/log_reader.h"
 #include "kb/matcher.h"
+#include "kb/python_fault.h"
 
 namespace gputriage::kb {
 
@@ -55,6 +57,8 @@ struct Analysis {
   core::Json xids = core::Json::array();
   /// amdgpu VM fault blocks, one event each, decoded (kb/vm_fault.h); the first 64.
   core::Json vm_faults = core::Json::array();
+  /// Python's faulthandler report: which Python line went into the native code that crashed.
+  std::optional<PythonFault> python_fault;
   /// AMD ACA error banks, decoded with kb/tables/amd-ras.yaml (kb/aca.h); the first 64.
   core::Json aca_banks = core::Json::array();
   std::vector<std::string> search_links;  ///< when nothing matched

@@ -75,6 +75,7 @@ Json ToJson(const Analysis& a) {
               {"group_key", a.group_key},
               {"xids", a.xids},
               {"vm_faults", a.vm_faults},
+              {"python_fault", a.python_fault ? ToJson(*a.python_fault) : core::Json(nullptr)},
               {"aca_banks", a.aca_banks},
               {"search_links", a.search_links},
               {"gpu", gpu},

@@ -237,7 +237,7 @@ void LineScan::SplitBlock(Handed& chunk) {
 void LineScan::Settle(Handed& chunk, std::optional<bool> answer) {
   if (filter_stale_) RebuildFilter();
   bool per_line = true;
-  if (!filter_broken_ && !vm_.open()) {  // an open fault block needs its next lines
+  if (!filter_broken_ && !vm_.open() && !python_.open()) {  // an open block needs its next lines
     if (!filter_) {
       per_line = false;  // nothing left that a line could change
     } else if (answer && chunk.filter == filter_) {
@@ -303,6 +303,7 @@ void LineScan::Finish() {
   vm_.Finish(&vm_done_);
   TakeVmFaults();
   found_.aca_banks = aca_.Finish();
+  found_.python_fault = python_.fault();
 }
 
 void LineScan::TakeVmFaults() {
@@ -329,6 +330,12 @@ void LineScan::TakeVmFaults() {
 void LineScan::Process(LineSource source, std::string_view line, uint64_t number, std::string_view input) {
   if (matcher_.Feed(source, line, number, input) > 0) filter_stale_ = true;
   if (source == LineSource::kFrames || source == LineSource::kSignal) return;
+  // Python's faulthandler report (stderr): the first one is kept; its start leaves the prefilter.
+  if ((source != LineSource::kKmsg && !python_.done()) || python_.open()) {
+    bool was_done = python_.done();
+    python_.Line(line, number, input);
+    if (!was_done && python_.done()) filter_stale_ = true;
+  }
   ScoreErrorCode(line, number, input);
   if (source != LineSource::kStderr) {
     // An amdgpu VM fault block is one event: its field lines say nothing more to the classifier.
@@ -469,6 +476,7 @@ void LineScan::RebuildFilter() {
   if (signature_wanted_) wanted.push_back(signature_.WantedPattern());
   if (found_.vm_faults.size() < kMaxVmFaults) wanted.emplace_back(VmFaultLinePattern());
   if (!aca_.sealed()) wanted.emplace_back(AcaAssembler::LinePattern());
+  if (!python_.done()) wanted.emplace_back(PythonFaultAssembler::StartPattern());
   if (wanted.empty()) return;
   std::string key;
   for (const std::string& pattern : wanted) key += pattern + '\n';

@@ -43,6 +43,7 @@
 #include "kb/general_classifier.h"
 #include "kb/log_reader.h"
 #include "kb/matcher.h"
+#include "kb/python_fault.h"
 #include "kb/vm_fault.h"
 #include "kmsg/classify.h"
 
@@ -77,6 +78,7 @@ struct ScanFindings {
   std::vector<VmFault> vm_faults;  ///< the first kMaxVmFaults
   uint64_t vm_fault_count = 0;
   std::vector<AcaBank> aca_banks;           ///< AMD ACA error banks, decoded
+  std::optional<PythonFault> python_fault;  ///< the first Python faulthandler report
   std::optional<core::RepeatStats> repeat;  ///< from a bundle's repeat.json
   /// Vocabulary rows (kb/tables/vocab-*.yaml) whose message places the fault: their weights by
   /// verdict, and what they said (the first 8 rows).
@@ -200,6 +202,7 @@ class LineScan {
   forensics::SignatureScanner signature_;
   VmFaultAssembler vm_;
   AcaAssembler aca_;
+  PythonFaultAssembler python_;
   ScanFindings found_;
   int key_weight_ = 0;
   int headerless_scored_ = 0;  ///< VM fault blocks without a header scored as page faults
