@@ -73,8 +73,8 @@ std::string PythonFault::Describe() const {
 core::Json ToJson(const PythonFault& fault) {
   core::Json frames = core::Json::array();
   for (const PythonFrame& f : fault.frames) {
-    frames.push_back({{"file", f.file}, {"line", f.line > 0 ? core::Json(f.line) : core::Json(nullptr)},
-                      {"function", f.function}});
+    frames.push_back(
+        {{"file", f.file}, {"line", f.line > 0 ? core::Json(f.line) : core::Json(nullptr)}, {"function", f.function}});
   }
   return {{"error", fault.error},
           {"thread", fault.thread.empty() ? core::Json(nullptr) : core::Json(fault.thread)},

@@ -36,8 +36,8 @@ struct PythonFrame {
 };
 
 struct PythonFault {
-  std::string error;   ///< after "Fatal Python error: " ("Segmentation fault", "Aborted", ...)
-  std::string thread;  ///< the current thread's id as printed ("0x00007f3a2c3ba740"); "" when not seen
+  std::string error;                ///< after "Fatal Python error: " ("Segmentation fault", "Aborted", ...)
+  std::string thread;               ///< the current thread's id as printed ("0x00007f3a2c3ba740"); "" when not seen
   std::vector<PythonFrame> frames;  ///< the current thread's stack, innermost first (the first kMaxFrames)
   uint64_t frames_dropped = 0;
   int other_threads = 0;     ///< "Thread 0x..." blocks besides the current one

@@ -342,6 +342,20 @@ TEST_F(RunTest, PythonCrashingThroughCtypes) {
   EXPECT_EQ(r.process["classification"].value("kind", ""), "null-dereference");
   EXPECT_EQ(r.out, "py: stdout\n");
   EXPECT_EQ(r.err.rfind("py: stderr\n", 0), 0u);
+  // PYTHONFAULTHANDLER=1 from run: Python's own stack is in stderr.tail, and analyze reads it.
+  EXPECT_NE(ReadAll(r.bundle + "/stderr.tail").find("Fatal Python error: Segmentation fault"), std::string::npos);
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  auto analyzed = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", "--json", r.bundle}, ro);
+  ASSERT_TRUE(analyzed.ok());
+  Json a = Json::parse(analyzed->stdout_data, nullptr, false);
+  ASSERT_FALSE(a.is_discarded()) << analyzed->stdout_data << analyzed->stderr_tail;
+  const Json& fault = a["python_fault"];
+  ASSERT_TRUE(fault.is_object()) << a.dump(1);
+  EXPECT_EQ(fault.value("error", ""), "Segmentation fault");
+  ASSERT_GE(fault["frames"].size(), 2u) << fault.dump();
+  EXPECT_EQ(fault["frames"][0].value("function", ""), "string_at");
+  EXPECT_EQ(fault["frames"][1].value("function", ""), "<module>");
 }
 
 TEST_F(RunTest, SigkillFromOutside) {
