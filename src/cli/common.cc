@@ -11,14 +11,66 @@
 
 namespace gputriage::cli {
 
-void PrintError(std::string_view message) {
+namespace {
+
+bool g_json_errors = false;
+ColorMode g_color = ColorMode::kAuto;
+
+const char* ExitCodeName(std::optional<int> exit_code) {
+  if (!exit_code) return "error";
+  switch (*exit_code) {
+    case kExitFindings:
+      return "findings";
+    case kExitUsage:
+      return "usage";
+    case kExitInternal:
+      return "internal";
+    case 124:
+      return "timed-out";
+    case kExitNotStarted:
+      return "not-started";
+    default:
+      return "error";
+  }
+}
+
+void WriteError(std::string_view message, std::optional<int> exit_code) {
+  if (g_json_errors) {
+    std::string line = ErrorJson(message, exit_code).dump(-1, ' ', false, core::Json::error_handler_t::replace);
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return;
+  }
   // Messages name files and quote inputs: no escape sequence of theirs reaches the terminal.
   std::string safe = core::SanitizeForTerminal(message, /*keep_newlines=*/true);
   std::fprintf(stderr, "gputriage: %.*s\n", static_cast<int>(safe.size()), safe.data());
 }
 
+}  // namespace
+
+core::Json ErrorJson(std::string_view message, std::optional<int> exit_code) {
+  // "<path>: why" — the tool's messages name the input first: a first field with a slash and no
+  // blank is that path.
+  core::Json path = nullptr;
+  if (size_t colon = message.find(": "); colon != std::string_view::npos && colon > 0) {
+    std::string_view first = message.substr(0, colon);
+    if (first.find('/') != std::string_view::npos && first.find_first_of(" \t") == std::string_view::npos) {
+      path = std::string(first);
+    }
+  }
+  return {{"error",
+           {{"code", ExitCodeName(exit_code)},
+            {"exit_code", exit_code ? core::Json(*exit_code) : core::Json(nullptr)},
+            {"message", std::string(message)},
+            {"path", path}}}};
+}
+
+void SetJsonErrors(bool on) { g_json_errors = on; }
+
+void PrintError(std::string_view message) { WriteError(message, std::nullopt); }
+
 int Fail(std::string_view message, int exit_code) {
-  PrintError(message);
+  WriteError(message, exit_code);
   return exit_code;
 }
 
@@ -29,9 +81,15 @@ void PrintJson(const core::Json& json) {
   std::fflush(stdout);
 }
 
+void SetColorMode(ColorMode mode) { g_color = mode; }
+
 bool UseColor() {
-  static const bool use = ::isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
-  return use;
+  if (g_color != ColorMode::kAuto) return g_color == ColorMode::kAlways;
+  // NO_COLOR's spec: only a non-empty value turns colour off.
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return ::isatty(STDOUT_FILENO) != 0 && (no_color == nullptr || *no_color == '\0') &&
+         !(term != nullptr && std::string_view(term) == "dumb");
 }
 
 std::string Colored(core::Severity severity, std::string_view text) {

@@ -41,6 +41,8 @@ struct Command {
   bool status_is_the_jobs = false;
   /// The exit code of a usage error (an unknown option, a bad value): kExitUsage, 125 for run.
   int usage_exit = kExitUsage;
+  /// When set, the usage-error exit code read from the command line (doctor --exit-codes nagios).
+  std::function<int(int argc, char** argv)> usage_exit_for;
 };
 
 /// The command table (main.cc).
@@ -58,16 +60,32 @@ Command InspectCommand();
 Command LibsCommand();
 Command ValidateCommand();
 
-/// Prints "gputriage: <message>" to stderr.
+/// Prints "gputriage: <message>" to stderr; under --json (SetJsonErrors) one JSON line instead:
+/// {"error": {"code": "error", "exit_code": null, "message": ..., "path": ...}}.
 void PrintError(std::string_view message);
 
 /// PrintError(message), then returns `exit_code`: `return Fail(error.message, kExitUsage);`.
+/// Under --json the line's code names the exit code ("usage", "internal", "not-started", ...).
 int Fail(std::string_view message, int exit_code);
+
+/// Errors go to stderr as JSON lines (the command was given --json or --json-file).
+void SetJsonErrors(bool on);
+
+/// The error object PrintError writes under --json (for tests and for callers that build their
+/// own): code is "usage" (2), "internal" (3), "timed-out" (124), "not-started" (125), "findings"
+/// (1) or "error" (no exit code); path is the file or directory the message starts with
+/// ("<path>: ..."), null when it starts with none.
+core::Json ErrorJson(std::string_view message, std::optional<int> exit_code);
+
+/// --color: always, never, or auto (the default: colour only when stdout is a terminal, NO_COLOR
+/// is unset or empty — https://no-color.org — and TERM is not "dumb").
+enum class ColorMode { kAuto, kAlways, kNever };
+void SetColorMode(ColorMode mode);
 
 /// Prints JSON to stdout, 2-space indented, with a final newline.
 void PrintJson(const core::Json& json);
 
-/// True when stdout is a terminal and NO_COLOR is unset.
+/// Whether human output is coloured (SetColorMode; auto by default).
 bool UseColor();
 
 /// Wraps `text` in an ANSI colour for `severity` when colour is on.

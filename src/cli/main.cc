@@ -62,13 +62,14 @@ std::optional<int> RejectUnknownCommand(int argc, char** argv) {
 // run's options, so a mistyped option (`--timout 30m`) would become part of the job and the job
 // would run without it. Every dash-argument before "--" or the command must be one of the
 // command's own options; the first that is not is returned.
-std::optional<std::string> UnknownOptionBeforeTheJob(const CLI::App& sub, int argc, char** argv) {
+std::optional<std::string> UnknownOptionBeforeTheJob(const CLI::App& sub, const CLI::App& top, int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--" || arg.size() < 2 || arg[0] != '-') return std::nullopt;  // the job starts here
     std::string name(arg.substr(0, arg.find('=')));
     if (name == "-h" || name == "--help") return std::nullopt;
     const CLI::Option* opt = sub.get_option_no_throw(name);
+    if (opt == nullptr) opt = top.get_option_no_throw(name);  // --color falls through
     if (opt == nullptr) return name;
     // An option with a value given as a separate argument ("--timeout 30m"): skip the value.
     if (opt->get_items_expected_min() > 0 && arg.find('=') == std::string_view::npos) ++i;
@@ -89,6 +90,18 @@ std::string DidYouMeanOption(const CLI::App& sub, std::string_view given) {
     }
   }
   return best.empty() ? std::string() : fmt::format("; did you mean '{}'?", best);
+}
+
+// The command asked for JSON (--json, --json-file) among its own options: its errors are JSON
+// too. For run, only the options before the job count (the job's own words may say --json).
+bool WantsJson(const Command& command, int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") return false;
+    if (command.status_is_the_jobs && (arg.size() < 2 || arg[0] != '-')) return false;
+    if (arg == "--json" || arg.rfind("--json-file", 0) == 0) return true;
+  }
+  return false;
 }
 
 // Every command's output ends here: a short write (a full disk, a closed pipe whose SIGPIPE is
@@ -118,6 +131,12 @@ int Main(int argc, char** argv) {
       "gputriage"};
   app.set_version_flag("--version", std::string("gputriage ") + core::kToolVersion);
   app.require_subcommand(1);
+  std::string color = "auto";
+  app.add_option("--color", color,
+                 "Colour human output: auto (a terminal, NO_COLOR unset or empty, TERM not dumb), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->type_name("WHEN");
+  app.fallthrough();
   app.footer(
       "Exit codes: 0 nothing wrong, 1 findings at error level or above, 2 usage error, "
       "3 internal failure.");
@@ -129,16 +148,18 @@ int Main(int argc, char** argv) {
   }
   // The command named on the line (argv[1]); its usage errors have its own exit code (run: 125).
   const Command* chosen = nullptr;
+  std::optional<int> chosen_usage_exit;
   for (size_t i = 0; i < handlers.size(); ++i) {
     if (argc >= 2 && std::string_view(argv[1]) == Commands()[i].name) {
       chosen = &Commands()[i];
+      SetJsonErrors(WantsJson(*chosen, argc, argv));
+      if (chosen->usage_exit_for) chosen_usage_exit = chosen->usage_exit_for(argc, argv);
       if (chosen->status_is_the_jobs) {
-        if (auto unknown = UnknownOptionBeforeTheJob(*handlers[i].first, argc, argv)) {
-          PrintError(
-              fmt::format("{}: unknown option '{}'{} (options go before -- and the command; see gputriage {} "
-                          "--help)",
-                          chosen->name, *unknown, DidYouMeanOption(*handlers[i].first, *unknown), chosen->name));
-          return chosen->usage_exit;
+        if (auto unknown = UnknownOptionBeforeTheJob(*handlers[i].first, app, argc, argv)) {
+          return Fail(fmt::format("{}: unknown option '{}'{} (options go before -- and the command; see gputriage {} "
+                                  "--help)",
+                                  chosen->name, *unknown, DidYouMeanOption(*handlers[i].first, *unknown), chosen->name),
+                      chosen->usage_exit);
         }
       }
     }
@@ -146,9 +167,14 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    int usage = chosen_usage_exit ? *chosen_usage_exit : chosen != nullptr ? chosen->usage_exit : kExitUsage;
+    if (e.get_exit_code() != 0 && chosen != nullptr && WantsJson(*chosen, argc, argv)) {
+      return Fail(fmt::format("{}: {}", chosen->name, e.what()), usage);
+    }
     int rc = app.exit(e);
-    return FinishStandardOutput(rc == 0 ? kExitOk : chosen != nullptr ? chosen->usage_exit : kExitUsage, false);
+    return FinishStandardOutput(rc == 0 ? kExitOk : usage, false);
   }
+  SetColorMode(color == "always" ? ColorMode::kAlways : color == "never" ? ColorMode::kNever : ColorMode::kAuto);
   for (size_t i = 0; i < handlers.size(); ++i) {
     if (handlers[i].first->parsed())
       return FinishStandardOutput(handlers[i].second(), Commands()[i].status_is_the_jobs);

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
@@ -217,6 +219,66 @@ TEST(CliTest, DoctorRatesXidRecordsFromTheKernelLog) {
   EXPECT_EQ((*xid)["severity"], "critical");
   EXPECT_FALSE((*xid)["references"].empty());
   EXPECT_EQ(j["findings"][0]["severity"], "critical") << "findings must be most severe first";
+}
+
+// doctor --exit-codes: Nagios (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, a status line first) and
+// node-problem-detector (0 OK, 1 problem, 3 unknown, one line) conventions for the same findings.
+TEST(CliTest, DoctorExitCodeConventionsForMonitors) {
+  CliRun ok = Gputriage({"doctor", "--root", H200Root(), "--exit-codes", "nagios"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out.rfind("GPUTRIAGE OK - 0 critical, 0 error, 0 warning: no GPU problem found | critical=0", 0), 0u)
+      << ok.out;
+  testing::TempDir dir;
+  testing::CopyTree(H200Root(), dir.path());
+  std::ofstream kmsg(dir.path() + "/dev/kmsg", std::ios::app);
+  kmsg << "3,100000,30000000,-;NVRM: Xid (PCI:0000:00:06): 79, pid=1234, name=python3, GPU has fallen off the bus.\n";
+  kmsg.close();
+  CliRun nagios = Gputriage({"doctor", "--root", dir.path(), "--exit-codes", "nagios"});
+  EXPECT_EQ(nagios.exit_code, 2) << nagios.err;
+  EXPECT_EQ(nagios.out.rfind("GPUTRIAGE CRITICAL - 1 critical, ", 0), 0u) << nagios.out;
+  CliRun npd = Gputriage({"doctor", "--root", dir.path(), "--exit-codes=npd"});
+  EXPECT_EQ(npd.exit_code, 1) << npd.err;
+  EXPECT_EQ(std::count(npd.out.begin(), npd.out.end(), '\n'), 1) << npd.out;
+  CliRun plain = Gputriage({"doctor", "--root", dir.path()});
+  EXPECT_EQ(plain.exit_code, 1);
+  CliRun json = Gputriage({"doctor", "--json", "--root", dir.path(), "--exit-codes", "nagios"});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_EQ(ParseJson(json).value("exit_codes", ""), "nagios");
+  // Doctor could not run: UNKNOWN (3), never CRITICAL (2), under the monitors' conventions.
+  CliRun bad = Gputriage({"doctor", "--exit-codes", "nagios", "--no-such-flag"});
+  EXPECT_EQ(bad.exit_code, 3) << bad.err;
+  CliRun bad_default = Gputriage({"doctor", "--no-such-flag"});
+  EXPECT_EQ(bad_default.exit_code, 2) << bad_default.err;
+}
+
+// Errors under --json are JSON lines on stderr; --color and NO_COLOR (only a non-empty value
+// counts) decide colour.
+TEST(CliTest, JsonErrorsAndColour) {
+  CliRun missing = Gputriage({"analyze", "--json", "/nonexistent/dir/x.log"});
+  EXPECT_EQ(missing.exit_code, 2);
+  Json e = Json::parse(missing.err, nullptr, false);
+  ASSERT_FALSE(e.is_discarded()) << missing.err;
+  EXPECT_EQ(e["error"].value("code", ""), "usage");
+  EXPECT_EQ(e["error"].value("exit_code", 0), 2);
+  EXPECT_EQ(e["error"].value("path", ""), "/nonexistent/dir/x.log");
+  EXPECT_NE(e["error"].value("message", "").find("No such file or directory"), std::string::npos);
+  CliRun parse = Gputriage({"snapshot", "--json", "--no-such-flag"});
+  EXPECT_EQ(parse.exit_code, 2);
+  EXPECT_FALSE(Json::parse(parse.err, nullptr, false).is_discarded()) << parse.err;
+  CliRun human = Gputriage({"analyze", "/nonexistent/dir/x.log"});
+  EXPECT_EQ(human.err.rfind("gputriage: /nonexistent/dir/x.log: ", 0), 0u) << human.err;
+
+  testing::TempDir dir;
+  testing::CopyTree(H200Root(), dir.path());
+  std::ofstream kmsg(dir.path() + "/dev/kmsg", std::ios::app);
+  kmsg << "3,100000,30000000,-;NVRM: Xid (PCI:0000:00:06): 79, pid=1234, name=python3, GPU has fallen off the bus.\n";
+  kmsg.close();
+  // stdout is a pipe here: auto means no colour; always forces it (before or after the command).
+  EXPECT_EQ(Gputriage({"doctor", "--root", dir.path()}).out.find('\x1b'), std::string::npos);
+  EXPECT_NE(Gputriage({"doctor", "--root", dir.path(), "--color", "always"}).out.find('\x1b'), std::string::npos);
+  EXPECT_NE(Gputriage({"--color=always", "doctor", "--root", dir.path()}).out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(Gputriage({"doctor", "--root", dir.path(), "--color", "never"}).out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(Gputriage({"doctor", "--color", "sometimes"}).exit_code, 2);
 }
 
 TEST(CliTest, HistorySaveListShowDiff) {
