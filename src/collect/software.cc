@@ -2,10 +2,14 @@
 
 #include <re2/re2.h>
 
+#include <chrono>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "collect/c_runtime.h"
 #include "collect/toolchain.h"
+#include "core/subprocess.h"
 #include "core/text.h"
 
 namespace gputriage::collect {
@@ -76,6 +80,45 @@ void CollectPackages(const core::OsView& os, Json& software, core::Section& sect
   }
 }
 
+// The CUDA runtime library an installation carries, by its file name: "libcudart.so.13.0.96"
+// (the runtime's own version; its major.minor is the toolkit's release).
+std::optional<std::pair<std::string, std::string>> CudartFile(const core::OsView& os, const std::string& install) {
+  static const RE2 kCudart(R"(libcudart\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)*))");
+  for (const char* dir : {"/lib64", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib", "/lib"}) {
+    auto names = os.TryListDir(install + dir);
+    if (!names.ok()) continue;
+    std::string best, version;
+    for (const std::string& n : *names) {
+      std::string v;
+      // The longest name is the real file (libcudart.so.13 and .so.13.0 are links to it).
+      if (RE2::FullMatch(n, kCudart, &v) && v.size() > version.size()) {
+        version = v;
+        best = std::string(dir).substr(1) + "/" + n;
+      }
+    }
+    if (!version.empty()) return std::make_pair(version, best);
+  }
+  return std::nullopt;
+}
+
+// `nvcc --version` of a live installation (2 s at most): "release 13.0, V13.0.88".
+std::optional<std::pair<std::string, std::string>> NvccRelease(const std::string& nvcc) {
+  core::RunOptions options;
+  options.timeout = std::chrono::milliseconds(2000);
+  options.max_stdout_bytes = 16u << 10;
+  options.max_stderr_bytes = 4u << 10;
+  auto outcome = core::RunWithTimeout({nvcc, "--version"}, options);
+  if (!outcome.ok() || outcome->timed_out) return std::nullopt;
+  static const RE2 kRelease(R"(release ([0-9]+\.[0-9]+), (V[0-9.]+))");
+  std::string release, full;
+  if (!RE2::PartialMatch(outcome->stdout_data, kRelease, &release, &full)) return std::nullopt;
+  return std::make_pair(release, full);
+}
+
+// /usr/local/cuda* installations and their release. An install carries version.json (CUDA 11.1
+// and later) or version.txt (older); a partial install (only some cuda-* packages, as container
+// images have) may carry neither: then nvcc --version (live machines only: a captured tree's
+// nvcc is not run), then the CUDA runtime library's file name. version_source says which.
 void CollectCuda(const core::OsView& os, Json& software) {
   Json installs = Json::array();
   auto entries = os.TryListDir("/usr/local");
@@ -85,16 +128,28 @@ void CollectCuda(const core::OsView& os, Json& software) {
     std::string path = "/usr/local/" + entry;
     Json install = {{"path", path}};
     if (auto link = os.TryReadLink(path); link.ok()) install["link_target"] = *link;
-    for (const char* file : {"/version.json", "/version.txt"}) {
-      if (auto text = os.TryReadFile(path + file, 1u << 20); text.ok()) {
+    for (const char* file : {"version.json", "version.txt"}) {
+      if (auto text = os.TryReadFile(path + "/" + file, 1u << 20); text.ok()) {
         if (auto version = ParseCudaVersion(*text)) {
           install["version"] = *version;
+          install["version_source"] = file;
           break;
         }
       }
     }
-    for (const char* nvcc : {"/bin/nvcc"}) {
-      if (os.Exists(path + nvcc)) install["nvcc"] = path + nvcc;
+    if (os.Exists(path + "/bin/nvcc")) install["nvcc"] = path + "/bin/nvcc";
+    if (!install.contains("version") && os.live() && install.contains("nvcc")) {
+      if (auto release = NvccRelease(path + "/bin/nvcc")) {
+        install["version"] = release->first;
+        install["version_source"] = fmt::format("bin/nvcc --version ({})", release->second);
+      }
+    }
+    if (!install.contains("version")) {
+      if (auto cudart = CudartFile(os, path)) {
+        size_t second_dot = cudart->first.find('.', cudart->first.find('.') + 1);
+        install["version"] = cudart->first.substr(0, second_dot);
+        install["version_source"] = cudart->second;
+      }
     }
     installs.push_back(install);
   }

@@ -53,6 +53,28 @@ TEST(SoftwareTest, CapturedH200Tree) {
   EXPECT_FALSE(sw["cuda"]["installations"][0].contains("version"));
 }
 
+// A partial CUDA install (container images install some cuda-* packages, without version.json):
+// the release comes from the CUDA runtime's file name, and version_source says so; a captured
+// tree's nvcc is never run.
+TEST(SoftwareTest, CudaReleaseFromTheRuntimeLibraryWhenNoVersionFile) {
+  testing::TempTree tree;
+  tree.Write("/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13.0.96", "");
+  tree.Link("/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13", "libcudart.so.13.0.96");
+  tree.Link("/usr/local/cuda-13.0/lib64", "targets/x86_64-linux/lib");
+  tree.Write("/usr/local/cuda-13.0/bin/nvcc", "#!/bin/sh\necho must not run >&2\nexit 1\n");
+  tree.Write("/usr/local/cuda-12.4/version.json", R"({"cuda" : {"name" : "CUDA SDK", "version" : "12.4.1"}})");
+  tree.MakeDir("/usr/local/cuda-11.0");
+  core::Section section = CollectSoftware(core::OsView::Rooted(tree.root()).value(), SoftwareOptions{});
+  std::map<std::string, core::Json> by_path;
+  for (const core::Json& i : section.data["cuda"]["installations"]) by_path[i["path"].get<std::string>()] = i;
+  ASSERT_EQ(by_path.size(), 3u) << section.data["cuda"].dump();
+  EXPECT_EQ(by_path["/usr/local/cuda-13.0"]["version"], "13.0");
+  EXPECT_EQ(by_path["/usr/local/cuda-13.0"]["version_source"], "lib64/libcudart.so.13.0.96");
+  EXPECT_EQ(by_path["/usr/local/cuda-12.4"]["version"], "12.4.1");
+  EXPECT_EQ(by_path["/usr/local/cuda-12.4"]["version_source"], "version.json");
+  EXPECT_FALSE(by_path["/usr/local/cuda-11.0"].contains("version")) << "nothing says it: no version";
+}
+
 TEST(SoftwareTest, DpkgStatusKeepsOnlyInstalledGpuPackages) {
   core::Json packages = ParseDpkgStatus(
       "Package: rocm-core\nStatus: install ok installed\nVersion: 6.3.3.60303-74~22.04\n\n"
