@@ -1,10 +1,14 @@
 // gputriage: from a dead GPU job to a named cause. main() only parses and dispatches.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
 #include "cli/common.h"
+#include "core/redact.h"
 #include "core/version.h"
 
 namespace gputriage::cli {
@@ -104,6 +108,24 @@ bool WantsJson(const Command& command, int argc, char** argv) {
   return false;
 }
 
+// Option defaults come from the first of these that exists (TOML): $GPUTRIAGE_HOME/config.toml,
+// $XDG_CONFIG_HOME/gputriage/config.toml (~/.config/gputriage/config.toml), /etc/gputriage.toml.
+std::string DefaultConfigFile() {
+  std::vector<std::string> candidates;
+  if (const char* home = std::getenv("GPUTRIAGE_HOME"); home && *home)
+    candidates.push_back(std::string(home) + "/config.toml");
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) {
+    candidates.push_back(std::string(xdg) + "/gputriage/config.toml");
+  } else if (const char* user = std::getenv("HOME"); user && *user) {
+    candidates.push_back(std::string(user) + "/.config/gputriage/config.toml");
+  }
+  candidates.push_back("/etc/gputriage.toml");
+  for (const std::string& c : candidates) {
+    if (::access(c.c_str(), R_OK) == 0) return c;
+  }
+  return "";
+}
+
 // Every command's output ends here: a short write (a full disk, a closed pipe whose SIGPIPE is
 // ignored) leaves a truncated answer, so it is an internal failure (exit 3), never a success;
 // for run, whose status is the job's, only a success becomes 3.
@@ -136,6 +158,18 @@ int Main(int argc, char** argv) {
                  "Colour human output: auto (a terminal, NO_COLOR unset or empty, TERM not dumb), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->type_name("WHEN");
+  std::vector<std::string> redact;
+  app.add_option("--redact", redact,
+                 "Also redact what matches REGEX (RE2; repeatable) in everything gputriage writes, like the built-in "
+                 "token and password rules: an internal host name, a project code")
+      ->type_name("REGEX");
+  app.set_config("--config", DefaultConfigFile(),
+                 "Read option defaults from FILE (TOML): global options at the top (color, redact = [...]), a "
+                 "command's options in its section ([doctor] exit-codes = \"nagios\", [run] bundle-dir = \"...\"); "
+                 "the command line wins. Default: the first of $GPUTRIAGE_HOME/config.toml, "
+                 "$XDG_CONFIG_HOME/gputriage/config.toml (~/.config/gputriage/config.toml), /etc/gputriage.toml")
+      ->type_name("FILE");
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error, not ignored
   app.fallthrough();
   app.footer(
       "Exit codes: 0 nothing wrong, 1 findings at error level or above, 2 usage error, "
@@ -168,6 +202,15 @@ int Main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int usage = chosen_usage_exit ? *chosen_usage_exit : chosen != nullptr ? chosen->usage_exit : kExitUsage;
+    if (dynamic_cast<const CLI::ConfigError*>(&e) != nullptr) {
+      // CLI11 says "INI was not able to parse doctor.exit-code": name the file and the format.
+      std::string file = app.get_config_ptr() != nullptr ? app.get_config_ptr()->as<std::string>() : "";
+      if (file.empty()) file = DefaultConfigFile();
+      return Fail(fmt::format("config file {}: {} (a key that is no option of that section, or a value that does not "
+                              "parse; see gputriage --help for --config)",
+                              file, e.what()),
+                  usage);
+    }
     if (e.get_exit_code() != 0 && chosen != nullptr && WantsJson(*chosen, argc, argv)) {
       return Fail(fmt::format("{}: {}", chosen->name, e.what()), usage);
     }
@@ -175,6 +218,9 @@ int Main(int argc, char** argv) {
     return FinishStandardOutput(rc == 0 ? kExitOk : usage, false);
   }
   SetColorMode(color == "always" ? ColorMode::kAlways : color == "never" ? ColorMode::kNever : ColorMode::kAuto);
+  if (auto set = core::SetUserSecretPatterns(redact); !set.ok()) {
+    return Fail(set.error().message, chosen != nullptr ? chosen->usage_exit : kExitUsage);
+  }
   for (size_t i = 0; i < handlers.size(); ++i) {
     if (handlers[i].first->parsed())
       return FinishStandardOutput(handlers[i].second(), Commands()[i].status_is_the_jobs);

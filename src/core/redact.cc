@@ -496,9 +496,37 @@ bool IsSecretName(std::string_view name) {
   return false;
 }
 
+namespace {
+
+// Set once at start-up (SetUserSecretPatterns), read by every FindSecrets after.
+std::vector<std::unique_ptr<RE2>>& UserPatterns() {
+  static std::vector<std::unique_ptr<RE2>> patterns;
+  return patterns;
+}
+
+constexpr Rule kUserRule = {"user", "", 0, false, false};
+
+}  // namespace
+
+Result<void> SetUserSecretPatterns(const std::vector<std::string>& patterns) {
+  std::vector<std::unique_ptr<RE2>> compiled;
+  for (const std::string& p : patterns) {
+    RE2::Options options;
+    options.set_log_errors(false);
+    options.set_encoding(RE2::Options::EncodingLatin1);
+    auto re = std::make_unique<RE2>(p, options);
+    if (!re->ok()) return MakeError("--redact '{}': not a valid RE2 pattern: {}", p, re->error());
+    if (RE2::PartialMatch("", *re)) return MakeError("--redact '{}': the pattern matches the empty string", p);
+    compiled.push_back(std::move(re));
+  }
+  UserPatterns() = std::move(compiled);
+  return {};
+}
+
 std::vector<SecretSpan> FindSecrets(std::string_view text) {
   std::vector<SecretSpan> spans;
   if (text.empty()) return spans;
+  for (const std::unique_ptr<RE2>& re : UserPatterns()) ScanRule(kUserRule, *re, text, &spans);
   const Patterns& patterns = Patterns::Get();
   auto candidates = patterns.Candidates(text);
   for (size_t i = 0; i < kRuleCount; ++i) {

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.h"
+
 namespace gputriage::core {
 
 /// What every secret is replaced with.
@@ -55,6 +57,13 @@ struct SecretSpan {
 /// into one span whose rule is the first one's. A find that already reads kRedacted is skipped.
 /// Linear in the size of `text` (4 MiB of adversarial input: about a second).
 std::vector<SecretSpan> FindSecrets(std::string_view text);
+
+/// Extra patterns of the user's own secrets (RE2, matched case-sensitively anywhere: an internal
+/// host name, a project code), redacted like the built-in rules (rule "user"): `--redact` and the
+/// config file's `redact` list. Call before any redaction (at start-up, one thread); a pattern
+/// that does not compile or can match the empty string is refused with a message naming it.
+/// Replaces any patterns set before.
+Result<void> SetUserSecretPatterns(const std::vector<std::string>& patterns);
 
 /// True when `text` holds a known token format or a PEM private key (not counting key=value
 /// forms, URL passwords and Bearer credentials, which need context). For checks such as "did

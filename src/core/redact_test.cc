@@ -528,3 +528,26 @@ TEST(AwsSecretAccessKey, DiagnosticHashesAndAddressesStay) {
 
 }  // namespace
 }  // namespace gputriage::core
+
+namespace gputriage::core {
+namespace {
+
+// The user's own patterns (--redact, the config file's redact list) redact like built-in rules;
+// a bad or empty-matching pattern is refused, naming it.
+TEST(RedactUserPatterns, RedactedLikeTheBuiltInRulesAndCheckedFirst) {
+  ASSERT_TRUE(SetUserSecretPatterns({"internal-host-[0-9]+", "PRJ-[A-Z]{3}"}).ok());
+  EXPECT_EQ(RedactText("ssh internal-host-42 for PRJ-ABC"), "ssh <redacted> for <redacted>");
+  EXPECT_EQ(RedactText("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789 on internal-host-7"),
+            "HF_TOKEN=<redacted> on <redacted>");
+  auto bad = SetUserSecretPatterns({"("});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--redact '('"), std::string::npos) << bad.error().message;
+  auto empty = SetUserSecretPatterns({"x*"});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("matches the empty string"), std::string::npos);
+  ASSERT_TRUE(SetUserSecretPatterns({}).ok());
+  EXPECT_EQ(RedactText("internal-host-42"), "internal-host-42");
+}
+
+}  // namespace
+}  // namespace gputriage::core

@@ -281,6 +281,39 @@ TEST(CliTest, JsonErrorsAndColour) {
   EXPECT_EQ(Gputriage({"doctor", "--color", "sometimes"}).exit_code, 2);
 }
 
+// Option defaults from $GPUTRIAGE_HOME/config.toml (the command line wins), the user's own
+// secret patterns (--redact, or redact = [...] in the file), and a misspelt key is an error
+// naming the file.
+TEST(CliTest, ConfigFileDefaultsAndUserRedaction) {
+  testing::TempDir home;
+  testing::WriteFile(home.path(), "/config.toml",
+                     "# defaults\ncolor = \"never\"\nredact = [\"internal-host-[0-9]+\"]\n[doctor]\nexit-codes = "
+                     "\"npd\"\n");
+  std::vector<std::string> env = {"GPUTRIAGE_HOME=" + home.path()};
+  CliRun npd = Gputriage({"doctor", "--root", H200Root()}, env);
+  EXPECT_EQ(npd.exit_code, 0) << npd.err;
+  EXPECT_EQ(npd.out, "no GPU problem found\n");
+  CliRun cli_wins = Gputriage({"doctor", "--root", H200Root(), "--exit-codes", "nagios"}, env);
+  EXPECT_EQ(cli_wins.out.rfind("GPUTRIAGE OK - ", 0), 0u) << cli_wins.out;
+  testing::WriteFile(home.path(), "/job.log",
+                     "RuntimeError: CUDA error: an illegal memory access was encountered on internal-host-42\n");
+  CliRun analyzed = Gputriage({"analyze", "--json", home.path() + "/job.log"}, env);
+  ASSERT_LE(analyzed.exit_code, 1) << analyzed.err;  // 1: a GPU error was found
+  EXPECT_EQ(analyzed.out.find("internal-host-42"), std::string::npos) << analyzed.out;
+  EXPECT_NE(ParseJson(analyzed).value("signature", "").find("<redacted>"), std::string::npos);
+  // Without the file, the same text is kept; --redact on the command line does the same.
+  CliRun plain = Gputriage({"analyze", "--json", home.path() + "/job.log"});
+  EXPECT_NE(plain.out.find("internal-host-42"), std::string::npos);
+  CliRun flag = Gputriage({"analyze", "--json", "--redact", "internal-host-[0-9]+", home.path() + "/job.log"});
+  EXPECT_EQ(flag.out.find("internal-host-42"), std::string::npos);
+  EXPECT_EQ(Gputriage({"--redact", "(", "doctor"}).exit_code, 2);
+
+  testing::WriteFile(home.path(), "/config.toml", "[doctor]\nexit-code = \"npd\"\n");
+  CliRun typo = Gputriage({"doctor", "--root", H200Root()}, env);
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("config file " + home.path() + "/config.toml: "), std::string::npos) << typo.err;
+}
+
 TEST(CliTest, HistorySaveListShowDiff) {
   testing::TempDir home;
   std::vector<std::string> env = {"GPUTRIAGE_HOME=" + home.path()};
