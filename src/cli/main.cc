@@ -160,8 +160,9 @@ int Main(int argc, char** argv) {
       ->type_name("WHEN");
   std::vector<std::string> redact;
   app.add_option("--redact", redact,
-                 "Also redact what matches REGEX (RE2; repeatable) in everything gputriage writes, like the built-in "
-                 "token and password rules: an internal host name, a project code")
+                 "Also redact what matches REGEX (RE2; repeatable) wherever gputriage redacts secrets (snapshot "
+                 "environments, the store, analyses, reports), like the built-in token and password rules: an "
+                 "internal host name, a project code")
       ->type_name("REGEX");
   app.set_config("--config", DefaultConfigFile(),
                  "Read option defaults from FILE (TOML): global options at the top (color, redact = [...]), a "
