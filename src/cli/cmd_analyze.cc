@@ -1,5 +1,8 @@
 // `gputriage analyze PATH... [--exe PATH] [--snapshot S] [--baseline S] [--json]`: explain a
 // failure from what it left behind (logs, crash bundles, core files).
+#include <chrono>
+#include <memory>
+
 #include "cli/common.h"
 #include "cli/render.h"
 #include "core/version.h"
@@ -22,7 +25,18 @@ int Analyze(const std::vector<std::string>& paths, const std::string& exe, const
   if (!baseline.ok()) return Fail("analyze: --baseline: " + baseline.error().message, kExitUsage);
   request.snapshot = std::move(*snapshot);
   request.baseline = std::move(*baseline);
+  // A big log or a stream takes seconds: say how far it is (on a terminal only).
+  auto progress = std::make_shared<Progress>();
+  auto started = std::chrono::steady_clock::now();
+  request.progress = [progress, started](std::string_view name, uint64_t bytes, uint64_t size) {
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::string rate = seconds > 0 ? fmt::format(", {:.0f} MB/s", static_cast<double>(bytes) / 1e6 / seconds) : "";
+    progress->Show(size > 0 ? fmt::format("analyze: {}: {} of {} ({:.0f}%){}", name, HumanBytes(bytes),
+                                          HumanBytes(size), 100.0 * static_cast<double>(bytes) / size, rate)
+                            : fmt::format("analyze: {}: {} read{}", name, HumanBytes(bytes), rate));
+  };
   auto outcome = kb::AnalyzeInputs(**analyzer, request);
+  progress.reset();  // erased before the answer is printed
   if (!outcome.ok()) return Fail(outcome.error().message, kExitUsage);
   for (const std::string& warning : outcome->warnings) PrintError("warning: " + warning);
   if (json) {

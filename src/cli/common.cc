@@ -81,6 +81,37 @@ void PrintJson(const core::Json& json) {
   std::fflush(stdout);
 }
 
+Progress::Progress(bool enabled)
+    : enabled_(enabled && ::isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+Progress::~Progress() {
+  if (width_ == 0) return;
+  std::string blank = "\r" + std::string(width_, ' ') + "\r";
+  std::fwrite(blank.data(), 1, blank.size(), stderr);
+  std::fflush(stderr);
+}
+
+void Progress::Show(std::string_view text) {
+  if (!enabled_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - start_ < std::chrono::seconds(1) || (width_ > 0 && now - last_ < std::chrono::milliseconds(100))) return;
+  last_ = now;
+  std::string line = core::SanitizeForTerminal(text, /*keep_newlines=*/false);
+  size_t width = line.size();
+  // Pad over the longer line before (no escape sequences: TERM=dumb terminals show them raw).
+  if (width < width_) line.append(width_ - width, ' ');
+  width_ = std::max(width_, width);
+  line.insert(line.begin(), '\r');
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / (1ull << 20));
+  return fmt::format("{} KiB", bytes >> 10);
+}
+
 void SetColorMode(ColorMode mode) { g_color = mode; }
 
 bool UseColor() {

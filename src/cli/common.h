@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -90,6 +92,28 @@ bool UseColor();
 
 /// Wraps `text` in an ANSI colour for `severity` when colour is on.
 std::string Colored(core::Severity severity, std::string_view text);
+
+/// A one-line progress display on stderr for work that can last over a second: shown only when
+/// stderr is a terminal, first after a second of work, redrawn at most 10 times a second, and
+/// erased when the work ends (the destructor), so output and logs never carry it.
+class Progress {
+ public:
+  /// `enabled` is ANDed with "stderr is a terminal".
+  explicit Progress(bool enabled = true);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  /// Replaces the line (rate-limited; `text` is sanitised for the terminal).
+  void Show(std::string_view text);
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point start_, last_;
+  size_t width_ = 0;  // of the line on screen, 0 when none
+};
+
+/// "1.5 GiB", "512 MiB", "12 KiB".
+std::string HumanBytes(uint64_t bytes);
 
 /// Adds --root to `app`, bound to `root`.
 void AddRootOption(CLI::App& app, std::optional<std::string>& root);

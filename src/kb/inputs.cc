@@ -83,6 +83,11 @@ core::Result<AnalyzedInput> AddFileInput(Analyzer& analyzer, const std::string& 
   ReadOptions options;
   options.refuse_binary = true;
   options.keep_tail_bytes = request.log_tail_bytes;
+  if (request.progress) {
+    struct stat st {};
+    uint64_t size = regular && ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    options.progress = [&request, name, size](uint64_t bytes) { request.progress(name, bytes, size); };
+  }
   core::Result<ReadStats> read = analyzer.AddLog(fd, prefix, name, options);
   if (!read.ok() && read.error().code != core::ErrorCode::kInvalidArgument) return read.error();
   if (!read.ok()) {

@@ -4,6 +4,7 @@
 // the first bundle's; --baseline adds what changed since a snapshot from when the job worked.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,9 @@ struct AnalysisRequest {
   /// Keep the last `log_tail_bytes` of each log's decoded text, pipes and compressed logs too (the
   /// report quotes them); 0: none.
   size_t log_tail_bytes = 0;
+  /// Called while a log is read: its name, raw bytes read so far, its size when it is a regular
+  /// file (0 for a pipe). For a progress display.
+  std::function<void(std::string_view name, uint64_t bytes, uint64_t size)> progress;
 };
 
 /// One input as it was read.

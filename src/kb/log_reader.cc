@@ -198,6 +198,8 @@ struct ByteSource {
   int fd = -1;
   std::string_view memory;
   size_t offset = 0;
+  const std::function<void(uint64_t)>* progress = nullptr;
+  uint64_t consumed = 0;
   // Reads up to n bytes; 0 at the end, -1 on error (errno set).
   ssize_t Read(char* out, size_t n) {
     if (!prefix.empty()) {
@@ -215,6 +217,10 @@ struct ByteSource {
     while (true) {
       ssize_t got = read(fd, out, n);
       if (got < 0 && errno == EINTR) continue;
+      if (got > 0 && progress != nullptr && *progress) {
+        consumed += static_cast<uint64_t>(got);
+        (*progress)(consumed);
+      }
       return got;
     }
   }
@@ -409,6 +415,8 @@ core::Result<ReadStats> ReadLinesFromFd(int fd, std::string_view prefix, std::st
   ByteSource src;
   src.prefix = prefix;
   src.fd = fd;
+  src.progress = &options.progress;
+  src.consumed = prefix.size();
   return ReadFrom(src, name, sink, options, blocks);
 }
 

@@ -36,6 +36,9 @@ struct ReadOptions {
   /// any line is handed over, and the read fails (kInvalidArgument, nothing handed to the sink)
   /// when LooksBinary says so. Endless inputs such as /dev/zero stop there.
   bool refuse_binary = false;
+  /// Called after each read from a descriptor with the raw bytes consumed so far (compressed
+  /// bytes for a compressed log): for a progress display. Not called for text in memory.
+  std::function<void(uint64_t raw_bytes)> progress;
 };
 
 /// How much decoded text LooksBinary is shown before any line is handed over.
