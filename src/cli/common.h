@@ -57,6 +57,7 @@ Command ReportCommand();
 Command InspectCommand();
 Command LibsCommand();
 Command ValidateCommand();
+Command BundlesCommand();
 
 /// Prints "gputriage: <message>" to stderr.
 void PrintError(std::string_view message);
