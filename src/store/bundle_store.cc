@@ -451,8 +451,14 @@ Result<BundleDetails> LoadBundleArg(const std::string& db_path, const std::strin
     if (it == listing->bundles.end()) {
       return MakeErrorCode(core::ErrorCode::kNotFound, "no bundle with id {} in {}", id, db_path);
     }
-    GT_ASSIGN_OR_RETURN(BundleDetails details, ReadDetails(it->path, fmt::format("bundle {} ({})", id, it->path)));
-    details.row = *it;
+    Result<BundleDetails> details = ReadDetails(it->path, fmt::format("bundle {} ({})", id, it->path));
+    if (!details.ok() && !std::filesystem::path(it->path).is_absolute()) {
+      core::Error error = details.error();
+      error.message += "; the index names a relative path, relative to the directory `gputriage run` was started in";
+      return error;
+    }
+    if (!details.ok()) return details.error();
+    details->row = *it;
     return details;
   }
   GT_ASSIGN_OR_RETURN(BundleDetails details, ReadDetails(arg, arg));

@@ -82,7 +82,8 @@ struct BundleDetails {
 /// The bundle `arg` names: an id of the index at `db_path` (all digits), or else a bundle
 /// directory (whose index row is the one with the same path, when there is one). Fails naming
 /// `arg` (an id as "bundle 7 (PATH)"): kNotFound for an id the index does not have ("no bundle
-/// with id 42 in DB"; also when there is no database) or a directory that is not there;
+/// with id 42 in DB"; also when there is no database) or a directory that is not there (for an
+/// id whose indexed path is relative, the message says so: it was relative to where `run` ran);
 /// kInvalidArgument for what is not a bundle ("DIR: not a crash bundle (no manifest.json)") or
 /// a damaged one (core::ReadBundle's message: process.json missing or not JSON); kIo when the
 /// index cannot be read to look an id up. The index is opened read-only; for a directory it is

@@ -472,6 +472,14 @@ TEST_F(PruneTest, ShowNamesWhatIsWrong) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().message, "no bundle with id 42 in " + db_);
 
+  int64_t relative = Index("relative/bundle", "2026-12-01T00:00:01Z");
+  auto elsewhere = LoadBundleArg(db_, std::to_string(relative));
+  ASSERT_FALSE(elsewhere.ok());
+  EXPECT_EQ(elsewhere.error().message,
+            fmt::format("bundle {} (relative/bundle): No such file or directory; the index names a relative path, "
+                        "relative to the directory `gputriage run` was started in",
+                        relative));
+
   std::string missing = tmp_ / "bundles/missing";
   auto gone = LoadBundleArg(db_, missing);
   ASSERT_FALSE(gone.ok());
