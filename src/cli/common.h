@@ -61,6 +61,7 @@ Command ReportCommand();
 Command InspectCommand();
 Command LibsCommand();
 Command ValidateCommand();
+Command BundlesCommand();
 
 /// Prints "gputriage: <message>" to stderr; under --json (SetJsonErrors) one JSON line instead:
 /// {"error": {"code": "error", "exit_code": null, "message": ..., "path": ...}}.
