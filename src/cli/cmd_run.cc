@@ -51,6 +51,11 @@ int RunJob(RunFlags& flags, CLI::App& app) {
     if (!home.ok()) return Fail(home.error().message + " (use --bundle-dir DIR)", kExitNotStarted);
     request.bundle_dir = *home + "/bundles";
   }
+  // The index keeps the bundle's path: an absolute one, so `bundles show/prune` find it from anywhere.
+  if (std::error_code ec; !request.bundle_dir.empty() && std::filesystem::path(request.bundle_dir).is_relative()) {
+    auto absolute = std::filesystem::absolute(request.bundle_dir, ec);
+    if (!ec) request.bundle_dir = absolute.lexically_normal().string();
+  }
   const bool json = flags.json || !flags.json_file.empty();
   request.trace = !flags.no_trace;
   if (request.escalate || request.sync_only || request.torch_snapshot) request.record = true;

@@ -73,7 +73,7 @@ std::optional<std::string> UnknownOptionBeforeTheJob(const CLI::App& sub, const 
     std::string name(arg.substr(0, arg.find('=')));
     if (name == "-h" || name == "--help") return std::nullopt;
     const CLI::Option* opt = sub.get_option_no_throw(name);
-    if (opt == nullptr) opt = top.get_option_no_throw(name);  // --color falls through
+    if (opt == nullptr) opt = top.get_option_no_throw(name);  // a global option given after the command
     if (opt == nullptr) return name;
     // An option with a value given as a separate argument ("--timeout 30m"): skip the value.
     if (opt->get_items_expected_min() > 0 && arg.find('=') == std::string_view::npos) ++i;
@@ -171,7 +171,6 @@ int Main(int argc, char** argv) {
                  "$XDG_CONFIG_HOME/gputriage/config.toml (~/.config/gputriage/config.toml), /etc/gputriage.toml")
       ->type_name("FILE");
   app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error, not ignored
-  app.fallthrough();
   app.footer(
       "Exit codes: 0 nothing wrong, 1 findings at error level or above, 2 usage error, "
       "3 internal failure.");
@@ -181,6 +180,17 @@ int Main(int argc, char** argv) {
     if (command.hidden) sub->group("");
     handlers.emplace_back(sub, command.setup(*sub));
   }
+  // --color and --redact are accepted after the command too ("gputriage doctor --color never"), at
+  // every level ("snapshot list --color never"): each (sub)command gets its own copy, bound to the
+  // same variables. (CLI11's fallthrough would do it, but also hand every stray word to the top.)
+  std::function<void(CLI::App*)> add_globals = [&](CLI::App* a) {
+    a->add_option("--color", color, "Colour human output: auto, always, never (see gputriage --help)")
+        ->check(CLI::IsMember({"auto", "always", "never"}))
+        ->type_name("WHEN");
+    a->add_option("--redact", redact, "Also redact what matches REGEX (see gputriage --help)")->type_name("REGEX");
+    for (CLI::App* nested : a->get_subcommands({})) add_globals(nested);
+  };
+  for (auto& [sub, handler] : handlers) add_globals(sub);
   // The command named on the line (argv[1]); its usage errors have its own exit code (run: 125).
   const Command* chosen = nullptr;
   std::optional<int> chosen_usage_exit;

@@ -285,11 +285,22 @@ TEST(SnapshotCommand, DeeplyNestedJsonIsRefusedNotACrash) {
   std::string path = tmp / "deep.json";
   std::ofstream(path) << R"({"schema_version":1,"software":{"python_probe":)" << std::string(100000, '[')
                       << std::string(100000, ']') << "}}";
-  Out show = Gt({"snapshot", "show", "--json", path});
+  Out show = Gt({"snapshot", "show", path});
   EXPECT_EQ(show.status, 2);
   EXPECT_EQ(show.err, "gputriage: " + path +
                           ": JSON nested deeper than 256 levels at line 1, column 302 (byte 302); not a file gputriage "
                           "writes\n");
+  // Under --json the same error is a JSON line.
+  Out json = Gt({"snapshot", "show", "--json", path});
+  EXPECT_EQ(json.status, 2);
+  EXPECT_EQ(json.err, core::Json({{"error",
+                                   {{"code", "usage"},
+                                    {"exit_code", 2},
+                                    {"message", path + ": JSON nested deeper than 256 levels at line 1, column 302 "
+                                                       "(byte 302); not a file gputriage writes"},
+                                    {"path", path}}}})
+                              .dump() +
+                          "\n");
   Out report = Gt({"report", "--snapshot", path, "-"}, "x\n");
   EXPECT_EQ(report.status, 2);
   EXPECT_NE(report.err.find("JSON nested deeper than 256 levels"), std::string::npos) << report.err;
