@@ -46,10 +46,10 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     PrintError(r.error().message);
     return kExitUsage;
   }
-  for (const Json& warning : (*r)["warnings"]) PrintError("warning: " + warning.get<std::string>());
-  std::string text = format == "json"   ? r->dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
-                     : format == "html" ? report::RenderHtml(*r)
-                                        : report::RenderMarkdown(*r);
+  for (const Json& warning : r->json["warnings"]) PrintError("warning: " + warning.get<std::string>());
+  std::string text = format == "json"   ? r->json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
+                     : format == "html" ? report::RenderHtml(r->json, r->timeline)
+                                        : report::RenderMarkdown(r->json);
   if (output.empty() || output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

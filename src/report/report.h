@@ -12,6 +12,7 @@
 #include "core/model.h"
 #include "core/snapshot.h"
 #include "kb/analysis.h"
+#include "report/timeline.h"
 #include "store/snapshot_store.h"
 
 namespace gputriage::report {
@@ -34,6 +35,19 @@ struct ReportInput {
 /// troubleshooting, known_issues, next_steps}. Secrets are redacted.
 core::Json BuildReport(const ReportInput& input);
 
+/// The run as a timeline (HTML only; not part of the JSON document): the job's start, the
+/// failure (t = 0), the bundle, and every GPU kernel-log record of the run — those naming the
+/// job and those naming another process or none — with their times relative to the failure
+/// when the bundle lets them be placed (see Timeline::alignment). Texts are redacted.
+/// `recorded` is false for a log (no run).
+Timeline BuildTimeline(const ReportInput& input);
+
+/// A report as `report` renders it: the JSON document and the run's timeline.
+struct Report {
+  core::Json json;
+  Timeline timeline;
+};
+
 /// What `report` is asked for: logs and bundles of one failure, an optional snapshot.
 struct ReportRequest {
   std::vector<std::string> paths;
@@ -43,12 +57,18 @@ struct ReportRequest {
 /// Analyses the inputs (kb::AnalyzeInputs with `analyzer`), fills the report from the first
 /// bundle (or the logs' last 1 MiB) and counts earlier bundles with the same signature in `store`
 /// (may be null). Fails naming an input that cannot be read.
-core::Result<core::Json> MakeReport(kb::Analyzer& analyzer, const ReportRequest& request, store::SnapshotStore* store);
+core::Result<Report> MakeReport(kb::Analyzer& analyzer, const ReportRequest& request, store::SnapshotStore* store);
 
 /// Markdown for a GitHub issue.
 std::string RenderMarkdown(const core::Json& report);
 
-/// One self-contained HTML file (inline CSS, no scripts, no external resources).
-std::string RenderHtml(const core::Json& report);
+/// One self-contained HTML file: the Markdown report rendered by md4c (raw HTML in the text shown
+/// as text, links only to http:, https: and mailto:, images shown as their alt text) with the
+/// run's timeline as inline SVG and a table of the run's GPU kernel-log records after the title.
+/// Inline CSS, no scripts, no event handlers, nothing loaded from elsewhere (a
+/// Content-Security-Policy says so too). Every text from the inputs is escaped; the texts of
+/// `report` and `timeline` are already redacted. When md4c fails, the Markdown is shown escaped
+/// in a <pre>.
+std::string RenderHtml(const core::Json& report, const Timeline& timeline);
 
 }  // namespace gputriage::report

@@ -39,7 +39,8 @@ ReportInput Sample() {
 }
 
 TEST(Report, FillsEverySectionAndRedactsSecrets) {
-  Json r = BuildReport(Sample());
+  ReportInput in = Sample();
+  Json r = BuildReport(in);
   std::string md = RenderMarkdown(r);
   for (const char* section : {"### Environment", "### Reproduction", "### What happened", "### Diagnostics",
                               "### Troubleshooting attempted", "### Known issues", "### Next steps"}) {
@@ -54,7 +55,7 @@ TEST(Report, FillsEverySectionAndRedactsSecrets) {
   EXPECT_NE(md.find("- [x] node snapshot"), std::string::npos);
   EXPECT_EQ(md.find("hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"), std::string::npos) << md;
   EXPECT_EQ(md.find("ghp_0123456789abcdefghijABCDEFGHIJ012345"), std::string::npos) << md;
-  std::string html = RenderHtml(r);
+  std::string html = RenderHtml(r, BuildTimeline(in));
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
@@ -135,7 +136,7 @@ TEST(Report, TitleLinksCommandAndEveryJobStringAreRedacted) {
   const std::string md = RenderMarkdown(r);
   ExpectNoSecret(json, "json");
   ExpectNoSecret(md, "markdown");
-  ExpectNoSecret(RenderHtml(r), "html");
+  ExpectNoSecret(RenderHtml(r, BuildTimeline(in)), "html");
   EXPECT_EQ(r["title"], "worker N: nan at step N pushing to https://ml:<redacted>@metrics.example.org <redacted>");
   // The reproduction command, redacted, then quoted for sh.
   EXPECT_NE(md.find("mysql -uroot '-p<redacted>' --password '<redacted>' -e 'select '\\''x y'\\'''\n"),
