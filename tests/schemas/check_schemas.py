@@ -88,13 +88,18 @@ def closed_schemas(schemas):
     """The schemas with every object that lists its members closed: additionalProperties false, or
     unevaluatedProperties false where members also come from $ref/allOf/if/oneOf/anyOf. A definition
     that another object extends (it is the $ref or an allOf member next to more properties) stays
-    open: the extending object's unevaluatedProperties covers its members."""
-    bases = set()
+    open: the extending object's unevaluatedProperties covers its members, and a plain $ref to it
+    elsewhere gets unevaluatedProperties false."""
+    bases, extending = set(), set()
     for name, schema in schemas.items():
         def find_bases(node, pointer):
             if "properties" not in node:
                 return
-            refs = [node.get("$ref")] + [m.get("$ref") for m in node.get("allOf", []) if isinstance(m, dict)]
+            refs = [node.get("$ref")]
+            for i, member in enumerate(node.get("allOf", [])):
+                if isinstance(member, dict):
+                    refs.append(member.get("$ref"))
+                    extending.add(f"{name}#{pointer}/allOf/{i}")
             for ref in refs:
                 if isinstance(ref, str):
                     bases.add(ref_target(name, ref))
@@ -104,6 +109,12 @@ def closed_schemas(schemas):
         schema = copy.deepcopy(schema)
 
         def close(node, pointer):
+            if "unevaluatedProperties" in node or "additionalProperties" in node:
+                return
+            if (isinstance(node.get("$ref"), str) and "properties" not in node
+                    and ref_target(name, node["$ref"]) in bases and f"{name}#{pointer}" not in extending):
+                node["unevaluatedProperties"] = False
+                return
             types = node.get("type")
             is_object = types == "object" or (isinstance(types, list) and "object" in types)
             if "properties" not in node or not is_object:
@@ -358,6 +369,9 @@ def check_everything(c):
     snap_h200 = c.json_output(["snapshot", "--json", "--root", h200], "snapshot.schema.json", expect=(0,))
     snap_live = c.json_output(["snapshot", "--json"], "snapshot.schema.json", expect=(0,))
     c.json_output(["snapshot", "--json", "--python", sys.executable], "snapshot.schema.json", expect=(0,))
+    if snap_live is not None and not snap_live.get("gpus"):
+        # doctor --validate runs validate level 1 on every GPU (30 s each): only where there is none.
+        c.json_output(["doctor", "--json", "--validate"], "doctor.schema.json", expect=(0, 1))
     files = {}
     for name, snap in (("h200", snap_h200), ("live", snap_live)):
         if snap is not None:
