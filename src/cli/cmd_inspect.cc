@@ -40,27 +40,23 @@ int Inspect(InspectFlags& flags) {
   if (flags.pid > 0) {
     auto mapped = inspect::MappedFiles(flags.pid);
     if (!mapped.ok()) {
-      PrintError(mapped.error().message);
-      return kExitUsage;
+      return Fail(mapped.error().message, kExitUsage);
     }
     request.paths.insert(request.paths.end(), mapped->begin(), mapped->end());
   }
   if (request.paths.empty()) {
-    PrintError("inspect: give a PATH or --pid PID");
-    return kExitUsage;
+    return Fail("inspect: give a PATH or --pid PID", kExitUsage);
   }
   if (flags.disasm) {
     if (request.kernel.empty()) {
-      PrintError("inspect: --disasm needs --kernel NAME (the symbol or a part of its name)");
-      return kExitUsage;
+      return Fail("inspect: --disasm needs --kernel NAME (the symbol or a part of its name)", kExitUsage);
     }
     return inspect::DisassembleKernels(request.paths, request.kernel, PrintError) ? kExitOk : kExitUsage;
   }
   request.from_process = flags.pid != 0;
   request.error = PrintError;
   if (auto set = SetGpus(flags, request); !set.ok()) {
-    PrintError(set.error().message);
-    return kExitUsage;
+    return Fail(set.error().message, kExitUsage);
   }
   inspect::InspectOutcome outcome = inspect::InspectFiles(request, stdout);
   if (!request.json && !outcome.findings.empty()) std::fputs(RenderFindings(outcome.findings).c_str(), stdout);

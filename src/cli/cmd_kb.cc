@@ -24,8 +24,7 @@ Json EntryJson(const kb::KnownIssue& i) {
 int List(const std::string& dir, bool json, const std::string& query) {
   auto kb = kb::LoadKnowledgeBaseFrom(dir);
   if (!kb.ok()) {
-    PrintError(kb.error().message);
-    return kExitInternal;
+    return Fail(kb.error().message, kExitInternal);
   }
   Json out = Json::array();
   std::string text;
@@ -46,8 +45,7 @@ int LintCommand(const std::string& dir, bool json) {
   auto kb = kb::LoadKnowledgeBaseFrom(dir);
   if (!kb.ok()) {
     // Entries that do not even parse: the message lists each with file and line.
-    PrintError(kb.error().message);
-    return kExitFindings;
+    return Fail(kb.error().message, kExitFindings);
   }
   std::vector<kb::Problem> problems = kb::Lint(*kb);
   if (json) {

@@ -16,13 +16,11 @@ Command ProbeCommand() {
                    return [name, root]() {
                      auto os = core::OsViewFromOptions(*root);
                      if (!os.ok()) {
-                       PrintError(os.error().message);
-                       return kExitUsage;
+                       return Fail(os.error().message, kExitUsage);
                      }
                      auto result = collect::RunProbeInProcess(*os, *name);
                      if (!result.ok()) {
-                       PrintError(result.error().message);
-                       return kExitUsage;
+                       return Fail(result.error().message, kExitUsage);
                      }
                      std::string text = result->dump(-1, ' ', false, core::Json::error_handler_t::replace);
                      std::fwrite(text.data(), 1, text.size(), stdout);

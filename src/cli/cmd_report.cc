@@ -21,14 +21,12 @@ using core::Json;
 int Report(const std::vector<std::string>& paths, const std::string& format, const std::string& snapshot_path,
            const std::string& output) {
   if (format != "md" && format != "html" && format != "json") {
-    PrintError(fmt::format("report: --format '{}' is not md, html or json", format));
-    return kExitUsage;
+    return Fail(fmt::format("report: --format '{}' is not md, html or json", format), kExitUsage);
   }
   auto kb = kb::LoadEmbeddedKnowledgeBase();
   auto analyzer = kb.ok() ? kb::Analyzer::Create(*kb) : core::Result<std::unique_ptr<kb::Analyzer>>(kb.error());
   if (!analyzer.ok()) {
-    PrintError("refusing to report: " + analyzer.error().message);
-    return kExitInternal;
+    return Fail("refusing to report: " + analyzer.error().message, kExitInternal);
   }
   // Only read (a stored --snapshot, earlier bundles with the same signature): read-only.
   store::SnapshotStore db = store::SnapshotStore::OpenDefaultReadOnlyOrUnavailable();
@@ -36,15 +34,13 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
   if (!snapshot_path.empty()) {
     auto snapshot = store::LoadSnapshotArg(&db, snapshot_path);
     if (!snapshot.ok()) {
-      PrintError(snapshot.error().message);
-      return kExitUsage;
+      return Fail(snapshot.error().message, kExitUsage);
     }
     request.snapshot = std::move(*snapshot);
   }
   auto r = report::MakeReport(**analyzer, request, &db);
   if (!r.ok()) {
-    PrintError(r.error().message);
-    return kExitUsage;
+    return Fail(r.error().message, kExitUsage);
   }
   for (const Json& warning : r->json["warnings"]) PrintError("warning: " + warning.get<std::string>());
   std::string text = format == "json"   ? r->json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
@@ -58,8 +54,7 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
   std::ofstream out(output, std::ios::binary);
   out << text;
   if (!out) {
-    PrintError(fmt::format("{}: cannot write: {}", output, std::strerror(errno)));
-    return kExitInternal;
+    return Fail(fmt::format("{}: cannot write: {}", output, std::strerror(errno)), kExitInternal);
   }
   std::fprintf(stderr, "gputriage: report written to %s\n", output.c_str());
   return kExitOk;

@@ -58,8 +58,7 @@ std::optional<int> RejectUnknownCommand(int argc, char** argv) {
   }
   std::string message = fmt::format("unknown command '{}'", given);
   if (best != nullptr) message += fmt::format("; did you mean '{}'?", best->name);
-  PrintError(message + " (see gputriage --help)");
-  return kExitUsage;
+  return Fail(message + " (see gputriage --help)", kExitUsage);
 }
 
 // `run [OPTIONS] [--] CMD ...`: the job's own words start at the first argument that is not one of
@@ -137,9 +136,9 @@ int FinishStandardOutput(int rc, bool status_is_the_jobs) {
     PrintError("could not write standard output: the output is incomplete");
     return rc;
   }
-  PrintError(flush_errno != 0 ? fmt::format("could not write standard output: {}", std::strerror(flush_errno))
-                              : std::string("could not write standard output: the output is incomplete"));
-  return kExitInternal;
+  return Fail(flush_errno != 0 ? fmt::format("could not write standard output: {}", std::strerror(flush_errno))
+                               : std::string("could not write standard output: the output is incomplete"),
+              kExitInternal);
 }
 
 }  // namespace
