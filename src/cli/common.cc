@@ -36,7 +36,9 @@ const char* ExitCodeName(std::optional<int> exit_code) {
 
 void WriteError(std::string_view message, std::optional<int> exit_code) {
   if (g_json_errors) {
-    std::string line = ErrorJson(message, exit_code).dump(-1, ' ', false, core::Json::error_handler_t::replace);
+    core::Json error = ErrorJson(message, exit_code);
+    if (!exit_code && message.rfind("warning: ", 0) == 0) error["error"]["code"] = "warning";
+    std::string line = error.dump(-1, ' ', false, core::Json::error_handler_t::replace);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stderr);
     return;

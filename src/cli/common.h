@@ -76,7 +76,8 @@ void SetJsonErrors(bool on);
 
 /// The error object PrintError writes under --json (for tests and for callers that build their
 /// own): code is "usage" (2), "internal" (3), "timed-out" (124), "not-started" (125), "findings"
-/// (1) or "error" (no exit code); path is the file or directory the message starts with
+/// (1) or "error" (no exit code; PrintError says "warning" for a message starting "warning: "); path is the file or
+/// directory the message starts with
 /// ("<path>: ..."), null when it starts with none.
 core::Json ErrorJson(std::string_view message, std::optional<int> exit_code);
 

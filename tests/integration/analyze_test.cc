@@ -136,7 +136,12 @@ TEST(AnalyzeCommand, ATruncatedGzipIsAnalysedUpToTheDamage) {
   ASSERT_EQ(j["warnings"].size(), 1u);
   std::string warning = j["warnings"][0];
   EXPECT_EQ(warning.rfind(gz + ".cut: truncated gzip stream after ", 0), 0u) << warning;
-  EXPECT_EQ(o.err, "gputriage: warning: " + warning + "\n");
+  // Under --json the warning on stderr is a JSON line too.
+  Json err = Json::parse(o.err, nullptr, false);
+  ASSERT_FALSE(err.is_discarded()) << o.err;
+  EXPECT_EQ(err["error"].value("code", ""), "warning");
+  EXPECT_EQ(err["error"].value("message", ""), "warning: " + warning);
+  EXPECT_TRUE(err["error"]["exit_code"].is_null());
 }
 
 // Failed before: `report -` had no stderr section (the tail was taken by reopening the path).
@@ -161,7 +166,10 @@ TEST(AnalyzeCommand, BinaryGarbageAndUnmatchedInput) {
   Out o = Gt({"analyze", "--json", junk});
   EXPECT_EQ(o.status, 2) << o.out;
   EXPECT_EQ(o.out, "");
-  EXPECT_EQ(o.err.rfind("gputriage: " + junk + ": not a log (binary data: ", 0), 0u) << o.err;
+  Json err = Json::parse(o.err, nullptr, false);
+  ASSERT_FALSE(err.is_discarded()) << o.err;
+  EXPECT_EQ(err["error"].value("message", "").rfind(junk + ": not a log (binary data: ", 0), 0u) << o.err;
+  EXPECT_EQ(err["error"].value("path", ""), junk);
   // /dev/zero is refused after its first 64 KiB, not read forever.
   Out zero = Gt({"analyze", "/dev/zero"});
   EXPECT_EQ(zero.status, 2);
