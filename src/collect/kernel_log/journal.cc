@@ -111,7 +111,7 @@ core::Error PermissionError(const std::string& dir, const JournalFiles& files) {
       files.unreadable.size() > 1 ? fmt::format(", and {} more", files.unreadable.size() - 1) : "", PermissionAdvice());
 }
 
-/// The readable journal files libsystemd rejects, "PATH: why" each: sd_journal_open and
+/// The readable journal files libsystemd rejects, "PATH: error (why)" each: sd_journal_open and
 /// sd_journal_open_directory skip them without a word; sd_journal_open_files on each one says.
 std::vector<std::string> ProbeUnusableFiles(const JournalFiles& files) {
   std::vector<std::string> out;
@@ -120,7 +120,12 @@ std::vector<std::string> ProbeUnusableFiles(const JournalFiles& files) {
     const char* paths[] = {path.c_str(), nullptr};
     int r = sd_journal_open_files(&raw, paths, 0);
     JournalHandle journal(raw);
-    if (r < 0) out.push_back(fmt::format("{}: {}", path, ErrnoText(r)));
+    if (r < 0) {
+      // journald marks a file with the features it used; an older libsystemd refuses those.
+      std::string_view why = r == -EPROTONOSUPPORT ? "written by a newer systemd than this libsystemd reads"
+                                                   : "a corrupt file, or not a journal file";
+      out.push_back(fmt::format("{}: {} ({})", path, ErrnoText(r), why));
+    }
   }
   return out;
 }
@@ -132,9 +137,9 @@ core::Error DescribeEmptyJournal(const std::string& dir, const JournalFiles& fil
     return core::MakeErrorCode(core::ErrorCode::kNotFound, "the journal under {} holds no entries ({} files)", dir,
                                files.total);
   }
-  return core::MakeErrorCode(
-      core::ErrorCode::kDataLoss, "the journal under {} cannot be read: {} (a corrupt file, or not a journal file){}",
-      dir, unusable.front(), files.total > 1 ? fmt::format("; {} journal files in all", files.total) : "");
+  return core::MakeErrorCode(core::ErrorCode::kDataLoss, "the journal under {} cannot be read: {}{}", dir,
+                             unusable.front(),
+                             files.total > 1 ? fmt::format("; {} journal files in all", files.total) : "");
 }
 
 /// Notes the files the open journal left out when its usage falls short of what was found
@@ -143,7 +148,7 @@ void NoteUnusableFiles(sd_journal* journal, const JournalFiles& files, std::vect
   uint64_t used = 0;
   if (sd_journal_get_usage(journal, &used) < 0 || used >= files.readable_bytes) return;
   for (const std::string& unusable : ProbeUnusableFiles(files)) {
-    notes.push_back(fmt::format("{} (a corrupt file, or not a journal file) was left out", unusable));
+    notes.push_back("left out " + unusable);
   }
 }
 

@@ -450,7 +450,7 @@ TEST(JournalDamageTest, ACorruptFileAmongGoodOnesIsNamedAndTheRestIsRead) {
   core::Section section = tree.Collect();
   EXPECT_EQ(section.data["previous_boot"]["gpu_records_total"], 23);
   EXPECT_EQ(section.not_collected.back(),
-            PreviousBootNote(bad + ": Bad message (a corrupt file, or not a journal file) was left out")[0]);
+            PreviousBootNote("left out " + bad + ": Bad message (a corrupt file, or not a journal file)")[0]);
 }
 
 /// The bytes of a real journal file of TwoBoots().
