@@ -49,13 +49,14 @@ std::string RecordText(const core::KernelLogRecord& record) {
   return (time.empty() ? "" : "[" + time + "] ") + record.message.value_or("");
 }
 
-void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto, const core::KernelLogRecord& record) {
+void AddToGroup(std::map<std::string, RecordGroup>& groups, RecordGroup proto, const core::KernelLogRecord& record,
+                std::string_view source) {
   auto [it, inserted] = groups.try_emplace(proto.id, std::move(proto));
   RecordGroup& group = it->second;
   ++group.count;
   group.last_time = record.time.value_or("");
   // Keep the newest records: the latest event is the one a user is chasing.
-  group.evidence.push_back({"kernel log", RecordText(record)});
+  group.evidence.push_back({std::string(source), RecordText(record)});
   if (group.evidence.size() > kMaxEvidence) group.evidence.erase(group.evidence.begin());
 }
 
@@ -205,22 +206,56 @@ void CheckBars(const core::Snapshot& snapshot, std::vector<Finding>& out) {
   }
 }
 
-void CheckKernelLog(const core::Snapshot& snapshot, const catalog::Catalog& catalog, std::vector<Finding>& out) {
-  if (!snapshot.kernel_log || !snapshot.kernel_log->records) return;
+namespace {
+
+/// The records grouped by finding: an Xid by its code (rated from the Xid table), the others
+/// by the first kernel-log rule that takes them.
+std::map<std::string, RecordGroup> GroupRecords(const std::vector<core::KernelLogRecord>& records,
+                                                const catalog::Catalog& catalog, std::string_view source) {
   std::map<std::string, RecordGroup> groups;
-  for (const core::KernelLogRecord& record : *snapshot.kernel_log->records) {
+  for (const core::KernelLogRecord& record : records) {
     if (record.xid) {
-      AddToGroup(groups, XidGroup(*record.xid, catalog.xid), record);
+      AddToGroup(groups, XidGroup(*record.xid, catalog.xid), record, source);
       continue;
     }
-    if (auto group = RuleGroup(record, catalog.kernel_log_rules)) AddToGroup(groups, std::move(*group), record);
+    if (auto group = RuleGroup(record, catalog.kernel_log_rules)) AddToGroup(groups, std::move(*group), record, source);
   }
-  for (auto& [id, g] : groups) {
-    std::string title = g.title + (g.count > 1 ? fmt::format(" ({} records)", g.count) : "");
+  return groups;
+}
+
+std::string CountText(const RecordGroup& g) { return g.count > 1 ? fmt::format(" ({} records)", g.count) : ""; }
+
+/// The previous boot's records (kept by the journal through the reboot) rate as this boot's
+/// would, under their own ids ("kmsg.nvidia_xid_79.previous_boot"), saying which boot.
+void AddPreviousBootFindings(const core::PreviousBootKernelLog& boot, const catalog::Catalog& catalog,
+                             std::vector<Finding>& out) {
+  if (!boot.records) return;
+  std::string ended = boot.last_entry_time ? " (ended " + *boot.last_entry_time + ")" : "";
+  for (auto& [id, g] : GroupRecords(*boot.records, catalog, "journal, previous boot")) {
+    std::string title = g.title + CountText(g) + " in the previous boot" + ended;
     if (!g.last_time.empty()) title += ", last at " + g.last_time;
-    Finding f = Make(g.id, g.severity, title, g.detail, std::move(g.evidence), g.fix, g.references);
-    out.push_back(std::move(f));
+    std::string detail = fmt::format(
+        "Logged in the previous boot (boot {}{}) and kept by the systemd journal; the reboot cleared it from the "
+        "kernel log. {}",
+        boot.boot_id.value_or("unknown"),
+        boot.last_entry_time ? ", last journal entry at " + *boot.last_entry_time : "", g.detail);
+    out.push_back(Make(id + ".previous_boot", g.severity, std::move(title), std::move(detail), std::move(g.evidence),
+                       g.fix, g.references));
   }
+}
+
+}  // namespace
+
+void CheckKernelLog(const core::Snapshot& snapshot, const catalog::Catalog& catalog, std::vector<Finding>& out) {
+  if (!snapshot.kernel_log) return;
+  if (snapshot.kernel_log->records) {
+    for (auto& [id, g] : GroupRecords(*snapshot.kernel_log->records, catalog, "kernel log")) {
+      std::string title = g.title + CountText(g);
+      if (!g.last_time.empty()) title += ", last at " + g.last_time;
+      out.push_back(Make(g.id, g.severity, title, g.detail, std::move(g.evidence), g.fix, g.references));
+    }
+  }
+  if (snapshot.kernel_log->previous_boot) AddPreviousBootFindings(*snapshot.kernel_log->previous_boot, catalog, out);
 }
 
 namespace {

@@ -782,6 +782,8 @@ struct KernelLogRecord {
   std::optional<std::string> log_class;  ///< "nvidia.xid", "amdgpu", ... (JSON "class")
   std::optional<std::string> message;
   std::optional<XidRecord> xid;
+  std::optional<std::string> boot;     ///< "previous" for a record of the boot before; absent: this boot
+  std::optional<std::string> boot_id;  ///< the journal's boot id (32 hex digits), with `boot`
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("seq", s.seq);
@@ -792,6 +794,37 @@ struct KernelLogRecord {
     v("class", s.log_class);
     v("message", s.message);
     v("xid", s.xid);
+    v("boot", s.boot);
+    v("boot_id", s.boot_id);
+  }
+};
+
+/// The previous boot's GPU records, from the persistent systemd journal.
+struct PreviousBootKernelLog {
+  std::optional<std::string> source;            ///< "journal"
+  std::optional<std::string> journal;           ///< the directory read ("/var/log/journal")
+  std::optional<std::string> boot_id;           ///< 32 hex digits
+  std::optional<std::string> first_entry_time;  ///< UTC ISO-8601: the boot's first journal entry
+  std::optional<std::string> last_entry_time;   ///< UTC ISO-8601: its last entry, where it ended
+  std::optional<uint64_t> records_total;        ///< kernel entries read
+  std::optional<uint64_t> gpu_records_total;
+  std::optional<uint64_t> malformed_records;
+  std::optional<bool> truncated;
+  std::optional<std::map<std::string, uint64_t>> counts;  ///< by class
+  std::optional<std::vector<KernelLogRecord>> records;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("source", s.source);
+    v("journal", s.journal);
+    v("boot_id", s.boot_id);
+    v("first_entry_time", s.first_entry_time);
+    v("last_entry_time", s.last_entry_time);
+    v("records_total", s.records_total);
+    v("gpu_records_total", s.gpu_records_total);
+    v("malformed_records", s.malformed_records);
+    v("truncated", s.truncated);
+    v("counts", s.counts);
+    v("records", s.records);
   }
 };
 
@@ -805,6 +838,7 @@ struct KernelLog {
   std::optional<double> since_monotonic_s;
   std::optional<std::map<std::string, uint64_t>> counts;  ///< by class
   std::optional<std::vector<KernelLogRecord>> records;
+  std::optional<PreviousBootKernelLog> previous_boot;
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("source", s.source);
@@ -816,6 +850,7 @@ struct KernelLog {
     v("since_monotonic_s", s.since_monotonic_s);
     v("counts", s.counts);
     v("records", s.records);
+    v("previous_boot", s.previous_boot);
   }
 };
 

@@ -31,6 +31,14 @@ inline std::string ReadFixture(std::string_view name) {
 /// kernel escapes (control bytes, '\\', bytes >= 0x7f) are written as \xNN.
 std::string TextLogToKmsg(std::string_view text, uint64_t boot_s, uint64_t first_seq = 0);
 
+/// Options for the /dev/kmsg reader alone: a LogTree holds no journal (journal_test.cc builds
+/// trees with one).
+inline Options KmsgOnly() {
+  Options options;
+  options.previous_boot = std::nullopt;
+  return options;
+}
+
 /// A temporary captured tree: <dir>/dev/kmsg and, when `boot_s` is set, <dir>/proc/stat with a
 /// btime line. Removed with everything under it when destroyed.
 class LogTree {
@@ -39,7 +47,7 @@ class LogTree {
 
   const std::string& root() const { return dir_.path(); }
   /// Runs the real collector on OsView::Rooted(root()).
-  core::Section Collect(const Options& options = {}) const;
+  core::Section Collect(const Options& options = KmsgOnly()) const;
 
  private:
   gputriage::testing::TempDir dir_;

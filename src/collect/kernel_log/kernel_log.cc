@@ -60,15 +60,19 @@ struct IoFailure {
 struct KeptRecord {
   Record record;
   LogClass log_class;
+  std::optional<uint64_t> realtime_us;  ///< the journal's wall-clock time of the record
 };
 
 /// Filters records by time, classifies them, counts them and keeps the newest GPU ones.
 class Accumulator {
  public:
-  explicit Accumulator(const Options& options) : options_(options) {}
+  /// `newest_first`: records arrive newest first (the journal, read backwards); the first
+  /// max_records GPU ones are kept, in time order.
+  Accumulator(size_t max_records, std::optional<uint64_t> since_monotonic_us, bool newest_first = false)
+      : max_records_(max_records), since_monotonic_us_(since_monotonic_us), newest_first_(newest_first) {}
 
-  void Add(Record&& record) {
-    if (options_.since_monotonic_us && (!record.monotonic_us || *record.monotonic_us < *options_.since_monotonic_us)) {
+  void Add(Record&& record, std::optional<uint64_t> realtime_us = std::nullopt) {
+    if (since_monotonic_us_ && (!record.monotonic_us || *record.monotonic_us < *since_monotonic_us_)) {
       return;
     }
     ++records_total_;
@@ -76,19 +80,31 @@ class Accumulator {
     if (log_class == LogClass::kNone) return;
     ++gpu_records_total_;
     ++counts_[static_cast<size_t>(log_class)];
-    if (options_.max_records == 0) return;
-    if (kept_.size() == options_.max_records) kept_.pop_front();
-    kept_.push_back({std::move(record), log_class});
+    if (max_records_ == 0) return;
+    if (newest_first_) {
+      if (kept_.size() < max_records_) kept_.push_front({std::move(record), log_class, realtime_us});
+      return;
+    }
+    if (kept_.size() == max_records_) kept_.pop_front();
+    kept_.push_back({std::move(record), log_class, realtime_us});
   }
 
   void AddStats(const ParseStats& stats) { malformed_ += stats.malformed; }
   void AddMalformed() { ++malformed_; }
+  /// Not every record was read (a time budget ran out): `truncated` whatever was kept.
+  void MarkIncomplete() { incomplete_ = true; }
+  /// The records are of the previous boot `boot_id`: each says so (`boot`, `boot_id`).
+  void MarkPreviousBoot(std::string boot_id) { previous_boot_id_ = std::move(boot_id); }
 
   /// The "kernel_log" data; `boot_s` (epoch seconds) gives wall-clock times when known.
   Json ToJson(std::string_view source, std::optional<uint64_t> boot_s) const;
 
  private:
-  const Options& options_;
+  size_t max_records_;
+  std::optional<uint64_t> since_monotonic_us_;
+  bool newest_first_;
+  bool incomplete_ = false;
+  std::string previous_boot_id_;
   size_t records_total_ = 0;
   size_t gpu_records_total_ = 0;
   size_t malformed_ = 0;
@@ -114,13 +130,17 @@ Json XidJson(const XidInfo& xid) {
   return out;
 }
 
-Json RecordJson(const KeptRecord& kept, std::optional<uint64_t> boot_s) {
+Json RecordJson(const KeptRecord& kept, std::optional<uint64_t> boot_s, const std::string& previous_boot_id) {
   const Record& record = kept.record;
   Json out = Json::object();
   core::SetIf(out, "seq", record.seq);
+  if (kept.realtime_us) {
+    std::string time = FormatRealtimeUs(*kept.realtime_us);
+    if (!time.empty()) out["time"] = std::move(time);
+  }
   if (record.monotonic_us) {
     out["monotonic_s"] = static_cast<double>(*record.monotonic_us) / 1e6;
-    if (boot_s) {
+    if (boot_s && !kept.realtime_us) {
       std::string time = FormatRecordTime(*boot_s, *record.monotonic_us);
       if (!time.empty()) out["time"] = std::move(time);
     }
@@ -132,6 +152,10 @@ Json RecordJson(const KeptRecord& kept, std::optional<uint64_t> boot_s) {
   if (kept.log_class == LogClass::kNvidiaXid) {
     if (std::optional<XidInfo> xid = ParseXid(record.message)) out["xid"] = XidJson(*xid);
   }
+  if (!previous_boot_id.empty()) {
+    out["boot"] = "previous";
+    out["boot_id"] = previous_boot_id;
+  }
   return out;
 }
 
@@ -141,20 +165,20 @@ Json Accumulator::ToJson(std::string_view source, std::optional<uint64_t> boot_s
   if (boot_s && *boot_s <= kMaxEpochSeconds) {
     data["boot_time"] = core::FormatUtcIso(static_cast<double>(*boot_s));
   }
-  if (options_.since_monotonic_us) {
-    data["since_monotonic_s"] = static_cast<double>(*options_.since_monotonic_us) / 1e6;
+  if (since_monotonic_us_) {
+    data["since_monotonic_s"] = static_cast<double>(*since_monotonic_us_) / 1e6;
   }
   data["records_total"] = records_total_;
   data["gpu_records_total"] = gpu_records_total_;
   data["malformed_records"] = malformed_;
-  data["truncated"] = gpu_records_total_ > kept_.size();
+  data["truncated"] = incomplete_ || gpu_records_total_ > kept_.size();
   Json counts = Json::object();
   for (size_t i = 0; i < kLogClassCount; ++i) {
     if (counts_[i] != 0) counts[std::string(LogClassName(static_cast<LogClass>(i)))] = counts_[i];
   }
   data["counts"] = std::move(counts);
   Json records = Json::array();
-  for (const KeptRecord& kept : kept_) records.push_back(RecordJson(kept, boot_s));
+  for (const KeptRecord& kept : kept_) records.push_back(RecordJson(kept, boot_s, previous_boot_id_));
   data["records"] = std::move(records);
   return data;
 }
@@ -254,14 +278,12 @@ std::optional<std::string_view> ReadCaptured(const core::OsView& os, Accumulator
   return "file";
 }
 
-}  // namespace
-
-core::Section Collect(const core::OsView& os, const Options& options) {
-  core::Section section;
-  Accumulator accumulator(options);
+/// This boot's records: /dev/kmsg (or syslog(2)), a captured tree's dev/kmsg.
+void CollectCurrentBoot(const core::OsView& os, const Options& options, core::Section& section) {
+  Accumulator accumulator(options.max_records, options.since_monotonic_us);
   std::optional<std::string_view> source =
       os.live() ? ReadLive(os, accumulator, section) : ReadCaptured(os, accumulator, section);
-  if (!source) return section;
+  if (!source) return;
   std::optional<uint64_t> boot_s;
   if (core::Result<uint64_t> btime = TryReadBootTime(os); btime.ok()) {
     boot_s = *btime;
@@ -269,6 +291,50 @@ core::Section Collect(const core::OsView& os, const Options& options) {
     section.NoteMissing("kernel_log.boot_time", btime.error().message + " (records have monotonic times only)");
   }
   section.data = accumulator.ToJson(*source, boot_s);
+}
+
+constexpr std::string_view kPreviousBootItem = "kernel_log.previous_boot";
+
+/// The previous boot's records from the journal, through the same classifier, into
+/// `previous_boot`; why there are none goes into not_collected.
+void CollectPreviousBoot(const core::OsView& os, const Options& options, core::Section& section) {
+  Accumulator accumulator(options.max_records, std::nullopt, /*newest_first=*/true);
+  core::Result<PreviousBoot> boot = ReadPreviousBootKernelLog(
+      os, *options.previous_boot, [&](JournalRecord&& r) { accumulator.Add(std::move(r.record), r.realtime_us); });
+  if (!boot.ok()) {
+    section.NoteMissing(std::string(kPreviousBootItem), boot.error().message);
+    return;
+  }
+  for (std::string& note : boot->notes) section.NoteMissing(std::string(kPreviousBootItem), std::move(note));
+  if (!boot->incomplete.empty()) {
+    accumulator.MarkIncomplete();
+    section.NoteMissing(std::string(kPreviousBootItem),
+                        fmt::format("truncated: previous boot {}: {}; its older records were not read", boot->boot_id,
+                                    boot->incomplete));
+  }
+  if (boot->kernel_entries == 0 && boot->incomplete.empty()) {
+    // Every boot logs kernel messages; journald copies them unless ReadKMsg=no.
+    section.NoteMissing(std::string(kPreviousBootItem),
+                        fmt::format("the journal holds no kernel message of the previous boot ({}): journald did not "
+                                    "read the kernel log then (ReadKMsg=no), or the journal is damaged",
+                                    boot->boot_id));
+  }
+  accumulator.AddStats(ParseStats{.records = 0, .malformed = boot->malformed_entries});
+  accumulator.MarkPreviousBoot(boot->boot_id);
+  Json data = accumulator.ToJson("journal", std::nullopt);
+  data["journal"] = boot->journal;
+  data["boot_id"] = boot->boot_id;
+  if (boot->first_realtime_us) data["first_entry_time"] = FormatRealtimeUs(*boot->first_realtime_us);
+  if (boot->last_realtime_us) data["last_entry_time"] = FormatRealtimeUs(*boot->last_realtime_us);
+  section.data["previous_boot"] = std::move(data);
+}
+
+}  // namespace
+
+core::Section Collect(const core::OsView& os, const Options& options) {
+  core::Section section;
+  CollectCurrentBoot(os, options, section);
+  if (options.previous_boot) CollectPreviousBoot(os, options, section);
   return section;
 }
 

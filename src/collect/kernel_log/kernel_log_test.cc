@@ -34,7 +34,8 @@ using test_support::TextLogToKmsg;
 constexpr uint64_t kH200Boot = 1796218671;
 
 /// Collects a fixture converted to /dev/kmsg records, booted at `boot_s`.
-core::Section CollectFixture(std::string_view name, uint64_t boot_s = kH200Boot, const Options& options = {}) {
+core::Section CollectFixture(std::string_view name, uint64_t boot_s = kH200Boot,
+                             const Options& options = test_support::KmsgOnly()) {
   LogTree tree(TextLogToKmsg(ReadFixture(name), boot_s), boot_s);
   return tree.Collect(options);
 }
@@ -278,7 +279,13 @@ TEST(KernelLogCapturedTreeTest, H200RootTree) {
   ASSERT_TRUE(os.ok()) << os.error().message;
   core::Section section = Collect(*os, {});
   const Json& data = section.data;
-  EXPECT_EQ(section.not_collected, NoNotes());
+  // The capture kept no journal: the previous boot is not collected, and says why.
+  EXPECT_EQ(section.not_collected,
+            (std::vector<core::NotCollected>{
+                {"kernel_log.previous_boot",
+                 "the journal keeps no previous boot: " + os->root() +
+                     "/var/log/journal does not exist (Storage=auto without it keeps logs in /run only)"}}));
+  EXPECT_FALSE(data.contains("previous_boot"));
   EXPECT_EQ(data["source"], "file");
   EXPECT_EQ(data["boot_time"], "2026-12-02T13:37:51Z");
   EXPECT_EQ(data["records_total"], 359);
@@ -522,7 +529,7 @@ TEST(KernelLogLiveTest, SeesAnXidWrittenToDevKmsg) {
   ::close(fd);
   ASSERT_EQ(written, static_cast<ssize_t>(line.size())) << std::strerror(errno);
 
-  Options options;
+  Options options = test_support::KmsgOnly();
   options.max_records = 1000000;
   core::Section section = Collect(core::OsView::Live(), options);
   EXPECT_EQ(section.not_collected, NoNotes());
@@ -554,7 +561,7 @@ TEST(KernelLogLiveTest, UnprivilegedReaderGetsAPermissionNote) {
   if (child == 0) {
     ::close(pipe_fds[0]);
     if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) _exit(3);
-    core::Section section = Collect(core::OsView::Live(), {});
+    core::Section section = Collect(core::OsView::Live(), test_support::KmsgOnly());
     Json out = {{"data", section.data}, {"not_collected", section.not_collected}};
     std::string text = out.dump();
     if (::write(pipe_fds[1], text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
