@@ -7,6 +7,7 @@
 
 #include "catalog/catalog.h"
 #include "cli/common.h"
+#include "collect/telemetry.h"
 #include "core/version.h"
 #include "forensics/run_series.h"
 #include "store/data_home.h"
@@ -23,6 +24,8 @@ struct RunFlags {
   std::string json_file;
   bool no_trace = false;
   bool no_snapshot = false;
+  bool no_telemetry = false;
+  double telemetry_period_s = 0.5;
   bool quiet = false;
 };
 
@@ -62,6 +65,11 @@ int RunJob(RunFlags& flags, CLI::App& app) {
   if (request.record) request.recorder_library = RecorderLibraryPath();
   request.tool_version = core::kToolVersion;
   if (!flags.no_snapshot) request.take_snapshot = [] { return TakeSnapshot(SnapshotFlags{}); };
+  if (!flags.no_telemetry) {
+    request.start_telemetry = [helper = ProbeHelperCommand(), period = flags.telemetry_period_s] {
+      return collect::StartTelemetry(helper, period);
+    };
+  }
   request.index_bundle = store::IndexBundleInDefaultStore;
   if (!flags.quiet) request.progress = PrintToStderr;
   if (!flags.quiet && !json) request.summary = PrintToStderr;
@@ -173,6 +181,13 @@ Command RunCommand() {
                      "kernel log only): for set-user-ID programs, LeakSanitizer, strace or gdb in the job");
         app.add_flag("--no-snapshot", flags->no_snapshot,
                      "Do not add a snapshot of the node (snapshot.json) to the bundle");
+        app.add_option("--telemetry-period", flags->telemetry_period_s,
+                       "Seconds between GPU telemetry samples (temperature, power, clocks, memory used, "
+                       "throttle reasons of every GPU, by NVML or amdgpu sysfs in a helper process) kept "
+                       "in the bundle's telemetry.csv")
+            ->capture_default_str()
+            ->check(CLI::Range(0.1, 10.0));
+        app.add_flag("--no-telemetry", flags->no_telemetry, "Do not sample GPU telemetry during the run");
         app.add_flag("-q,--quiet", flags->quiet, "Print nothing of gputriage's own on stderr except errors");
         app.add_option("command", flags->request.command, "The job: CMD [ARGS...]; put -- before it")->type_name("CMD");
         app.prefix_command();

@@ -181,19 +181,20 @@ void SnapshotFlags::Add(CLI::App& app) {
       ->check(CLI::Range(0.1, 600.0));
 }
 
+std::vector<std::string> ProbeHelperCommand() {
+  auto self = SelfExecutable();
+  if (!self) return {};
+  // Prefer the small gputriage-probe installed next to us; fall back to our own __probe.
+  std::string probe = self->substr(0, self->rfind('/') + 1) + "gputriage-probe";
+  if (::access(probe.c_str(), X_OK) == 0) return {probe};
+  return {*self, "__probe"};
+}
+
 core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags) {
   GT_ASSIGN_OR_RETURN(core::OsView os, core::OsViewFromOptions(flags.root));
   collect::SnapshotOptions options;
   options.probe_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.probe_timeout_s * 1000));
-  if (auto self = SelfExecutable()) {
-    // Prefer the small gputriage-probe installed next to us; fall back to our own __probe.
-    std::string probe = self->substr(0, self->rfind('/') + 1) + "gputriage-probe";
-    if (::access(probe.c_str(), X_OK) == 0) {
-      options.helper_command = {probe};
-    } else {
-      options.helper_command = {*self, "__probe"};
-    }
-  }
+  options.helper_command = ProbeHelperCommand();
   options.python = flags.python;
   if (flags.python && ::isatty(STDERR_FILENO)) {
     std::fprintf(stderr, "gputriage: asking %s about torch/jax/tensorflow (at most %.0f s)...\n", flags.python->c_str(),

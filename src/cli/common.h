@@ -145,6 +145,10 @@ core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags);
 /// Collects a snapshot with the flags; errors (bad --root) are returned for the caller to print.
 core::Result<core::Snapshot> TakeSnapshot(const SnapshotFlags& flags);
 
+/// How to start a vendor probe in a helper process: gputriage-probe next to this binary, else
+/// {this binary, "__probe"}; empty when this binary's path is unknown.
+std::vector<std::string> ProbeHelperCommand();
+
 /// A --snapshot or --baseline option's snapshot: nullopt when `arg` is empty, else the one it
 /// names (a file, "-", or a stored snapshot's id, "latest", "previous":
 /// store::LoadSnapshotArgFromDefaultStore).

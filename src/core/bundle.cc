@@ -74,6 +74,7 @@ constexpr BundleFileSpec kBundleFiles[] = {
     {"gpu_calls.json", kBundleGpuCallsMaxBytes, false},
     {"escalation.json", kBundleEscalationMaxBytes, false},
     {"libraries.json", kBundleLibrariesMaxBytes, false},
+    {"telemetry.csv", kBundleTelemetryMaxBytes, true},
 };
 
 // A JSON file of the bundle, parsed; nullopt (with a problem noted) when absent or damaged.
@@ -170,6 +171,21 @@ Result<Bundle> BundleFromFiles(const std::string& dir, BundleFileSet files) {
   }
   bundle.stdout_tail = BundleText(files, "stdout.tail", bundle);
   bundle.stderr_tail = BundleText(files, "stderr.tail", bundle);
+  if (auto it = files.find("telemetry.csv"); it != files.end() && it->second.exists) {
+    std::string text = BundleText(files, "telemetry.csv", bundle);
+    // Read from its end: the header is gone and the first line is cut; put the header back.
+    if (!it->second.problem.empty()) {
+      size_t nl = text.find('\n');
+      text = std::string(kTelemetryCsvColumns) + "\n" + (nl == std::string::npos ? "" : text.substr(nl + 1));
+    }
+    Result<TelemetryCsvContents> csv = ParseTelemetryCsv(text, "run");
+    if (!csv.ok()) {
+      bundle.problems.push_back({"telemetry.csv", csv.error().message});
+    } else {
+      bundle.telemetry = std::move(csv->samples);
+      for (std::string& p : csv->problems) bundle.problems.push_back({"telemetry.csv", std::move(p)});
+    }
+  }
   bool kmsg_cut = !files["kmsg.log"].problem.empty();
   bundle.kmsg = WholeRecords(BundleText(files, "kmsg.log", bundle), kmsg_cut);
   return bundle;

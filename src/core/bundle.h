@@ -15,6 +15,7 @@
 #include "core/process.h"
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "core/telemetry.h"
 
 namespace gputriage::core {
 
@@ -172,6 +173,8 @@ struct Bundle {
   std::string stdout_tail;
   std::string stderr_tail;
   std::string kmsg;  ///< kmsg.log: the raw /dev/kmsg records of the run
+  /// telemetry.csv: GPU telemetry sampled during the run, t_s from the job's start.
+  std::vector<TelemetrySample> telemetry;
   /// Files that are there but could not be used, and why ("snapshot.json: not valid JSON").
   std::vector<NotCollected> problems;
 };
@@ -191,6 +194,9 @@ inline constexpr size_t kBundleKmsgMaxBytes = 64u << 20;
 inline constexpr size_t kBundleGpuCallsMaxBytes = 32u << 20;
 inline constexpr size_t kBundleEscalationMaxBytes = 4u << 20;
 inline constexpr size_t kBundleLibrariesMaxBytes = 16u << 20;
+/// telemetry.csv: ~60 bytes per GPU per sample (8 GPUs at 2 Hz for 4 hours is ~14 MiB); a larger
+/// file is read from its end (the samples nearest the failure).
+inline constexpr size_t kBundleTelemetryMaxBytes = 32u << 20;
 
 /// One file of a bundle as read: absent, there but unusable (`problem`), or its bytes. A tail
 /// read from its end has both its bytes and a problem saying so.

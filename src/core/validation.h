@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/telemetry.h"
 
 namespace gputriage::core {
 
@@ -94,29 +95,6 @@ struct ValidationCheck {
     v("fraction_of_peak", s.fraction_of_peak);
     v("runs", s.runs);
     v("seconds", s.seconds);
-  }
-};
-
-/// Telemetry sampled during a stress phase (level 3), one row per sample.
-struct TelemetrySample {
-  int device = 0;
-  double t_s = 0;     ///< seconds since the phase began
-  std::string phase;  ///< "gemm" | "bandwidth"
-  std::optional<int> temperature_c;
-  std::optional<double> power_w;
-  std::optional<int> sm_clock_mhz;
-  std::optional<int> memory_clock_mhz;
-  std::vector<std::string> throttle_reasons;  ///< NVML clock-event reasons active at the sample
-  template <class V, class S>
-  static void Fields(V& v, S& s) {
-    v("device", s.device);
-    v("t_s", s.t_s);
-    v("phase", s.phase);
-    v("temperature_c", s.temperature_c);
-    v("power_w", s.power_w);
-    v("sm_clock_mhz", s.sm_clock_mhz);
-    v("memory_clock_mhz", s.memory_clock_mhz);
-    v("throttle_reasons", s.throttle_reasons);
   }
 };
 

@@ -16,8 +16,10 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/bundle.h"
 #include "core/signals.h"
@@ -134,6 +136,67 @@ core::Severity SeverityFor(const Classification& c) {
 }
 
 }  // namespace
+
+void AddTelemetry(RunAssessment& run, core::TelemetryRecording telemetry, double window_s) {
+  run.telemetry = std::move(telemetry);
+  if (!run.failed() || run.telemetry->samples.empty()) return;
+  const SuperviseOutcome& o = run.outcome;
+  double failure_t = o.first_crash_monotonic_s > 0 ? o.first_crash_monotonic_s - o.started_monotonic_s : o.duration_s;
+  // Per GPU: the slowdown reasons seen in the window, and the hottest sample there.
+  struct Seen {
+    std::set<std::string> reasons;
+    size_t samples = 0, slowed = 0;
+    std::optional<int> max_temperature_c;
+    std::optional<double> max_power_w;
+    std::string last_line;
+  };
+  std::map<int, Seen> gpus;
+  for (const core::TelemetrySample& s : run.telemetry->samples) {
+    if (s.t_s < failure_t - window_s || s.t_s > failure_t + 0.5) continue;
+    Seen& seen = gpus[s.device];
+    ++seen.samples;
+    if (s.temperature_c && (!seen.max_temperature_c || *s.temperature_c > *seen.max_temperature_c)) {
+      seen.max_temperature_c = s.temperature_c;
+    }
+    if (s.power_w && (!seen.max_power_w || *s.power_w > *seen.max_power_w)) seen.max_power_w = s.power_w;
+    bool slowed = false;
+    for (const std::string& r : s.throttle_reasons) {
+      if (core::IsSlowdownReason(r)) {
+        seen.reasons.insert(r);
+        slowed = true;
+      }
+    }
+    if (slowed) {
+      ++seen.slowed;
+      seen.last_line = fmt::format("t={:+.1f} s from the failure: {}", s.t_s - failure_t, core::TelemetryCsvLine(s));
+    }
+  }
+  for (const auto& [device, seen] : gpus) {
+    if (seen.reasons.empty()) continue;
+    // A power cap at full load is routine; thermal, power-brake and hardware slowdowns are not.
+    bool only_power_cap = seen.reasons.size() == 1 && seen.reasons.count("sw_power_cap") == 1;
+    core::Finding f;
+    f.id = "telemetry.slowdown_before_failure";
+    f.layer = 4;
+    f.severity = only_power_cap ? core::Severity::kInfo : core::Severity::kWarning;
+    f.title = fmt::format("GPU {} was slowed down ({}) in the {:g} s before the failure", device,
+                          fmt::join(seen.reasons, ", "), window_s);
+    f.detail = fmt::format("{} of {} samples in that window had a slowdown reason active", seen.slowed, seen.samples);
+    if (seen.max_temperature_c) f.detail += fmt::format("; up to {} °C", *seen.max_temperature_c);
+    if (seen.max_power_w) f.detail += fmt::format(", {:.0f} W", *seen.max_power_w);
+    f.detail += only_power_cap ? ". The power cap held the clocks down: usual under full load, worth a look only "
+                                 "if the failure is a hang or a timeout."
+                               : ". A thermal, power-brake or hardware slowdown right before a failure points at "
+                                 "cooling or power delivery rather than at the job.";
+    f.evidence.push_back({.source = "telemetry.csv", .text = seen.last_line});
+    if (!only_power_cap) {
+      f.fix =
+          "Check the GPU's cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER; amd-smi metric); "
+          "run `gputriage validate --level 3` to see whether the slowdown recurs under load.";
+    }
+    run.findings.push_back(std::move(f));
+  }
+}
 
 RunAssessment Assess(SuperviseOutcome outcome) {
   RunAssessment run;
@@ -355,6 +418,14 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
     staging.Absent("escalation.json",
                    "not run: `run --escalate` reruns a job that failed with an asynchronous GPU error");
   }
+  if (run.telemetry && !run.telemetry->samples.empty()) {
+    GT_RETURN_IF_ERROR(staging.Put("telemetry.csv", core::TelemetryCsv(run.telemetry->samples)));
+    if (!run.telemetry->note.empty()) staging.manifest.files["telemetry.csv"].note = run.telemetry->note;
+  } else if (run.telemetry) {
+    staging.Absent("telemetry.csv", run.telemetry->note.empty() ? "no sample was taken" : run.telemetry->note);
+  } else {
+    staging.Absent("telemetry.csv", "not sampled (--no-telemetry)");
+  }
   if (std::optional<core::LibraryReport> libraries = LoadedLibrariesOf(run)) {
     GT_RETURN_IF_ERROR(staging.Put("libraries.json", Pretty(core::ToJson(*libraries))));
   } else {
@@ -384,7 +455,6 @@ void MoveCoreAndListTheRest(const SuperviseOutcome& o, Staging& staging) {
   } else {
     staging.Absent("core", "not requested (--core writes one; a GPU job's memory can be hundreds of GB)");
   }
-  staging.Absent("telemetry.csv", "GPU telemetry sampling during `run` is not implemented in this version");
   staging.Absent("report.md", "not written by `run`: `gputriage report BUNDLE` writes the report from the bundle");
 }
 

@@ -13,6 +13,7 @@
 #include "core/model.h"
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "core/telemetry.h"
 #include "forensics/classify.h"
 #include "forensics/kmsg_watch.h"
 #include "forensics/supervisor.h"
@@ -32,6 +33,8 @@ struct RunAssessment {
   std::optional<std::string> gpu_calls_missing;
   /// `run --escalate`/`--sync`: the reruns that named the faulting kernel.
   std::optional<core::Escalation> escalation;
+  /// GPU telemetry sampled during the run (telemetry.csv); nullopt: not sampled (--no-telemetry).
+  std::optional<core::TelemetryRecording> telemetry;
 
   bool failed() const { return classification.has_value(); }
   /// The process the failure is about: the first crash, else the first hang dump; null when
@@ -45,6 +48,11 @@ struct RunAssessment {
 
 /// Correlates the kernel log, classifies, and builds the findings. Takes the outcome.
 RunAssessment Assess(SuperviseOutcome outcome);
+
+/// Takes in the telemetry sampled during the run (t_s from the job's start). For a failed run, a
+/// GPU slowed down (thermal, power brake, hardware slowdown, power cap) in the `window_s` seconds
+/// before the failure is a finding ("telemetry.slowdown_before_failure").
+void AddTelemetry(RunAssessment& run, core::TelemetryRecording telemetry, double window_s = 10);
 
 /// Adds what the flight recorder saw: where the kernel log's faulting addresses fall among the
 /// allocations, and — for a run that did not fail otherwise — a failure when GPU calls returned

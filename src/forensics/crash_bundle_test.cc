@@ -173,3 +173,87 @@ TEST(CrashBundle, TracingSideEffectsBecomeWarningsAndAreInTheSummary) {
 
 }  // namespace
 }  // namespace gputriage::forensics
+
+namespace gputriage::forensics {
+namespace {
+
+core::TelemetrySample At(double t, std::vector<std::string> reasons, int temperature = 70) {
+  core::TelemetrySample s;
+  s.t_s = t;
+  s.phase = "run";
+  s.temperature_c = temperature;
+  s.power_w = 600;
+  s.throttle_reasons = std::move(reasons);
+  return s;
+}
+
+TEST(CrashBundleTelemetry, AThermalSlowdownBeforeTheFailureIsAWarningAndTheCsvIsWritten) {
+  SuperviseOutcome o = Segv();
+  o.started_monotonic_s = 100;
+  o.first_crash_monotonic_s = 130;  // the crash 30 s into the run
+  RunAssessment run = Assess(std::move(o));
+  core::TelemetryRecording rec;
+  rec.samples = {At(5, {"hw_thermal_slowdown"}), At(25, {"gpu_idle"}),
+                 At(28, {"hw_thermal_slowdown", "sw_power_cap"}, 91), At(29.5, {})};
+  rec.source = "nvml";
+  AddTelemetry(run, rec);
+  ASSERT_EQ(run.findings.size(), 2u);
+  const core::Finding& f = run.findings[1];
+  EXPECT_EQ(f.id, "telemetry.slowdown_before_failure");
+  EXPECT_EQ(f.severity, core::Severity::kWarning);
+  EXPECT_EQ(f.title, "GPU 0 was slowed down (hw_thermal_slowdown, sw_power_cap) in the 10 s before the failure");
+  EXPECT_NE(f.detail.find("1 of 3 samples"), std::string::npos) << f.detail;  // t=5 is outside the window
+  EXPECT_NE(f.detail.find("up to 91 °C"), std::string::npos) << f.detail;
+  ASSERT_EQ(f.evidence.size(), 1u);
+  EXPECT_EQ(f.evidence[0].text.rfind("t=-2.0 s from the failure: 28.000,0,91,", 0), 0u) << f.evidence[0].text;
+
+  testing::TempDir tmp;
+  BundleInput input{.parent_dir = tmp / "b", .argv = {"crasher"}, .tool_version = "test"};
+  input.snapshot_missing_reason = "not taken in this test";
+  auto written = WriteBundle(run, input);
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  auto bundle = core::ReadBundle(written->path);
+  ASSERT_TRUE(bundle.ok()) << bundle.error().message;
+  ASSERT_EQ(bundle->telemetry.size(), 4u);
+  EXPECT_EQ(bundle->telemetry[2].temperature_c, 91);
+  EXPECT_TRUE(bundle->manifest->Has("telemetry.csv"));
+}
+
+TEST(CrashBundleTelemetry, APowerCapAloneIsInfoAndAPassingRunHasNoFinding) {
+  SuperviseOutcome o = Segv();
+  o.first_crash_monotonic_s = 0;
+  o.duration_s = 12;  // no crash time: the end of the run is the failure
+  RunAssessment run = Assess(std::move(o));
+  core::TelemetryRecording rec;
+  rec.samples = {At(11, {"sw_power_cap"})};
+  AddTelemetry(run, rec);
+  ASSERT_EQ(run.findings.size(), 2u);
+  EXPECT_EQ(run.findings[1].severity, core::Severity::kInfo);
+  EXPECT_TRUE(run.findings[1].fix.empty());
+
+  SuperviseOutcome clean;
+  clean.exit_code = 0;
+  RunAssessment passed = Assess(std::move(clean));
+  AddTelemetry(passed, rec);
+  EXPECT_TRUE(passed.findings.empty());
+  EXPECT_EQ(passed.telemetry->samples.size(), 1u);
+}
+
+TEST(CrashBundleTelemetry, NoSamplesLeaveTheReasonInTheManifest) {
+  RunAssessment run = Assess(Segv());
+  core::TelemetryRecording rec;
+  rec.note = "no GPU to sample";
+  AddTelemetry(run, rec);
+  testing::TempDir tmp;
+  BundleInput input{.parent_dir = tmp / "b", .argv = {"crasher"}, .tool_version = "test"};
+  auto written = WriteBundle(run, input);
+  ASSERT_TRUE(written.ok());
+  std::ifstream in(written->path + "/manifest.json");
+  core::Json m = core::Json::parse(in);
+  EXPECT_EQ(m["files"]["telemetry.csv"]["present"], false);
+  EXPECT_EQ(m["files"]["telemetry.csv"]["reason"], "no GPU to sample");
+  EXPECT_FALSE(std::filesystem::exists(written->path + "/telemetry.csv"));
+}
+
+}  // namespace
+}  // namespace gputriage::forensics

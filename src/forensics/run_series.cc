@@ -238,7 +238,13 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   // Python's faulthandler prints every Python thread's stack on SIGSEGV/SIGFPE/SIGABRT/SIGBUS/
   // SIGILL, which lands in stderr.tail; a value the user set is kept. Other programs ignore it.
   if (std::getenv("PYTHONFAULTHANDLER") == nullptr) options.env_overrides.push_back("PYTHONFAULTHANDLER=1");
-  GT_ASSIGN_OR_RETURN(SuperviseOutcome outcome, Supervise(options));
+  std::unique_ptr<core::TelemetrySession> telemetry;
+  if (request.start_telemetry) telemetry = request.start_telemetry();
+  core::Result<SuperviseOutcome> supervised = Supervise(options);
+  std::optional<core::TelemetryRecording> sampled;
+  if (telemetry) sampled = telemetry->Stop(supervised.ok() ? supervised->started_monotonic_s : 0);
+  if (!supervised.ok()) return supervised.error();
+  SuperviseOutcome outcome = std::move(*supervised);
   series.speaker.AfterJob(outcome.stderr_mid_line);
   series.stdout_mid_line = outcome.stdout_mid_line;
   series.stop_signal = outcome.forwarded_signal;
@@ -263,6 +269,8 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
       AddGpuCalls(run, std::move(calls), series.errors);
     }
   }
+  // After the recorder: GPU calls that failed can make a run failed that exited 0.
+  if (sampled) AddTelemetry(run, std::move(*sampled));
   if ((request.escalate || request.sync_only) && Escalatable(run)) {
     EscalateRequest er{.command = request.command,
                        .sync_only = request.sync_only,

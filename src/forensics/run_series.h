@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "core/model.h"
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "core/telemetry.h"
 #include "forensics/crash_bundle.h"
 #include "forensics/trace_effects.h"
 
@@ -80,6 +82,9 @@ struct RunRequest {
   std::optional<bool> job_ignores_sigpipe;
   uint64_t core_cap_bytes = 4ull << 30;
   std::string tool_version;
+  /// Starts sampling GPU telemetry for one run (telemetry.csv); null: none is sampled
+  /// (--no-telemetry). Called just before each run's job starts, stopped when it has ended.
+  std::function<std::unique_ptr<core::TelemetrySession>()> start_telemetry;
   /// The node's snapshot for a bundle; null: none is taken (the bundle says --no-snapshot).
   std::function<core::Result<core::Snapshot>()> take_snapshot;
   /// Records a written bundle (BundleRecordOf it) in the history database and returns its id;

@@ -246,6 +246,7 @@ core::Result<void> Supervisor::Start() {
                                                         .count()) /
                                 1e6;
   start_mono_ = MonotonicSeconds();
+  outcome_.started_monotonic_s = start_mono_;
   pid_t pid = fork();
   if (pid < 0) return core::MakeError("fork: {}", std::strerror(errno));
   if (pid == 0) {

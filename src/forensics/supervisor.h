@@ -83,7 +83,8 @@ struct SuperviseOutcome {
   std::set<int> job_pids;  ///< every process and thread id of the job's tree seen
   std::vector<core::NotCollected> not_collected;
 
-  double started_at_epoch_s = 0;  ///< wall clock at start
+  double started_at_epoch_s = 0;   ///< wall clock at start
+  double started_monotonic_s = 0;  ///< CLOCK_MONOTONIC seconds at start
   double duration_s = 0;
   /// CLOCK_MONOTONIC seconds when the first fatal signal stopped the job; 0 when none.
   double first_crash_monotonic_s = 0;

@@ -322,6 +322,7 @@ core::Result<Report> MakeReport(kb::Analyzer& analyzer, const ReportRequest& req
       input.process = in.bundle->process;
       input.stderr_tail = in.bundle->stderr_tail;
       input.kmsg = in.bundle->kmsg;
+      input.telemetry = in.bundle->telemetry;
     } else if (in.kind == kb::AnalyzedInput::Kind::kLog) {
       input.stderr_tail += in.log_tail;
     }

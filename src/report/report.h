@@ -25,7 +25,8 @@ struct ReportInput {
   std::optional<core::ProcessFile> process;      ///< bundle process.json
   std::optional<core::Snapshot> snapshot;        ///< snapshot.json or --snapshot
   std::string stderr_tail;
-  std::string kmsg;  ///< kmsg.log (raw records)
+  std::string kmsg;                              ///< kmsg.log (raw records)
+  std::vector<core::TelemetrySample> telemetry;  ///< telemetry.csv, t_s from the job's start
   kb::Analysis analysis;
   /// How often the same signature was seen before (from the store), when known.
   std::optional<int64_t> same_signature_count;

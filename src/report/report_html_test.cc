@@ -279,6 +279,34 @@ TEST(ReportHtml, TheTimelineComesAfterTheTitleWithEveryRecord) {
             std::string::npos);
 }
 
+// telemetry.csv's samples (t_s from the start) are drawn with t = 0 at the failure (2.49 s after
+// the start here), after the timeline; without samples the section gives the manifest's reason.
+TEST(ReportHtml, TelemetryIsPlottedAgainstTheFailureOrItsAbsenceExplained) {
+  ReportInput in = Hostile();
+  for (double t : {0.5, 1.5, 2.4}) {
+    core::TelemetrySample s;
+    s.t_s = t;
+    s.temperature_c = 80;
+    s.power_w = 650;
+    if (t > 2) s.throttle_reasons = {"hw_thermal_slowdown"};
+    in.telemetry.push_back(s);
+  }
+  std::string html = RenderHtml(BuildReport(in), BuildTimeline(in));
+  ExpectInert(html);
+  const size_t timeline = html.find("<svg class=\"timeline\""), telemetry = html.find("<svg class=\"telemetry\"");
+  ASSERT_NE(telemetry, std::string::npos);
+  EXPECT_LT(timeline, telemetry);
+  EXPECT_NE(html.find("<h3>GPU telemetry</h3>"), std::string::npos);
+  EXPECT_NE(html.find("3 sample(s) of 1 GPU(s), t = 0 at the failure"), std::string::npos);
+  EXPECT_NE(html.find("<title>t=-0.1 s GPU 0: hw_thermal_slowdown</title>"), std::string::npos) << html;
+
+  in.telemetry.clear();
+  in.manifest->files["telemetry.csv"] = {.present = false, .bytes = {}, .reason = "no GPU to sample"};
+  html = RenderHtml(BuildReport(in), BuildTimeline(in));
+  EXPECT_EQ(html.find("<svg class=\"telemetry\""), std::string::npos);
+  EXPECT_NE(html.find("No GPU telemetry: no GPU to sample."), std::string::npos);
+}
+
 TEST(ReportHtml, ALogHasNoTimeline) {
   ReportInput in;
   in.source = "job.log";

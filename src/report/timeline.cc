@@ -208,6 +208,17 @@ Timeline BuildTimeline(const ReportInput& in) {
     failure_after_start = std::max(0.0, *timings.duration_s - timings.capture_ms.value_or(0) / 1000.0);
   }
 
+  tl.telemetry = in.telemetry;
+  if (failure_after_start) {
+    for (core::TelemetrySample& s : tl.telemetry) s.t_s -= *failure_after_start;
+    tl.telemetry_from_failure = true;
+  }
+  if (in.manifest) {
+    if (auto it = in.manifest->files.find("telemetry.csv"); it != in.manifest->files.end()) {
+      tl.telemetry_note = Safe(it->second.reason.value_or(it->second.note.value_or("")));
+    }
+  }
+
   TimelineEvent start{.kind = TimelineKind::kStart, .label = "start", .text = "the job started"};
   if (timings.started_at) start.text += " at " + Safe(*timings.started_at);
   if (failure_after_start) {

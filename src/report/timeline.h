@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/telemetry.h"
+
 namespace gputriage::report {
 
 enum class TimelineKind {
@@ -43,6 +45,11 @@ struct Timeline {
   std::string alignment;           ///< one sentence: how (or why not) records were placed against the failure
   size_t records_not_gpu = 0;      ///< records of the run neither GPU-related nor naming the job (not shown)
   std::vector<std::string> notes;  ///< what else the reader should know (records lost, log not collected)
+  /// GPU telemetry of the run; t_s from the failure when telemetry_from_failure, else from the start.
+  std::vector<core::TelemetrySample> telemetry;
+  bool telemetry_from_failure = false;
+  /// Why there is no telemetry (the manifest's reason), or what to know about it.
+  std::string telemetry_note;
 };
 
 /// How a timeline is laid out.

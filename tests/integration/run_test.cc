@@ -204,6 +204,63 @@ TEST_F(RunTest, NullDereference) {
   }
 }
 
+// GPU telemetry during the run: sampled into telemetry.csv where NVML or amdgpu has a GPU (the H200),
+// else the manifest says why (this build machine); --no-telemetry says that instead.
+TEST_F(RunTest, TelemetryIsSampledOrItsAbsenceIsExplained) {
+  JobRun r = Run({kCrasher, "null"}, {"--telemetry-period", "0.1"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  const Json& file = r.manifest["files"]["telemetry.csv"];
+  if (file.value("present", false)) {
+    std::string csv = ReadAll(r.bundle + "/telemetry.csv");
+    EXPECT_EQ(csv.rfind("t_s,device,temperature_c,power_w,sm_clock_mhz,memory_clock_mhz,memory_used_mib,"
+                        "throttle_reasons\n",
+                        0),
+              0u)
+        << csv;
+  } else {
+    EXPECT_EQ(file.value("reason", "").rfind("no GPU to sample: NVML: ", 0), 0u) << file.dump();
+  }
+  JobRun off = Run({kCrasher, "null"}, {"--no-telemetry"});
+  EXPECT_EQ(off.manifest["files"]["telemetry.csv"].value("reason", ""), "not sampled (--no-telemetry)");
+}
+
+// The sampler process itself on a captured amdgpu tree: the CSV lines `run` reads, every period.
+TEST_F(RunTest, TelemetryProbeSamplesACapturedAmdgpuTree) {
+  std::string root = tmp_ / "root";
+  std::string dev = root + "/sys/bus/pci/devices/0000:03:00.0";
+  fs::create_directories(dev + "/hwmon/hwmon2");
+  fs::create_symlink("../../../../bus/pci/drivers/amdgpu", dev + "/driver");
+  WriteText(dev + "/hwmon/hwmon2/temp1_input", "45000\n");
+  WriteText(dev + "/hwmon/hwmon2/temp1_label", "edge\n");
+  WriteText(dev + "/hwmon/hwmon2/power1_average", "123000000\n");
+  WriteText(dev + "/pp_dpm_sclk", "0: 500Mhz\n1: 2100Mhz *\n");
+  WriteText(dev + "/mem_info_vram_used", "1073741824\n");
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(20000);
+  // head ends the sampler as run does: its reader goes away.
+  auto outcome = core::RunWithTimeout(
+      {"/bin/sh", "-c",
+       std::string(GT_GPUTRIAGE_BIN) + " __probe telemetry --period 0.1 --root " + root + " | head -n 5"},
+      ro);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  std::vector<std::string> lines;
+  std::istringstream in(outcome->stdout_data);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << outcome->stdout_data;
+  EXPECT_EQ(lines[0], "# source=amdgpu sysfs period_s=0.1");
+  EXPECT_EQ(lines[1],
+            "t_s,device,temperature_c,power_w,sm_clock_mhz,memory_clock_mhz,memory_used_mib,throttle_reasons");
+  std::regex sample(R"(^[0-9]+\.[0-9]{3},0,45,123\.0,2100,,1024\.0,$)");
+  for (size_t i = 2; i < 5; ++i) EXPECT_TRUE(std::regex_match(lines[i], sample)) << lines[i];
+  // A tree without a GPU: the sampler says so and ends with status 3.
+  fs::create_directories(tmp_ / "bundles");
+  auto none = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "__probe", "telemetry", "--root", tmp_ / "bundles"}, ro);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->exit_code, 3);
+  EXPECT_EQ(none->stdout_data,
+            "# none: no GPU to sample: NVML: not used on a captured tree (--root); amdgpu: no device bound to it\n");
+}
+
 TEST_F(RunTest, WildPointer) {
   JobRun r = Run({kCrasher, "wild"});
   ExpectCrash(r, "SIGSEGV", "SEGV_MAPERR", "wild_write", "wild-pointer", 139);
