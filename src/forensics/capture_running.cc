@@ -422,16 +422,11 @@ std::string PtraceRefusalReason(int pid, int err) {
       reasons.push_back("kernel.yama.ptrace_scope is 3: ptrace is disabled on this machine until reboot");
     }
   }
-  if (std::optional<ProcStat> stat = ReadProcStat(pid);
-      !capable && stat && uid && static_cast<uid_t>(*uid) == geteuid() && reasons.empty()) {
-    reasons.push_back(
-        "it may be set-user-ID or have dropped its dumpable flag (PR_SET_DUMPABLE 0), which only CAP_SYS_PTRACE "
-        "may trace");
-  }
   if (reasons.empty()) {
     reasons.push_back(
-        "a seccomp profile or LSM (a container's default profile, AppArmor, SELinux) forbids ptrace here: run "
-        "on the host, or allow ptrace in the container (CAP_SYS_PTRACE)");
+        "the kernel does not say why; the usual causes: a set-user-ID or non-dumpable process (PR_SET_DUMPABLE 0) "
+        "and no CAP_SYS_PTRACE, a seccomp profile or LSM (a container's default profile, AppArmor, SELinux) that "
+        "forbids ptrace, or a process of another user namespace");
   }
   return why + ": " + fmt::format("{}", fmt::join(reasons, "; "));
 }
