@@ -29,6 +29,8 @@ const char* ExitCodeName(std::optional<int> exit_code) {
       return "timed-out";
     case kExitNotStarted:
       return "not-started";
+    case kExitNotCaptured:
+      return "not-captured";
     default:
       return "error";
   }

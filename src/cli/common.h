@@ -30,6 +30,10 @@ inline constexpr int kExitInternal = 3;
 // (forensics::kTimedOutStatus), 125 when gputriage failed before the job started (a usage error,
 // supervision that cannot start).
 inline constexpr int kExitNotStarted = 125;
+// `capture`: nothing was captured (no such process, a zombie, ptrace refused), and the process
+// exited during the capture (the bundle has what was taken before).
+inline constexpr int kExitNotCaptured = 4;
+inline constexpr int kExitCaptureIncomplete = 5;
 
 /// A subcommand: `setup` adds its options to `app` and returns the handler to run when the
 /// subcommand was chosen. The handler returns the exit code.
@@ -62,6 +66,7 @@ Command InspectCommand();
 Command LibsCommand();
 Command ValidateCommand();
 Command BundlesCommand();
+Command CaptureCommand();
 
 /// Prints "gputriage: <message>" to stderr; under --json (SetJsonErrors) one JSON line instead:
 /// {"error": {"code": "error", "exit_code": null, "message": ..., "path": ...}}.

@@ -18,9 +18,9 @@ const std::vector<Command>& Commands() {
     Command run = RunCommand();
     run.status_is_the_jobs = true;
     run.usage_exit = kExitNotStarted;
-    return std::vector<Command>{DoctorCommand(), SnapshotCommand(), run,           BundlesCommand(),  AnalyzeCommand(),
-                                ReportCommand(), InspectCommand(),  LibsCommand(), ValidateCommand(), KbCommand(),
-                                ProbeCommand()};
+    return std::vector<Command>{
+        DoctorCommand(), SnapshotCommand(), run,           CaptureCommand(),  BundlesCommand(), AnalyzeCommand(),
+        ReportCommand(), InspectCommand(),  LibsCommand(), ValidateCommand(), KbCommand(),      ProbeCommand()};
   }();
   return kCommands;
 }

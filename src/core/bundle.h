@@ -84,6 +84,32 @@ struct BundleKernelLog {
   }
 };
 
+/// manifest.json's `capture`: the bundle of a process captured while running (`gputriage
+/// capture PID`), not of a supervised run.
+struct BundleCapture {
+  std::optional<std::string> method;  ///< "ptrace-seize": PTRACE_SEIZE + PTRACE_INTERRUPT, then PTRACE_DETACH
+  std::optional<int64_t> pid;         ///< the process asked for
+  std::vector<int64_t> pids;          ///< every process captured (the descendants too with --tree)
+  std::optional<uint64_t> threads_stopped;
+  std::optional<uint64_t> threads_not_stopped;  ///< did not stop in time (blocked in the kernel)
+  std::optional<double> stopped_ms;             ///< the longest time a process was held stopped
+  std::optional<bool> exited_during_capture;    ///< the process exited while it was being captured
+  std::optional<bool> was_stopped;              ///< it was already stopped (SIGSTOP) and was left so
+  std::optional<bool> detached;                 ///< every stopped thread was let go
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("method", s.method);
+    v("pid", s.pid);
+    v("pids", s.pids);
+    v("threads_stopped", s.threads_stopped);
+    v("threads_not_stopped", s.threads_not_stopped);
+    v("stopped_ms", s.stopped_ms);
+    v("exited_during_capture", s.exited_during_capture);
+    v("was_stopped", s.was_stopped);
+    v("detached", s.detached);
+  }
+};
+
 /// manifest.json.
 struct BundleManifest {
   std::optional<int64_t> schema_version;
@@ -99,6 +125,8 @@ struct BundleManifest {
   std::optional<BundleOutput> output;
   std::optional<BundleKernelLog> kernel_log;
   std::vector<NotCollected> not_collected;
+  /// Only in the bundle of `gputriage capture`: how the running process was captured.
+  std::optional<BundleCapture> capture;
   /// Every file of the layout, present or not: "stderr.tail" -> {present, bytes}.
   std::map<std::string, BundleFile> files;
   template <class V, class S>
@@ -116,6 +144,7 @@ struct BundleManifest {
     v("output", s.output);
     v("kernel_log", s.kernel_log);
     v("not_collected", s.not_collected);
+    v("capture", s.capture);
     v("files", s.files);
   }
 

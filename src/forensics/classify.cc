@@ -425,6 +425,27 @@ Classification ClassifyHang(const ProcessReport* p) {
   return c;
 }
 
+// A process captured while running (`gputriage capture`): where its main thread was waiting. It
+// was not stopped by a timeout and has not failed as far as we know; the user suspects a hang.
+Classification ClassifyCaptured(const ProcessReport* p) {
+  Classification c;
+  c.kind = "captured-running";
+  c.category = core::Category::kHangTimeout;
+  std::string who = p && p->pid ? fmt::format("pid {}", *p->pid) : std::string("the process");
+  c.summary =
+      fmt::format("{} was captured while running (gputriage capture): every thread's stack, then detached", who);
+  c.detail =
+      "A snapshot of a live process, taken because it was thought to be hung; it was not terminated, "
+      "and no timeout expired.";
+  if (p && !p->threads.empty() && !p->threads.front().frames.empty()) {
+    c.evidence.push_back({"stack", "main thread was in " + FrameText(p->threads.front().frames.front())});
+    if (const Frame* user = FirstUserFrame(p->threads.front().frames)) {
+      c.evidence.push_back({"stack", "waiting from the program's own code at " + FrameText(*user)});
+    }
+  }
+  return c;
+}
+
 // A captured process that died of a signal; an abort after a GPU error line takes that error.
 Classification ClassifySignal(const ProcessReport& p, const FailureContext& ctx,
                               const std::optional<OutputError>& output) {
@@ -528,7 +549,9 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
   const ProcessReport* p = ctx.process;
   std::optional<OutputError> output = FindOutputError(ctx.stderr_tail);
   std::optional<Classification> result;
-  if (ctx.timed_out) {
+  if (ctx.captured_running) {
+    result = ClassifyCaptured(p);
+  } else if (ctx.timed_out) {
     result = ClassifyHang(p);
   } else if (p && p->signal) {
     result = ClassifySignal(*p, ctx, output);

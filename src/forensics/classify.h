@@ -23,6 +23,9 @@ struct FailureContext {
   std::optional<int> exit_code;
   std::optional<int> term_signal;
   bool timed_out = false;
+  /// `gputriage capture PID`: the process was captured while running (attached, every thread's
+  /// stack taken, detached), not stopped by a timeout and not dead: kind "captured-running".
+  bool captured_running = false;
   std::string_view stderr_tail;
   const std::vector<CorrelatedRecord>* kernel_log = nullptr;
   /// Every pid of the job's tree (names the sender of a signal as one of the job's own); may be null.

@@ -124,6 +124,11 @@ std::string FixFor(const Classification& c) {
     return "Reduce host memory use (data-loader workers, pinned-memory pools, dataset caching) or "
            "raise the job's memory limit.";
   }
+  if (c.kind == "captured-running") {
+    return "Look at where each thread waits (process.json): a thread in a GPU runtime's wait or a "
+           "collective (NCCL/RCCL) points at the device or at another rank; capture again in a minute "
+           "to tell a hang (the same stacks) from slow progress.";
+  }
   if (c.kind == "hang") {
     return "Look at where each thread waits (process.json hang dump); rerun with a larger "
            "--timeout if the job is only slow.";
@@ -207,6 +212,7 @@ RunAssessment Assess(SuperviseOutcome outcome) {
   ctx.exit_code = run.outcome.exit_code;
   ctx.term_signal = run.outcome.term_signal;
   ctx.timed_out = run.outcome.timed_out;
+  ctx.captured_running = run.outcome.captured_running;
   ctx.stderr_tail = run.outcome.stderr_tail;
   ctx.kernel_log = &run.kernel_log;
   ctx.job_pids = &run.outcome.job_pids;
@@ -218,6 +224,7 @@ RunAssessment Assess(SuperviseOutcome outcome) {
     // Keep the classification inside the process report too (process.json's member).
     run.outcome.crashes.front().classification = c;
   }
+  // A timeout's stacks vary from run to run; a capture is grouped by where its main thread waits.
   run.signature = CrashSignature(run.outcome.timed_out ? nullptr : run.primary(), c);
   core::Finding finding;
   finding.id = "run." + c.kind;
@@ -328,7 +335,7 @@ core::ProcessFile ProcessFileOf(const RunAssessment& run) {
     file.primary.pid = o.root_pid;
     file.primary.signal = o.term_signal;
   }
-  file.exit_status = o.ShellStatus();
+  if (!o.captured_running) file.exit_status = o.ShellStatus();  // a captured process is still running
   file.exit_code = o.exit_code;
   file.term_signal = o.term_signal;
   file.timed_out = o.timed_out;
@@ -391,8 +398,15 @@ std::optional<core::LibraryReport> LoadedLibrariesOf(const RunAssessment& run) {
 core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& input, Staging& staging) {
   const SuperviseOutcome& o = run.outcome;
   GT_RETURN_IF_ERROR(staging.Put("process.json", Pretty(core::ToJson(ProcessFileOf(run)))));
-  GT_RETURN_IF_ERROR(staging.Put("stdout.tail", o.stdout_tail));
-  GT_RETURN_IF_ERROR(staging.Put("stderr.tail", o.stderr_tail));
+  if (o.captured_running) {
+    const char* why =
+        "not available: `capture` attached to a process it did not start; its output goes where it was started to";
+    staging.Absent("stdout.tail", why);
+    staging.Absent("stderr.tail", why);
+  } else {
+    GT_RETURN_IF_ERROR(staging.Put("stdout.tail", o.stdout_tail));
+    GT_RETURN_IF_ERROR(staging.Put("stderr.tail", o.stderr_tail));
+  }
   bool kmsg_missing = false;
   for (const core::NotCollected& n : o.not_collected) {
     if (n.item == "kernel log during the run") {
@@ -466,7 +480,7 @@ void FillManifest(const RunAssessment& run, const BundleInput& input, double beg
   m.tool_version = input.tool_version;
   m.created_at = UtcStamp(static_cast<double>(std::time(nullptr)), "%Y-%m-%dT%H:%M:%SZ");
   m.command = input.argv;
-  m.exit_status = o.ShellStatus();
+  if (!o.captured_running) m.exit_status = o.ShellStatus();  // a captured process has not exited
   m.traced = o.traced;
   if (run.classification) {
     m.classification =
@@ -483,8 +497,11 @@ void FillManifest(const RunAssessment& run, const BundleInput& input, double beg
   }
   timings.bundle_write_ms = (MonotonicSeconds() - begin) * 1000.0;
   m.timings = timings;
-  m.output =
-      core::BundleOutput{.stdout_bytes = o.stdout_bytes, .stderr_bytes = o.stderr_bytes, .tail_limit_bytes = 1u << 20};
+  if (!o.captured_running) {
+    m.output = core::BundleOutput{
+        .stdout_bytes = o.stdout_bytes, .stderr_bytes = o.stderr_bytes, .tail_limit_bytes = 1u << 20};
+  }
+  m.capture = input.capture;
   m.kernel_log = core::BundleKernelLog{.records = o.kmsg.size(), .lost = o.kmsg_lost};
   m.not_collected = o.not_collected;
   m.files["manifest.json"] = {.present = true};
@@ -510,8 +527,9 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
   std::error_code ec;
   std::filesystem::create_directories(input.parent_dir, ec);
   if (ec) return core::MakeError("{}: cannot create the bundle directory: {}", input.parent_dir, ec.message());
-  std::string name = fmt::format("{}-{}-{}", UtcStamp(o.started_at_epoch_s, "%Y%m%dT%H%M%SZ"),
-                                 SafeName(input.argv.empty() ? "" : input.argv[0]), o.root_pid);
+  std::string name =
+      fmt::format("{}-{}-{}", UtcStamp(input.named_at_epoch_s.value_or(o.started_at_epoch_s), "%Y%m%dT%H%M%SZ"),
+                  SafeName(input.argv.empty() ? "" : input.argv[0]), o.root_pid);
   std::string tmp_template =
       (std::filesystem::path(input.parent_dir) / ("." + name + ".partial-" + PartialWriterTag() + "_XXXXXX")).string();
   std::vector<char> tmpl(tmp_template.begin(), tmp_template.end());

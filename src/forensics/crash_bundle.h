@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catalog/error_codes.h"
+#include "core/bundle.h"
 #include "core/gpu_calls.h"
 #include "core/model.h"
 #include "core/result.h"
@@ -71,6 +72,11 @@ struct BundleInput {
   std::string tool_version;
   std::optional<core::Snapshot> snapshot;  ///< snapshot.json; nullopt with the reason below
   std::string snapshot_missing_reason;
+  /// `gputriage capture`: how the running process was captured (manifest.json's `capture`).
+  std::optional<core::BundleCapture> capture;
+  /// The time in the bundle's name (epoch seconds); nullopt: the run's start. A capture is
+  /// named by when it was taken, so the newest still sorts last.
+  std::optional<double> named_at_epoch_s;
 };
 
 struct BundleWritten {

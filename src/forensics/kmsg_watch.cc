@@ -28,6 +28,13 @@ core::Result<void> KmsgWatch::Open(const std::string& path) {
   return {};
 }
 
+core::Result<void> KmsgWatch::OpenSince(const std::string& path, uint64_t since_monotonic_us) {
+  fd_ = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) return core::MakeError("{}: {}", path, std::strerror(errno));
+  since_us_ = since_monotonic_us;
+  return {};
+}
+
 void KmsgWatch::Drain() {
   if (fd_ < 0) return;
   // One read() returns one record; /dev/kmsg records are at most 8 KiB (PRINTK_MESSAGE_MAX
@@ -42,9 +49,11 @@ void KmsgWatch::Drain() {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;  // EAGAIN: nothing more now
     std::string_view bytes(buffer, static_cast<size_t>(n));
+    std::optional<kmsg::Record> record = kmsg::ParseKmsgRecord(bytes);
+    if (since_us_ > 0 && record && record->monotonic_us && *record->monotonic_us < since_us_) continue;
     raw_.append(bytes);
     if (raw_.empty() || raw_.back() != '\n') raw_.push_back('\n');
-    if (auto record = kmsg::ParseKmsgRecord(bytes)) records_.push_back(std::move(*record));
+    if (record) records_.push_back(std::move(*record));
   }
 }
 

@@ -27,6 +27,11 @@ class KmsgWatch {
   /// as not collected and runs the job anyway.
   core::Result<void> Open(const std::string& path = "/dev/kmsg");
 
+  /// Opens `path` non-blocking at the oldest record the ring buffer still holds; Drain() then
+  /// keeps only the records stamped at or after `since_monotonic_us` (microseconds since boot):
+  /// `capture`'s view of the kernel log since the captured process started. Fails as Open does.
+  core::Result<void> OpenSince(const std::string& path, uint64_t since_monotonic_us);
+
   /// The descriptor to poll() for new records; -1 when not open.
   int fd() const { return fd_; }
 
@@ -41,6 +46,7 @@ class KmsgWatch {
 
  private:
   int fd_ = -1;
+  uint64_t since_us_ = 0;  // records stamped earlier are skipped (OpenSince)
   std::vector<kmsg::Record> records_;
   std::string raw_;
   size_t lost_ = 0;

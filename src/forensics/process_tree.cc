@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -16,28 +17,39 @@ namespace {
 
 constexpr size_t kMaxStatBytes = 4096;
 
-struct StatFields {
-  char state = '?';
-  int ppid = 0;
-  uint64_t start_time = 0;
-};
+}  // namespace
 
-// /proc/PID/stat: "pid (comm) state ppid ... starttime(22) ..."; comm may hold spaces and ')'.
-std::optional<StatFields> ReadStat(int pid) {
+std::optional<ProcStat> ReadProcStat(int pid) {
+  // "pid (comm) state ppid ... flags(9) ... starttime(22) ..."; comm may hold spaces and ')'.
   auto text = core::ReadFile(fmt::format("/proc/{}/stat", pid), kMaxStatBytes);
   if (!text.ok()) return std::nullopt;
+  size_t open = text->find('(');
   size_t paren = text->rfind(')');
-  if (paren == std::string::npos) return std::nullopt;
+  if (paren == std::string::npos || open == std::string::npos || open > paren) return std::nullopt;
   std::istringstream rest(text->substr(paren + 1));
-  StatFields f;
+  ProcStat f;
+  f.comm = text->substr(open + 1, paren - open - 1);
   std::string skip;
   if (!(rest >> f.state >> f.ppid)) return std::nullopt;
-  for (int field = 5; field < 22; ++field) rest >> skip;  // fields 5..21
+  for (int field = 5; field < 9; ++field) rest >> skip;  // fields 5..8
+  if (!(rest >> f.flags)) return std::nullopt;
+  for (int field = 10; field < 22; ++field) rest >> skip;  // fields 10..21
   if (!(rest >> f.start_time)) return std::nullopt;
   return f;
 }
 
-}  // namespace
+std::vector<int> ThreadsOf(int tgid) {
+  std::vector<int> tids;
+  DIR* dir = opendir(fmt::format("/proc/{}/task", tgid).c_str());
+  if (!dir) return tids;
+  while (dirent* entry = readdir(dir)) {
+    int tid = std::atoi(entry->d_name);
+    if (tid > 0) tids.push_back(tid);
+  }
+  closedir(dir);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
 
 std::vector<int> LiveDescendants(int ancestor, const std::set<int>& skip) {
   std::multimap<int, int> children;  // ppid -> pid
@@ -47,7 +59,7 @@ std::vector<int> LiveDescendants(int ancestor, const std::set<int>& skip) {
   while (dirent* entry = readdir(dir)) {
     int pid = std::atoi(entry->d_name);
     if (pid <= 0) continue;
-    std::optional<StatFields> f = ReadStat(pid);
+    std::optional<ProcStat> f = ReadProcStat(pid);
     if (!f) continue;  // exited meanwhile
     children.emplace(f->ppid, pid);
     if (f->state == 'Z' || f->state == 'X') zombies.insert(pid);
@@ -69,12 +81,12 @@ std::vector<int> LiveDescendants(int ancestor, const std::set<int>& skip) {
 }
 
 bool IsLive(int pid) {
-  std::optional<StatFields> f = ReadStat(pid);
+  std::optional<ProcStat> f = ReadProcStat(pid);
   return f && f->state != 'Z' && f->state != 'X';
 }
 
 std::optional<uint64_t> ProcessStartTime(int pid) {
-  std::optional<StatFields> f = ReadStat(pid);
+  std::optional<ProcStat> f = ReadProcStat(pid);
   if (!f) return std::nullopt;
   return f->start_time;
 }

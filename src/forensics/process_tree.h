@@ -5,9 +5,25 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace gputriage::forensics {
+
+/// What /proc/PID/stat says of a process (or thread).
+struct ProcStat {
+  std::string comm;  ///< field 2, without the parentheses
+  char state = '?';  ///< R, S, D, T (stopped), t (tracing stop), Z (zombie), X (dead)...
+  int ppid = 0;
+  uint64_t flags = 0;       ///< field 9: PF_* (PF_KTHREAD 0x00200000: a kernel thread)
+  uint64_t start_time = 0;  ///< field 22: clock ticks since boot
+};
+
+/// /proc/PID/stat of `pid`; nullopt when it is gone or cannot be parsed.
+std::optional<ProcStat> ReadProcStat(int pid);
+
+/// The thread ids of process `tgid` (/proc/TGID/task), sorted; empty when it is gone.
+std::vector<int> ThreadsOf(int tgid);
 
 /// The processes (thread-group leaders) below `ancestor` by parent pid (/proc/PID/stat), in
 /// no particular order: children, theirs, and orphans reparented to `ancestor` when it is a child

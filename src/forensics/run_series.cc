@@ -91,7 +91,7 @@ core::BundleRecord BundleRecordOf(const RunAssessment& run, const std::string& p
   std::string command;
   for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
   row.command = core::SanitizeUtf8(command);
-  row.exit_status = run.outcome.ShellStatus();
+  if (!run.outcome.captured_running) row.exit_status = run.outcome.ShellStatus();  // still running
   if (const core::ProcessReport* p = run.primary(); p && p->signal) row.signal = core::SignalName(*p->signal);
   row.kind = run.classification->kind;
   row.category = std::string(core::CategoryName(run.classification->category));

@@ -60,19 +60,6 @@ std::optional<int> ReadTgid(int tid) {
   return std::nullopt;
 }
 
-std::vector<int> ListThreads(int tgid) {
-  std::vector<int> tids;
-  DIR* dir = opendir(fmt::format("/proc/{}/task", tgid).c_str());
-  if (!dir) return tids;
-  while (dirent* entry = readdir(dir)) {
-    int tid = std::atoi(entry->d_name);
-    if (tid > 0) tids.push_back(tid);
-  }
-  closedir(dir);
-  std::sort(tids.begin(), tids.end());
-  return tids;
-}
-
 std::set<std::string> HostCpuFlags() {
   // ParseCpuFlags stops at the first CPU's flags line.
   return ParseCpuFlags(core::ReadFile("/proc/cpuinfo", kMaxCpuinfoBytes).value_or(""));
@@ -453,7 +440,7 @@ std::vector<int> Supervisor::StopThreads(int tgid, int except, std::vector<int>*
   std::vector<int> stopped;
   if (except > 0) stopped.push_back(except);
   std::vector<int> waiting;
-  for (int t : ListThreads(tgid)) {
+  for (int t : ThreadsOf(tgid)) {
     if (t == except || !tracees_.count(t)) continue;
     if (ptrace(PTRACE_INTERRUPT, t, nullptr, nullptr) == 0) waiting.push_back(t);
   }

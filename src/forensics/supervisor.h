@@ -50,6 +50,9 @@ struct SuperviseOutcome {
   std::optional<int> exit_code;    ///< the job exited normally
   std::optional<int> term_signal;  ///< the job was killed by this signal
   bool timed_out = false;
+  /// Not a supervised run: `gputriage capture` attached to a process that was already running
+  /// and left it running. No exit status, no output tails; `hang_dumps` holds what was captured.
+  bool captured_running = false;
   std::optional<std::chrono::milliseconds> timeout;  ///< the timeout that was in effect
   /// A SIGTERM, SIGINT or SIGHUP the supervisor received and passed on to the job's tree.
   std::optional<int> forwarded_signal;

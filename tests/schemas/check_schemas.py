@@ -458,6 +458,24 @@ def check_everything(c):
                           ">&2; exit 1"], (1,))[1]
     bundles += c.run_job("run --timeout", ["--bundle-dir", bdir, "--no-snapshot", "--timeout", "1"],
                          ["sleep", "30"], (124,))[1]
+    # capture: a running process (python3 waiting on stdin, two threads), captured and let go; and
+    # the JSON error of a pid that is not there.
+    job = subprocess.Popen([sys.executable, "-c", "import sys, threading; "
+                            "threading.Thread(target=sys.stdin.read, daemon=True).start(); "
+                            "print('ready', flush=True); sys.stdin.read()"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        job.stdout.readline()
+        out = c.json_output(["capture", "--json", "--bundle-dir", bdir, "--no-snapshot", str(job.pid)],
+                            "capture.schema.json", "capture --json", expect=(0,))
+        if isinstance(out, dict) and isinstance(out.get("bundle"), str):
+            bundles.append(out["bundle"])
+            c.bundle("capture: bundle", out["bundle"])
+    finally:
+        job.kill()
+        job.wait()
+    rc, out, err = c.run(["capture", "--json", "--no-snapshot", str(job.pid)], "capture of a pid that is gone", {4})
+    c.error_lines("capture of a pid that is gone", rc, err, only_json=True)
     json_file = os.path.join(tmp, "run.json")
     rc, _, err = c.run(["run", "--json-file", json_file, "--bundle-dir", bdir, "--no-snapshot", "--", "sh", "-c",
                         "echo 'CUDA error: out of memory' >&2; exit 3"], "run --json-file", {3})
