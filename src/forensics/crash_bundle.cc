@@ -437,6 +437,10 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
     if (!run.telemetry->note.empty()) staging.manifest.files["telemetry.csv"].note = run.telemetry->note;
   } else if (run.telemetry) {
     staging.Absent("telemetry.csv", run.telemetry->note.empty() ? "no sample was taken" : run.telemetry->note);
+  } else if (o.captured_running) {
+    staging.Absent("telemetry.csv",
+                   "not sampled: `capture` takes a running process at one moment; `run` samples GPU telemetry "
+                   "during a job");
   } else {
     staging.Absent("telemetry.csv", "not sampled (--no-telemetry)");
   }
