@@ -257,6 +257,26 @@ TEST_F(BundlesTest, PruneByAgeKeepsRecentBundles) {
   EXPECT_EQ(BundleDirs(), 1u);
 }
 
+// The retention default lives in the config file ($GPUTRIAGE_HOME/config.toml, section
+// [bundles.prune]): a plain `bundles prune` applies it; an option on the command line wins.
+TEST_F(BundlesTest, PruneTakesItsRetentionFromTheConfigFile) {
+  Crash({kCrasher, "null"});
+  Crash({kCrasher, "assert"});
+  fs::create_directories(home_);
+  std::ofstream(home_ + "/config.toml") << "[bundles.prune]\nkeep = 1\n";
+  Json dry = JsonOf({"bundles", "prune", "--dry-run", "--json"});
+  ASSERT_EQ(dry["bundles"].size(), 1u) << dry.dump();
+  EXPECT_EQ(dry["bundles"][0]["reasons"][0], "not among the newest 1");
+  Json wider = JsonOf({"bundles", "prune", "--keep", "5", "--dry-run", "--json"});
+  EXPECT_TRUE(wider["bundles"].empty()) << wider.dump();
+  // A misspelt key is an error naming the file, not a prune without a criterion.
+  std::ofstream(home_ + "/config.toml") << "[bundles.prune]\nkeep-newest = 1\n";
+  CliRun bad = Gputriage({"bundles", "prune", "--dry-run"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find(home_ + "/config.toml"), std::string::npos) << bad.err;
+  EXPECT_EQ(BundleDirs(), 2u);
+}
+
 TEST_F(BundlesTest, HelpNamesEverySubcommand) {
   CliRun help = Gputriage({"bundles", "--help"});
   EXPECT_EQ(help.exit_code, 0);
