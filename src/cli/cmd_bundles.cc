@@ -293,18 +293,13 @@ core::Json PackResultToJson(const std::string& bundle, const pack::PackResult& r
 }
 
 std::string RenderPack(const std::string& bundle, const pack::PackResult& r) {
-  std::string text = fmt::format(
-      "packed {} -> {} ({}, {}, secrets redacted)
-      ", T(bundle), T(r.output),
-      FormatBytes(static_cast<double>(r.archive_bytes)),
-      Plural(r.members.size(), "file"));
+  std::string text = fmt::format("packed {} -> {} ({}, {}, secrets redacted)\n", T(bundle), T(r.output),
+                                 FormatBytes(static_cast<double>(r.archive_bytes)), Plural(r.members.size(), "file"));
   for (const pack::PackedMember& m : r.members) {
     std::string how = !m.redacted ? "NOT REDACTED (raw memory)" : m.changed ? "redacted: secrets replaced" : "redacted";
-    text += fmt::format("  {}  {:>10}  {}
-", Pad(T(m.name), 48), FormatBytes(static_cast<double>(m.bytes)), how);
+    text += fmt::format("  {}  {:>10}  {}\n", Pad(T(m.name), 48), FormatBytes(static_cast<double>(m.bytes)), how);
   }
-  for (const core::NotCollected& n : r.left_out) text += fmt::format("  left out: {}: {}
-", T(n.item), T(n.reason));
+  for (const core::NotCollected& n : r.left_out) text += fmt::format("  left out: {}: {}\n", T(n.item), T(n.reason));
   return text;
 }
 

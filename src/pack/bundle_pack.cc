@@ -223,8 +223,8 @@ core::Error ArchiveError(archive* a, const std::string& path) {
                          archive_error_string(a) != nullptr ? archive_error_string(a) : "unknown libarchive error");
 }
 
-core::Result<void> WriteHeader(archive* a, const std::string& path, const std::string& name, mode_t type,
-                               uint64_t size, time_t mtime) {
+core::Result<void> WriteHeader(archive* a, const std::string& path, const std::string& name, mode_t type, uint64_t size,
+                               time_t mtime) {
   std::unique_ptr<archive_entry, EntryFree> e(archive_entry_new());
   archive_entry_set_pathname(e.get(), name.c_str());
   archive_entry_set_filetype(e.get(), type);
@@ -274,7 +274,8 @@ core::Result<uint64_t> WriteCoreMember(archive* a, const std::string& path, cons
 // Publishes `temp` as `output`: without replacing an existing file unless `force`.
 core::Result<void> Publish(const std::string& temp, const std::string& output, bool force) {
   if (force) {
-    if (::rename(temp.c_str(), output.c_str()) != 0) return core::ErrnoError(errno, "{}: cannot rename into place", output);
+    if (::rename(temp.c_str(), output.c_str()) != 0)
+      return core::ErrnoError(errno, "{}: cannot rename into place", output);
     return {};
   }
   if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, output.c_str(), RENAME_NOREPLACE) == 0) return {};
@@ -286,8 +287,7 @@ core::Result<void> Publish(const std::string& temp, const std::string& output, b
   // A file system without RENAME_NOREPLACE: link(2) refuses an existing name too.
   if (::link(temp.c_str(), output.c_str()) != 0) {
     if (errno == EEXIST) {
-      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: already exists (--force replaces it)",
-                                 output);
+      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: already exists (--force replaces it)", output);
     }
     return core::ErrnoError(errno, "{}: cannot create", output);
   }

@@ -32,9 +32,9 @@ struct PackedMember {
 };
 
 struct PackResult {
-  std::string output;  ///< the archive written
-  std::string top;     ///< its top directory: the bundle directory's name
-  std::vector<PackedMember> members;      ///< sorted by name
+  std::string output;                        ///< the archive written
+  std::string top;                           ///< its top directory: the bundle directory's name
+  std::vector<PackedMember> members;         ///< sorted by name
   std::vector<core::NotCollected> left_out;  ///< files of the directory not packed, and why
   uint64_t archive_bytes = 0;
   bool core_included = false;

@@ -140,9 +140,8 @@ core::Result<PackedBundle> ReadPackedBundle(const ByteSource& source, std::strin
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
       if (!ctx.error.empty()) return core::MakeError("{}", ctx.error);
-      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
-                                 "{}: cannot read the archive after {} members: {}", name, members,
-                                 archive_error_string(a.get()));
+      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: cannot read the archive after {} members: {}",
+                                 name, members, archive_error_string(a.get()));
     }
     if (++members > limits.max_members) {
       return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,

@@ -25,8 +25,8 @@ struct PackedBundleLimits {
 };
 
 struct PackedBundle {
-  std::string top;             ///< the one top directory every member is in
-  core::BundleFileSet files;   ///< the members core::BundleFromFiles reads, each within its bound
+  std::string top;                         ///< the one top directory every member is in
+  core::BundleFileSet files;               ///< the members core::BundleFromFiles reads, each within its bound
   std::vector<std::string> other_members;  ///< names of the members not read (core, findings.json), sorted
 };
 

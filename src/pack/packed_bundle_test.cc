@@ -47,7 +47,7 @@ std::string BuildTar(const std::vector<Member>& members, bool plain = false) {
   return std::string(buf.data(), used);
 }
 
-const std::string kProcess = R"({"schema_version": 1, "primary": {"pid": 42, "signal": "SIGSEGV"}})";
+const std::string kProcess = R"({"pid": 42, "signal": "SIGSEGV"})";
 
 core::Result<PackedBundle> Read(const std::string& bytes, const PackedBundleLimits& limits = {}) {
   return ReadPackedBundle(FromMemory(bytes), "b.tar.zst", limits);
@@ -76,13 +76,15 @@ TEST(PackedBundle, ReadsTheLayoutFilesAndNamesTheOthers) {
 }
 
 TEST(PackedBundle, ATailLargerThanItsBoundKeepsItsEndAsADirectoryDoes) {
-  std::string big = std::string(core::kBundleTailMaxBytes, 'a') + "THE END\n";
+  std::string big(core::kBundleTailMaxBytes, 'a');
+  big += "THE END\n";
   auto packed = Read(BuildTar({{"b/process.json", kProcess}, {"b/stderr.tail", big}}));
   ASSERT_TRUE(packed.ok()) << packed.error().message;
   const core::BundleFileBytes& tail = packed->files["stderr.tail"];
   EXPECT_EQ(tail.bytes.size(), core::kBundleTailMaxBytes);
   EXPECT_EQ(tail.bytes.substr(tail.bytes.size() - 8), "THE END\n");
-  EXPECT_EQ(tail.problem, "1048584 bytes, more than the 1048576 gputriage reads of it; its last 1048576 bytes are used");
+  EXPECT_EQ(tail.problem,
+            "1048584 bytes, more than the 1048576 gputriage reads of it; its last 1048576 bytes are used");
 }
 
 struct Refusal {
@@ -106,7 +108,8 @@ TEST(PackedBundle, HostileArchivesAreRefusedNamingTheMember) {
        "b.tar.zst: member 'b/x/y' is in a subdirectory (a bundle has none)" + tail},
       {{{"b/process.json", kProcess}, {"c/process.json", kProcess}},
        "b.tar.zst: member 'c/process.json' is outside the top directory 'b'" + tail},
-      {{{"b/process.json", kProcess}, {"b/process.json", "{}"}}, "b.tar.zst: member 'b/process.json' appears twice" + tail},
+      {{{"b/process.json", kProcess}, {"b/process.json", "{}"}},
+       "b.tar.zst: member 'b/process.json' appears twice" + tail},
       {{{"b/process.json", kProcess}, {"b//stderr.tail", "x"}},
        "b.tar.zst: member 'b//stderr.tail' has an empty or '.' path component" + tail},
   };
@@ -124,8 +127,8 @@ TEST(PackedBundle, LimitsOnMembersAndTotalSize) {
   auto packed = Read(BuildTar(many), {.max_members = 4});
   ASSERT_FALSE(packed.ok());
   EXPECT_EQ(packed.error().message, "b.tar.zst: more than 4 members; a packed crash bundle has about 14");
-  auto big = Read(BuildTar({{"b/process.json", kProcess}, {"b/core", std::string(100000, '\0')}}),
-                  {.max_total_bytes = 50000});
+  auto big =
+      Read(BuildTar({{"b/process.json", kProcess}, {"b/core", std::string(100000, '\0')}}), {.max_total_bytes = 50000});
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error().message, "b.tar.zst: its members hold more than 50000 bytes together; not read further");
 }
@@ -135,7 +138,9 @@ TEST(PackedBundle, DamagedArchivesAreErrorsNotCrashes) {
   for (size_t cut : {size_t{10}, tar.size() / 2, tar.size() - 3}) {
     auto packed = Read(tar.substr(0, cut));
     EXPECT_FALSE(packed.ok()) << "cut at " << cut;
-    if (!packed.ok()) EXPECT_EQ(packed.error().message.rfind("b.tar.zst: ", 0), 0u) << packed.error().message;
+    if (!packed.ok()) {
+      EXPECT_EQ(packed.error().message.rfind("b.tar.zst: ", 0), 0u) << packed.error().message;
+    }
   }
   auto empty = Read("");
   ASSERT_FALSE(empty.ok());

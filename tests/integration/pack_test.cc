@@ -59,8 +59,8 @@ std::vector<TarMember> ReadTar(const std::string& path) {
   EXPECT_EQ(archive_read_open_filename(a, path.c_str(), 1 << 16), ARCHIVE_OK) << archive_error_string(a);
   archive_entry* e = nullptr;
   while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-    TarMember m{archive_entry_pathname(e), archive_entry_uid(e), archive_entry_gid(e), archive_entry_perm(e),
-                archive_entry_mtime(e), ""};
+    TarMember m{archive_entry_pathname(e), archive_entry_uid(e),   archive_entry_gid(e),
+                archive_entry_perm(e),     archive_entry_mtime(e), ""};
     char buf[65536];
     la_ssize_t n;
     while ((n = archive_read_data(a, buf, sizeof buf)) > 0) m.data.append(buf, static_cast<size_t>(n));
@@ -132,10 +132,15 @@ class PackTest : public ::testing::Test {
     std::vector<std::string> args = {"run", "--quiet", "--bundle-dir", bundles_};
     args.insert(args.end(), run_options.begin(), run_options.end());
     std::vector<std::string> job = {
-        "--", "sh", "-c",
+        "--",
+        "sh",
+        "-c",
         "echo \"GT_TEST_PASSWORD=$GT_TEST_PASSWORD\" >&2; echo \"api key: $2\" >&2; echo \"token " + kToken +
             " in use\" >&2; exec \"$3\" null",
-        "sh", "--api-key", kArgvSecret, kCrasher};
+        "sh",
+        "--api-key",
+        kArgvSecret,
+        kCrasher};
     args.insert(args.end(), job.begin(), job.end());
     CliRun run = Gputriage(args, {"GT_TEST_PASSWORD=" + kEnvSecret});
     EXPECT_EQ(run.exit_code, 139) << run.err;
@@ -258,8 +263,7 @@ TEST_F(PackTest, HostileArchivesAreRefusedWithTheMemberNamed) {
   archive_write_free(a);
   CliRun run = Gputriage({"analyze", evil});
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_EQ(run.err, "gputriage: " + evil +
-                         ": member 'b/stderr.tail' is a symbolic link; not a packed crash bundle\n");
+  EXPECT_EQ(run.err, "gputriage: " + evil + ": member 'b/stderr.tail' is a symbolic link; not a packed crash bundle\n");
 
   std::string traversal = tmp_ / "traversal.tar.zst";
   a = archive_write_new();
@@ -278,8 +282,8 @@ TEST_F(PackTest, HostileArchivesAreRefusedWithTheMemberNamed) {
 }
 
 TEST_F(PackTest, RunCoreWritesCoreZstThatAnalyzeAndDebuggersRead) {
-  std::vector<std::string> args = {"run", "--quiet", "--no-snapshot", "--core", "--bundle-dir", bundles_,
-                                   "--", kCrasher, "null"};
+  std::vector<std::string> args = {"run",    "--quiet", "--no-snapshot", "--core", "--bundle-dir",
+                                   bundles_, "--",      kCrasher,        "null"};
   CliRun run = Gputriage(args);
   ASSERT_EQ(run.exit_code, 139) << run.err;
   std::string bundle = NewestBundle();
@@ -309,7 +313,9 @@ TEST_F(PackTest, RunCoreWritesCoreZstThatAnalyzeAndDebuggersRead) {
   options.timeout = std::chrono::milliseconds(60000);
   auto dec = core::RunWithTimeout({"zstd", "-q", "-d", "-f", core_zst, "-o", raw}, options);
   if (!dec.ok() || dec->exit_code != 0) GTEST_SKIP() << "the zstd program is not installed (Debian: zstd)";
-  EXPECT_EQ(ReadAll(raw).substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(ReadAll(raw).substr(0, 4),
+            "\x7f"
+            "ELF");
   std::string systemd = tmp_ / "core.crasher.1000.0123456789abcdef0123456789abcdef.4242.1765000000000000.zst";
   auto comp = core::RunWithTimeout({"sh", "-c", "zstd -q -c < \"$0\" > \"$1\"", raw, systemd}, options);
   ASSERT_TRUE(comp.ok() && comp->exit_code == 0);
