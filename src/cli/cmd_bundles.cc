@@ -8,6 +8,7 @@
 #include "core/signals.h"
 #include "core/terminal.h"
 #include "core/text.h"
+#include "pack/bundle_pack.h"
 #include "store/bundle_store.h"
 
 namespace gputriage::cli {
@@ -268,11 +269,77 @@ int RunPrune(const PruneFlags& flags, bool json) {
       kExitInternal);
 }
 
+struct PackFlags {
+  std::string bundle;
+  std::string output;
+  bool with_core = false;
+  bool force = false;
+};
+
+core::Json PackResultToJson(const std::string& bundle, const pack::PackResult& r) {
+  core::Json members = core::Json::array();
+  for (const pack::PackedMember& m : r.members) {
+    members.push_back({{"name", m.name}, {"bytes", m.bytes}, {"redacted", m.redacted}, {"changed", m.changed}});
+  }
+  core::Json left_out = core::Json::array();
+  for (const core::NotCollected& n : r.left_out) left_out.push_back({{"item", n.item}, {"reason", n.reason}});
+  return {{"bundle", bundle},
+          {"output", r.output},
+          {"top", r.top},
+          {"archive_bytes", r.archive_bytes},
+          {"core_included", r.core_included},
+          {"members", members},
+          {"left_out", left_out}};
+}
+
+std::string RenderPack(const std::string& bundle, const pack::PackResult& r) {
+  std::string text = fmt::format("packed {} -> {} ({}, {}, secrets redacted)\n", T(bundle), T(r.output),
+                                 FormatBytes(static_cast<double>(r.archive_bytes)), Plural(r.members.size(), "file"));
+  for (const pack::PackedMember& m : r.members) {
+    std::string how = !m.redacted ? "NOT REDACTED (raw memory)" : m.changed ? "redacted: secrets replaced" : "redacted";
+    text += fmt::format("  {}  {:>10}  {}\n", Pad(T(m.name), 48), FormatBytes(static_cast<double>(m.bytes)), how);
+  }
+  for (const core::NotCollected& n : r.left_out) text += fmt::format("  left out: {}: {}\n", T(n.item), T(n.reason));
+  return text;
+}
+
+int RunPack(const PackFlags& flags, bool json) {
+  // An index id or a directory, as `show` takes it; the directory is what is packed.
+  auto details = store::LoadBundleArgFromDefaultStore(flags.bundle);
+  if (!details.ok()) {
+    bool ours = details.error().code == core::ErrorCode::kIo;
+    return Fail("bundles pack: " + details.error().message, ours ? kExitInternal : kExitUsage);
+  }
+  pack::PackRequest request{
+      .bundle_dir = details->path, .output = flags.output, .with_core = flags.with_core, .force = flags.force};
+  auto result = pack::PackBundle(request);
+  if (!result.ok()) {
+    bool usage = result.error().code == core::ErrorCode::kInvalidArgument;
+    return Fail("bundles pack: " + result.error().message, usage ? kExitUsage : kExitInternal);
+  }
+  if (result->core_included) {
+    PrintError(
+        fmt::format("warning: --with-core: {} holds the core file UNREDACTED: the process's raw memory, with its "
+                    "environment, command "
+                    "line and whatever secrets and data it held. Share it only with people who may see all of that.",
+                    result->output));
+  } else if (flags.with_core) {
+    PrintError("warning: --with-core: the bundle has no core file; none was packed");
+  }
+  if (json) {
+    PrintJson(PackResultToJson(details->path, *result));
+  } else {
+    std::fputs(RenderPack(details->path, *result).c_str(), stdout);
+  }
+  return kExitOk;
+}
+
 // `gputriage bundles` without one of its subcommands.
 int NoSubcommand(const std::vector<std::string>& words) {
   if (words.empty())
-    return Fail("bundles: name a subcommand: list, show or prune (see gputriage bundles --help)", kExitUsage);
-  return Fail(fmt::format("bundles: unknown subcommand '{}': the subcommands are list, show and prune (see gputriage "
+    return Fail("bundles: name a subcommand: list, show, prune or pack (see gputriage bundles --help)", kExitUsage);
+  return Fail(fmt::format("bundles: unknown subcommand '{}': the subcommands are list, show, prune and pack (see "
+                          "gputriage "
                           "bundles --help)",
                           words.front()),
               kExitUsage);
@@ -282,7 +349,7 @@ int NoSubcommand(const std::vector<std::string>& words) {
 
 Command BundlesCommand() {
   return Command{
-      "bundles", "The crash bundles run wrote: grouped by signature, one in detail, old ones pruned.",
+      "bundles", "The crash bundles run wrote: grouped by signature, one in detail, old ones pruned, one packed.",
       [](CLI::App& app) -> std::function<int()> {
         struct State {
           bool json = false;
@@ -290,6 +357,7 @@ Command BundlesCommand() {
           bool all = false;
           std::string show_arg;
           PruneFlags prune;
+          PackFlags pack;
         };
         auto s = std::make_shared<State>();
         app.description(
@@ -346,11 +414,31 @@ Command BundlesCommand() {
             "directory, not a symbolic link, holding run's manifest.json); anything else is refused and "
             "left alone. Links inside are removed, never followed. A directory already gone loses its "
             "index row.");
+        CLI::App* pack = app.add_subcommand(
+            "pack",
+            "One bundle as one .tar.zst to attach to a bug report, secrets redacted (each JSON file through "
+            "its typed model, the output tails and kernel log as text); the core is left out unless "
+            "--with-core");
+        pack->add_option("bundle", s->pack.bundle, "An index id (as list shows it) or a bundle directory")->required();
+        pack->add_option("-o,--output", s->pack.output,
+                         "The archive to write (default: <bundle directory's name>.tar.zst here)")
+            ->type_name("FILE");
+        pack->add_flag("--with-core", s->pack.with_core,
+                       "Also pack the core file (core or core.zst) as it is: raw memory, NOT redacted");
+        pack->add_flag("--force", s->pack.force, "Replace the output file when it exists");
+        pack->add_flag("--json", s->json,
+                       "JSON output: {bundle, output, top, archive_bytes, core_included, members: [{name, bytes, "
+                       "redacted, changed}], left_out: [{item, reason}]}");
+        pack->footer(
+            "The archive is deterministic (members sorted, owner 0:0, mode 0644, the bundle's time) and has "
+            "one top directory named after the bundle; `gputriage analyze FILE.tar.zst` and `report` read "
+            "it. It is written to a temp file and renamed into place (mode 0600).");
         app.allow_extras();
-        return [s, list, show, prune, &app]() {
+        return [s, list, show, prune, pack, &app]() {
           if (list->parsed()) return RunList(s->json, s->limit, s->all);
           if (show->parsed()) return RunShow(s->show_arg, s->json);
           if (prune->parsed()) return RunPrune(s->prune, s->json);
+          if (pack->parsed()) return RunPack(s->pack, s->json);
           return NoSubcommand(app.remaining());
         };
       }};

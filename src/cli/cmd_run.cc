@@ -20,6 +20,7 @@ struct RunFlags {
   forensics::RunRequest request;  // command, repeat, bundle_dir and core come straight from the flags
   std::string timeout;
   std::string core_limit = "4G";
+  std::string core;  ///< --core: "zst" (bare --core) or "raw"; "" when not given
   bool json = false;
   std::string json_file;
   bool no_trace = false;
@@ -42,6 +43,8 @@ std::string RecorderLibraryPath() {
 
 int RunJob(RunFlags& flags, CLI::App& app) {
   forensics::RunRequest& request = flags.request;
+  request.core = !flags.core.empty();
+  request.core_raw = flags.core == "raw";
   // Everything after the first positional belongs to the job; a leading "--" is optional.
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
@@ -144,9 +147,12 @@ Command RunCommand() {
                        "Where crash bundles go (default: $GPUTRIAGE_HOME/bundles, else "
                        "$XDG_DATA_HOME/gputriage/bundles, else ~/.local/share/gputriage/bundles)")
             ->type_name("DIR");
-        app.add_flag("--core", flags->request.core,
-                     "Also write an ELF core file of the first crashed process into the bundle "
-                     "(off by default: a GPU job's memory can be hundreds of GB)");
+        app.add_flag("--core{zst}", flags->core,
+                     "Also write an ELF core file of the first crashed process into the bundle, compressed "
+                     "with zstd as core.zst (`analyze` reads it as it is; `zstd -d` gives the core for gdb); "
+                     "--core=raw keeps it uncompressed as `core`. Off by default: a GPU job's memory can be "
+                     "hundreds of GB")
+            ->check(CLI::IsMember({"zst", "raw"}));
         app.add_option("--core-limit", flags->core_limit,
                        "Stop writing memory to the core after SIZE (default 4G); device "
                        "mappings are never dumped")

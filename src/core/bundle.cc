@@ -113,6 +113,27 @@ std::string WholeRecords(std::string kmsg, bool cut) {
 
 }  // namespace
 
+std::optional<BundleFileBound> BundleFileBoundOf(std::string_view name) {
+  for (const BundleFileSpec& spec : kBundleFiles) {
+    if (name == spec.name) return BundleFileBound{.max_bytes = spec.max_bytes, .tail = spec.tail};
+  }
+  return std::nullopt;
+}
+
+BundleFileBytes BundleFileFromBytes(std::string bytes, uint64_t size, const BundleFileBound& bound) {
+  BundleFileBytes out;
+  out.exists = true;
+  if (size <= bound.max_bytes) {
+    out.bytes = std::move(bytes);
+    return out;
+  }
+  out.problem = fmt::format("{} bytes, more than the {} gputriage reads of it", size, bound.max_bytes);
+  if (!bound.tail) return out;
+  out.problem += fmt::format("; its last {} bytes are used", bound.max_bytes);
+  out.bytes = bytes.size() > bound.max_bytes ? bytes.substr(bytes.size() - bound.max_bytes) : std::move(bytes);
+  return out;
+}
+
 bool BundleManifest::Has(const std::string& file) const {
   auto it = files.find(file);
   return it != files.end() && it->second.present.value_or(false);

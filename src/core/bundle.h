@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/gpu_calls.h"
@@ -237,6 +238,23 @@ struct BundleFileBytes {
 
 /// The files ReadBundle reads, by name ("process.json", "stderr.tail", ...).
 using BundleFileSet = std::map<std::string, BundleFileBytes>;
+
+/// How ReadBundle reads one file of the layout: at most `max_bytes`, the last ones when `tail`
+/// (the output tails, kmsg.log), else the file is a problem when larger (the JSON files).
+struct BundleFileBound {
+  size_t max_bytes = 0;
+  bool tail = false;
+};
+
+/// The bound of `name` when it is one of the files ReadBundle reads; nullopt for any other name
+/// (the core, findings.json, a file run does not write). Readers of a packed bundle use it so
+/// that a member is read exactly as the same file in a directory would be.
+std::optional<BundleFileBound> BundleFileBoundOf(std::string_view name);
+
+/// `bytes` as ReadBundle would have read them of a file of `size` bytes: the whole, or the
+/// problem that it is larger than `bound` (a tail keeps its last bound.max_bytes bytes). `bytes`
+/// holds at most bound.max_bytes, the last ones when the file was larger and `bound.tail`.
+BundleFileBytes BundleFileFromBytes(std::string bytes, uint64_t size, const BundleFileBound& bound);
 
 /// The files of the bundle in `dir` that ReadBundle uses, each opened inside the directory with
 /// O_NOFOLLOW | O_NONBLOCK (a symbolic link is not followed, a FIFO is not waited on), checked

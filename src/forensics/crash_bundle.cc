@@ -22,10 +22,12 @@
 #include <fmt/ranges.h>
 
 #include "core/bundle.h"
+#include "core/scoped_fd.h"
 #include "core/signals.h"
 #include "core/text.h"
 #include "forensics/gpu_record.h"
 #include "forensics/process_tree.h"
+#include "pack/zstd_stream.h"
 
 namespace gputriage::forensics {
 using core::Classification;
@@ -453,25 +455,63 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
   return staging.Put("findings.json", Pretty(findings));
 }
 
-// The core file written during the capture moves in; the files of the layout that `run` does not
-// write are listed with why.
-void MoveCoreAndListTheRest(const SuperviseOutcome& o, Staging& staging) {
-  if (o.core_file) {
-    std::string dest = staging.dir + "/core";
-    if (rename(o.core_file->c_str(), dest.c_str()) == 0) {
-      struct stat st {};
-      stat(dest.c_str(), &st);
-      std::string note = o.core_note.value_or("");
-      // corefile::WriteCore does not fsync; the bundle's rename must not publish a hollow core.
-      if (auto synced = SyncPath(dest); !synced.ok()) note += (note.empty() ? "" : "; ") + synced.error().message;
-      staging.manifest.files["core"] = {.present = true, .bytes = static_cast<uint64_t>(st.st_size), .note = note};
-    } else {
-      staging.Absent("core", fmt::format("{}: cannot move it into the bundle: {}", *o.core_file, std::strerror(errno)));
-    }
-  } else if (o.core_note) {
-    staging.Absent("core", *o.core_note);
+// zstd's default level: cores (mostly zero pages and repeated heap) shrink several times at a few
+// hundred MB/s per core; higher levels cost far more time for a few percent.
+constexpr int kCoreZstdLevel = 3;
+
+// Compresses the raw core `from` into `dest` (streaming zstd, bounded memory) and fsyncs it;
+// removes a partial `dest` on failure. Returns the compressed size.
+core::Result<pack::ZstdCopyStats> CompressCore(const std::string& from, const std::string& dest) {
+  core::ScopedFd in(open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return core::MakeError("{}: {}", from, std::strerror(errno));
+  core::ScopedFd out(open(dest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!out.valid()) return core::MakeError("{}: {}", dest, std::strerror(errno));
+  auto stats = pack::CompressZstd(in.get(), out.get(), kCoreZstdLevel, from, dest);
+  if (stats.ok() && fsync(out.get()) != 0) stats = core::MakeError("{}: fsync: {}", dest, std::strerror(errno));
+  if (!stats.ok()) unlink(dest.c_str());
+  return stats;
+}
+
+// The raw core moves into the bundle as `core`.
+void MoveRawCore(const SuperviseOutcome& o, Staging& staging, std::string note) {
+  std::string dest = staging.dir + "/core";
+  if (rename(o.core_file->c_str(), dest.c_str()) == 0) {
+    struct stat st {};
+    stat(dest.c_str(), &st);
+    // corefile::WriteCore does not fsync; the bundle's rename must not publish a hollow core.
+    if (auto synced = SyncPath(dest); !synced.ok()) note += (note.empty() ? "" : "; ") + synced.error().message;
+    staging.manifest.files["core"] = {.present = true, .bytes = static_cast<uint64_t>(st.st_size), .note = note};
   } else {
-    staging.Absent("core", "not requested (--core writes one; a GPU job's memory can be hundreds of GB)");
+    staging.Absent("core", fmt::format("{}: cannot move it into the bundle: {}", *o.core_file, std::strerror(errno)));
+  }
+}
+
+// The core file written during the capture moves in, compressed as core.zst unless `raw_core`;
+// the files of the layout that `run` does not write are listed with why.
+void MoveCoreAndListTheRest(const SuperviseOutcome& o, Staging& staging, bool raw_core) {
+  if (o.core_file && !raw_core) {
+    std::string dest = staging.dir + "/core.zst";
+    auto stats = CompressCore(*o.core_file, dest);
+    if (stats.ok()) {
+      unlink(o.core_file->c_str());
+      std::string note = fmt::format("{}{}zstd of a {}-byte ELF core (zstd -d core.zst; analyze reads it as it is)",
+                                     o.core_note.value_or(""), o.core_note ? "; " : "", stats->in_bytes);
+      staging.manifest.files["core.zst"] = {.present = true, .bytes = stats->out_bytes, .note = note};
+      staging.Absent("core", "compressed as core.zst (run --core=raw keeps the core uncompressed)");
+    } else {
+      // Keep the core uncompressed rather than lose it.
+      MoveRawCore(o, staging,
+                  o.core_note.value_or("") + (o.core_note ? "; " : "") + "not compressed: " + stats.error().message);
+      staging.Absent("core.zst", "compression failed: " + stats.error().message + "; the core is kept uncompressed");
+    }
+  } else if (o.core_file) {
+    MoveRawCore(o, staging, o.core_note.value_or(""));
+    staging.Absent("core.zst", "run --core=raw: the core is uncompressed (core)");
+  } else {
+    std::string reason =
+        o.core_note ? *o.core_note : "not requested (--core writes one; a GPU job's memory can be hundreds of GB)";
+    staging.Absent("core", reason);
+    staging.Absent("core.zst", reason);
   }
   staging.Absent("report.md", "not written by `run`: `gputriage report BUNDLE` writes the report from the bundle");
 }
@@ -544,7 +584,7 @@ core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleIn
   Staging staging{.dir = tmpl.data()};
   auto written = [&]() -> core::Result<std::string> {
     GT_RETURN_IF_ERROR(WriteRecords(run, input, staging));
-    MoveCoreAndListTheRest(o, staging);
+    MoveCoreAndListTheRest(o, staging, input.raw_core);
     FillManifest(run, input, begin, staging.manifest);
     GT_RETURN_IF_ERROR(WriteFile(staging.dir + "/manifest.json", Pretty(core::ToJson(staging.manifest))));
     GT_RETURN_IF_ERROR(SyncPath(staging.dir));  // its entries, before it becomes visible

@@ -77,6 +77,8 @@ struct BundleInput {
   /// The time in the bundle's name (epoch seconds); nullopt: the run's start. A capture is
   /// named by when it was taken, so the newest still sorts last.
   std::optional<double> named_at_epoch_s;
+  /// `run --core=raw`: the core goes in as it was written (`core`), not compressed (`core.zst`).
+  bool raw_core = false;
 };
 
 struct BundleWritten {
@@ -89,6 +91,9 @@ struct BundleWritten {
 /// ".<name>.partial-<PartialWriterTag()>_XXXXXX" renamed into place. Every file and the temp
 /// directory are fsynced before the rename and the parent directory after it, so a power loss
 /// leaves no complete-looking bundle of empty files.
+/// A core written during the capture (SuperviseOutcome::core_file) is compressed into the bundle
+/// as core.zst (streaming zstd; the raw file is removed), or moved in as `core` with raw_core or
+/// when compression fails.
 /// manifest.json lists every file of the layout, present or not, and why not. Fails naming
 /// the directory when it cannot be created or written.
 core::Result<BundleWritten> WriteBundle(const RunAssessment& run, const BundleInput& input);

@@ -144,6 +144,7 @@ std::string WriteRunBundle(Series& series, const RunAssessment& run, std::string
   input.parent_dir = request.bundle_dir;
   input.argv = request.command;
   input.tool_version = request.tool_version;
+  input.raw_core = request.core_raw;
   if (!request.take_snapshot) {
     input.snapshot_missing_reason = "--no-snapshot";
   } else if (core::Result<core::Snapshot> snapshot = request.take_snapshot(); snapshot.ok()) {

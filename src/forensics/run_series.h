@@ -66,6 +66,8 @@ struct RunRequest {
   std::string bundle_dir;
   bool trace = true;
   bool core = false;
+  /// `--core=raw`: keep the core uncompressed in the bundle (`core`, not `core.zst`).
+  bool core_raw = false;
   /// --record: load the flight recorder (recorder_library) into the job and write what it saw
   /// into the bundle as gpu_calls.json.
   bool record = false;

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,6 +14,8 @@
 #include "core/redact_job.h"
 #include "core/scoped_fd.h"
 #include "forensics/core_analysis.h"
+#include "pack/packed_bundle.h"
+#include "pack/zstd_stream.h"
 #include "store/diff.h"
 
 namespace gputriage::kb {
@@ -60,6 +64,69 @@ bool IsElfCoreHeader(std::string_view header) {
          header[16] == 4 && header[17] == 0;
 }
 
+// How much of a zstd input is read to see what it decompresses to (an ELF core, a tar of a
+// packed bundle, else a log): a zstd block is at most 128 KiB, so two hold the first bytes.
+constexpr size_t kZstdSniffBytes = 256u << 10;
+// The largest core decompressed to a temp file: systemd-coredump keeps cores up to 32 GiB
+// (ProcessSizeMax), `run --core-limit` caps ours (4 GiB by default).
+constexpr uint64_t kZstdCoreMaxBytes = 64ull << 30;
+
+void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+// A zstd-compressed ELF core (ours, core.zst, or systemd-coredump's core.*.zst): decompressed to
+// a private temp directory (removed when done), then read as a core; messages name the input,
+// not the temp file.
+core::Result<core::ProcessReport> AnalyzeZstdCore(const std::string& name, int fd, std::string prefix,
+                                                  const AnalysisRequest& request) {
+  GT_ASSIGN_OR_RETURN(pack::PrivateTempDir temp, pack::PrivateTempDir::Create("gputriage-core-"));
+  std::string core_path = temp.path() + "/core";
+  unsigned long long content = ZSTD_getFrameContentSize(prefix.data(), prefix.size());
+  if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != ZSTD_CONTENTSIZE_ERROR) {
+    if (content > kZstdCoreMaxBytes) {
+      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
+                                 "{}: a zstd core of {} bytes, more than the {} gputriage decompresses", name, content,
+                                 kZstdCoreMaxBytes);
+    }
+    struct statvfs vfs {};
+    if (::statvfs(temp.path().c_str(), &vfs) == 0 &&
+        static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize < content) {
+      return core::MakeError(
+          "{}: decompressing this core needs {} bytes in {}, which has {} free; set TMPDIR to a "
+          "larger file system, or decompress it yourself (zstd -d) and analyze the core",
+          name, content, temp.path(), static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize);
+    }
+  }
+  {
+    core::ScopedFd out(::open(core_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!out.valid()) return core::ErrnoError(errno, "{}: cannot create", core_path);
+    pack::ByteSource source = pack::PrefixThenFd(std::move(prefix), fd, name);
+    GT_RETURN_IF_ERROR(pack::DecompressZstd(source, out.get(), kZstdCoreMaxBytes, name, core_path));
+  }
+  core::Result<core::ProcessReport> report = forensics::AnalyzeCore(core_path, request.exe);
+  if (!report.ok()) {
+    core::Error error = report.error();
+    ReplaceAll(error.message, core_path, name);
+    return error;
+  }
+  for (core::NotCollected& n : report->not_collected) ReplaceAll(n.reason, core_path, name);
+  return std::move(*report);
+}
+
+core::Result<AnalyzedInput> BundleInput(Analyzer& analyzer, const std::string& path, core::Bundle bundle) {
+  AnalyzedInput input;
+  input.path = path;
+  core::RedactBundle(bundle);  // before anything is derived from it, shown or stored
+  analyzer.AddBundle(bundle);
+  input.kind = AnalyzedInput::Kind::kBundle;
+  input.process = bundle.process.primary;
+  input.bundle = std::move(bundle);
+  return input;
+}
+
 // A log or a core file, opened once: the bytes sniffed to tell a core from a log are the start of
 // the log, so a pipe, a FIFO or standard input is read once and loses nothing. Sets `refused`
 // (and returns no error) for an input that is not a log or holds nothing readable.
@@ -69,6 +136,31 @@ core::Result<AnalyzedInput> AddFileInput(Analyzer& analyzer, const std::string& 
   input.path = path;
   std::string name = path == "-" ? "stdin" : path;
   GT_ASSIGN_OR_RETURN(std::string prefix, ReadPrefix(fd, name, 18));
+  // A zstd stream may hold a core or a packed bundle, and an uncompressed tar a packed bundle:
+  // read enough to see which (a log gets these bytes as its start, so nothing is lost).
+  std::string decoded;
+  if (prefix.size() == 18 && pack::HasZstdMagic(prefix)) {
+    GT_ASSIGN_OR_RETURN(std::string more, ReadPrefix(fd, name, kZstdSniffBytes - prefix.size()));
+    prefix += more;
+    decoded = pack::PeekZstd(prefix, 512);
+  } else if (prefix.size() == 18 && !IsElfCoreHeader(prefix)) {
+    GT_ASSIGN_OR_RETURN(std::string more, ReadPrefix(fd, name, 512 - prefix.size()));
+    prefix += more;
+    decoded = prefix;
+  }
+  if (pack::LooksLikeTar(decoded)) {
+    GT_ASSIGN_OR_RETURN(core::Bundle bundle,
+                        pack::ReadPackedBundleModel(pack::PrefixThenFd(std::move(prefix), fd, name), name));
+    return BundleInput(analyzer, path, std::move(bundle));
+  }
+  if (IsElfCoreHeader(decoded) && pack::HasZstdMagic(prefix)) {
+    GT_ASSIGN_OR_RETURN(core::ProcessReport report, AnalyzeZstdCore(name, fd, std::move(prefix), request));
+    core::RedactProcessReport(report);  // before anything is derived from it, shown or stored
+    analyzer.AddProcess(report, path);
+    input.kind = AnalyzedInput::Kind::kCore;
+    input.process = std::move(report);
+    return input;
+  }
   if (IsElfCoreHeader(prefix)) {
     if (!regular) {
       return core::MakeError("{}: an ELF core file on a pipe; save it to a file and give that file's path", name);
@@ -110,15 +202,8 @@ core::Result<AnalyzedInput> AddInput(Analyzer& analyzer, const std::string& path
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return core::MakeError("{}: cannot stat: {}", path, std::strerror(errno));
   if (S_ISDIR(st.st_mode)) {
-    AnalyzedInput input;
-    input.path = path;
     GT_ASSIGN_OR_RETURN(core::Bundle bundle, core::ReadBundle(path));
-    core::RedactBundle(bundle);  // before anything is derived from it, shown or stored
-    analyzer.AddBundle(bundle);
-    input.kind = AnalyzedInput::Kind::kBundle;
-    input.process = bundle.process.primary;
-    input.bundle = std::move(bundle);
-    return input;
+    return BundleInput(analyzer, path, std::move(bundle));
   }
   return AddFileInput(analyzer, path, fd.get(), S_ISREG(st.st_mode), request, out);
 }

@@ -280,7 +280,7 @@ TEST_F(BundlesTest, PruneTakesItsRetentionFromTheConfigFile) {
 TEST_F(BundlesTest, HelpNamesEverySubcommand) {
   CliRun help = Gputriage({"bundles", "--help"});
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* word : {"list", "show", "prune"}) EXPECT_NE(help.out.find(word), std::string::npos) << word;
+  for (const char* word : {"list", "show", "prune", "pack"}) EXPECT_NE(help.out.find(word), std::string::npos) << word;
   CliRun prune = Gputriage({"bundles", "prune", "--help"});
   EXPECT_EQ(prune.exit_code, 0);
   for (const char* word : {"--older-than", "--keep", "--max-size", "--dry-run", "--json"}) {
@@ -288,12 +288,13 @@ TEST_F(BundlesTest, HelpNamesEverySubcommand) {
   }
   CliRun nothing = Gputriage({"bundles"});
   EXPECT_EQ(nothing.exit_code, 2);
-  EXPECT_EQ(nothing.err, "gputriage: bundles: name a subcommand: list, show or prune (see gputriage bundles --help)\n");
+  EXPECT_EQ(nothing.err,
+            "gputriage: bundles: name a subcommand: list, show, prune or pack (see gputriage bundles --help)\n");
   CliRun unknown = Gputriage({"bundles", "frobnicate", "3"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_EQ(unknown.err,
-            "gputriage: bundles: unknown subcommand 'frobnicate': the subcommands are list, show and prune (see "
-            "gputriage bundles --help)\n");
+            "gputriage: bundles: unknown subcommand 'frobnicate': the subcommands are list, show, prune and pack "
+            "(see gputriage bundles --help)\n");
   CliRun bad_option = Gputriage({"bundles", "list", "--bogus"});
   EXPECT_EQ(bad_option.exit_code, 2);
   EXPECT_NE(bad_option.err.find("--bogus"), std::string::npos) << bad_option.err;

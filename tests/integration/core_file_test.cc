@@ -102,7 +102,7 @@ class CoreFileTest : public ::testing::Test {
   // `gputriage run --core -- CRASHER MODE`: the core in the bundle ("" when none was written).
   std::string RunCore(const std::string& mode, const std::string& crasher = kCrasher) {
     std::string bundles = tmp_ / "bundles";
-    RunOrFail({GT_GPUTRIAGE_BIN, "run", "--core", "--no-snapshot", "--bundle-dir", bundles, "--", crasher, mode},
+    RunOrFail({GT_GPUTRIAGE_BIN, "run", "--core=raw", "--no-snapshot", "--bundle-dir", bundles, "--", crasher, mode},
               {"GPUTRIAGE_HOME=" + (tmp_ / "home").string()});
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(bundles, ec)) {

@@ -927,7 +927,7 @@ TEST_F(RunTest, RepeatReportsDeterministicFlakyAndNotReproduced) {
 }
 
 TEST_F(RunTest, CoreFileWrittenIntoTheBundleAndAnalyzed) {
-  JobRun r = Run({kCrasher, "null"}, {"--core", "--core-limit", "256M"});
+  JobRun r = Run({kCrasher, "null"}, {"--core=raw", "--core-limit", "256M"});
   ASSERT_FALSE(r.bundle.empty()) << r.err;
   ASSERT_TRUE(r.manifest["files"]["core"].value("present", false)) << r.manifest["files"].dump(1);
   std::string core = r.bundle + "/core";

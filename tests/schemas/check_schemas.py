@@ -439,7 +439,13 @@ def check_everything(c):
     bundles += c.run_job("run python3 null dereference", ["--bundle-dir", bdir, "--no-snapshot"],
                          [sys.executable, "-c", "import ctypes; ctypes.string_at(0)"], (139,))[1]
     cores = []
+    # --core writes core.zst (analyze reads it as it is); --core=raw the core as the kernel would.
     for b in c.run_job("run SIGSEGV --core", ["--bundle-dir", bdir, "--no-snapshot", "--core"], segv, (139,))[1]:
+        bundles.append(b)
+        if os.path.exists(os.path.join(b, "core.zst")):
+            cores.append(os.path.join(b, "core.zst"))
+    for b in c.run_job("run SIGSEGV --core=raw", ["--bundle-dir", bdir, "--no-snapshot", "--core=raw"], segv,
+                       (139,))[1]:
         bundles.append(b)
         core = os.path.join(b, "core")
         if os.path.exists(core):
