@@ -6,11 +6,16 @@
 # give the build before a change and after it to compare them in one run.
 #   bench/inspect_rss.sh GPUTRIAGE... [-- FILE]     (RUNS=5 bench/inspect_rss.sh ...)
 #
-# Measured on the 2-core build box (Debian 12, librocsparse0 5.3.0+dfsg-2, warm page cache,
-# --no-snapshot), before and after inspect read .hip_fatbin one bundle at a time
-# (src/inspect/amd.cc, StreamHipFatbin) instead of whole:
-#   before (main 4dd1a75)   text: 1.34 GB peak RSS, 2.0 s    --json: see the report
-#   after                   see /work/notes/readme-inspect.md and the commit message
+# Measured on the 2-core build VM (Debian 12, librocsparse0 5.3.0+dfsg-2, warm page cache,
+# --no-snapshot, load average 7-10 from other builds), 2026-12-05, before (main 4dd1a75: the
+# .hip_fatbin section read whole) and after (StreamHipFatbin: one offload bundle at a time):
+#   | build  | output | peak RSS  | wall                                                  |
+#   | before | text   | 1,311 MiB | 10.2, 15.3 s paired single runs; 47 s median (bench)  |
+#   | before | --json | 1,315 MiB | 61 s median (bench)                                   |
+#   | after  | text   |   120 MiB | 7.7, 11.7 s paired single runs; 6.4 s median (bench)  |
+#   | after  | --json |   121 MiB | 7.4 s median (bench)                                  |
+# (the earlier, idle machine: 1.34 GB and ~2 s before; this VM's absolute times are noisy, the
+# pairs in one run are the comparison).
 set -euo pipefail
 binaries=()
 file=/usr/lib/x86_64-linux-gnu/librocsparse.so.0
