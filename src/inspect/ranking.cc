@@ -63,9 +63,10 @@ Scope ScopeOf(Aspect aspect, bool library) {
 
 std::string WhyOf(const FindingKind* kind, Scope scope, const std::optional<std::string>& component) {
   if (scope == Scope::kVendorInternal) {
-    return fmt::format("about {}'s own kernels, which only its vendor can change: read it when the failing kernel "
-                       "is one of them",
-                       *component);
+    return fmt::format(
+        "about {}'s own kernels, which only its vendor can change: read it when the failing kernel "
+        "is one of them",
+        *component);
   }
   if (kind) return std::string(kind->why);
   return "about the file as a whole";

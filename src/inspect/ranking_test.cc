@@ -78,8 +78,8 @@ TEST(ClassifyVendorLibrary, InspectFileReadsTheSoname) {
 TEST(RankFindings, OwnCodeBySeverity) {
   std::vector<MachineGpu> gpus = {{"sm_90", "sm_90", "0000:00:06.0"}, {"gfx1100", "gfx1100", "0000:03:00.0"}};
   std::vector<RankedFinding> ranked = RankFindings({FindingsOf(kFatbin, gpus), FindingsOf(kGfx1030, gpus)});
-  EXPECT_EQ(Ids(ranked), (std::vector<std::string>{"inspect.missing_arch", "inspect.register_spills",
-                                                   "inspect.stack_frame"}));
+  EXPECT_EQ(Ids(ranked),
+            (std::vector<std::string>{"inspect.missing_arch", "inspect.register_spills", "inspect.stack_frame"}));
   for (size_t i = 0; i < ranked.size(); ++i) {
     EXPECT_EQ(ranked[i].rank, i + 1);
     EXPECT_TRUE(ranked[i].actionable) << ranked[i].finding.id;
@@ -100,8 +100,7 @@ TEST(RankFindings, OwnCodeBySeverity) {
 TEST(RankFindings, VendorInternalFactsLastAndFolded) {
   std::vector<MachineGpu> gpus = {{"sm_100", "sm_100", "0000:00:06.0"}, {"gfx1100", "gfx1100", "0000:03:00.0"}};
   VendorLibrary cudnn{"cudnn", "nvidia"};
-  std::vector<RankedFinding> ranked =
-      RankFindings({FindingsOf(kFatbin, gpus, cudnn), FindingsOf(kGfx1030, gpus)});
+  std::vector<RankedFinding> ranked = RankFindings({FindingsOf(kFatbin, gpus, cudnn), FindingsOf(kGfx1030, gpus)});
   ASSERT_EQ(Ids(ranked), (std::vector<std::string>{"inspect.missing_arch", "inspect.register_spills",
                                                    "inspect.ptx_only", "inspect.stack_frame"}));
   EXPECT_EQ(ranked[0].scope, Scope::kCode);
