@@ -122,10 +122,10 @@ std::optional<std::string> SonameOf(Elf* elf, Elf_Scn* scn, const GElf_Shdr& sh)
   return std::nullopt;
 }
 
-// The file offsets of the host ELF's `.nv_fatbin` and `.hip_fatbin` sections, and its DT_SONAME
-// (libelf reads only the headers and sections it needs). Fails, naming the file and what is wrong, when the
-// section-header table or a section's header or name cannot be read; sections whose bytes run past the end of the file
-// are added to `problems`.
+// The file offsets of the host ELF's `.nv_fatbin` and `.hip_fatbin` sections, and its
+// DT_SONAME (libelf reads only the headers and sections it needs). Fails, naming the file and
+// what is wrong, when the section-header table or a section's header or name cannot be read;
+// sections whose bytes run past the end of the file are added to `problems`.
 core::Result<void> FindSections(const File& file, const std::string& path, uint64_t file_size, Section* nv,
                                 Section* hip, std::vector<std::string>* problems, std::optional<std::string>* soname) {
   static const bool version_ok = elf_version(EV_CURRENT) != EV_NONE;
