@@ -2,11 +2,15 @@
 // bundle (plain or compressed) and as the content of a .hip_fatbin section, and the code object
 // of every entry that looks like one is read, as `gputriage inspect` does. The readers'
 // promises are checked: entries point into the input or into their own storage, an entry with
-// an error has no bytes, an object with an error reports no kernels.
+// an error has no bytes, an object with an error reports no kernels; and StreamHipFatbin (what
+// `inspect` reads a file's section with, a bundle at a time) reads only inside the input and
+// gives the same objects, origins and errors as ReadHipFatbin on the whole input.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "inspect/amd.h"
 
@@ -43,9 +47,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (entries.error().message.empty()) {
     std::abort();
   }
-  for (const CodeObject& object : ReadHipFatbin(bytes, "fuzz", kDecompressLimit)) {
+  std::vector<CodeObject> whole = ReadHipFatbin(bytes, "fuzz", kDecompressLimit);
+  for (const CodeObject& object : whole) {
     if (object.vendor != "amd") std::abort();
     if (object.error && (object.error->empty() || !object.kernels.empty())) std::abort();
   }
+  RangeReader read = [bytes](uint64_t offset, size_t n, std::string* out) {
+    if (offset > bytes.size() || n > bytes.size() - offset) std::abort();  // outside the input
+    out->assign(bytes.substr(offset, n));
+    return true;
+  };
+  size_t i = 0;
+  StreamHipFatbin(
+      read, size, "fuzz",
+      [&](CodeObject&& object) {
+        if (i >= whole.size()) std::abort();
+        const CodeObject& same = whole[i++];
+        if (object.origin != same.origin || object.error != same.error || object.target_id != same.target_id ||
+            object.kernels.size() != same.kernels.size()) {
+          std::abort();
+        }
+      },
+      nullptr, kDecompressLimit);
+  if (i != whole.size()) std::abort();
   return 0;
 }

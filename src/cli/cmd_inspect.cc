@@ -1,7 +1,10 @@
-// `gputriage inspect PATH... [--pid PID] [--kernel NAME] [--disasm] [--json]`: the GPU kernels
+// `gputriage inspect PATH... [--pid PID] [--kernel NAME] [--disasm] [--json] [--verbose]`: the GPU kernels
 // inside binaries, their resources, and whether they carry code for this machine's GPUs.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+
+#include <fmt/format.h>
 
 #include "cli/common.h"
 #include "cli/render.h"
@@ -18,7 +21,18 @@ struct InspectFlags {
   std::string snapshot;
   bool no_snapshot = false;
   bool low_memory = false;
+  bool verbose = false;
 };
+
+// "inspect: 3/14 files, libcudnn_engines_precompiled.so.9: 120/800 MiB, 2,789 code objects".
+std::string ProgressLine(const inspect::InspectProgress& p) {
+  size_t slash = p.path.rfind('/');
+  std::string name(slash == std::string_view::npos ? p.path : p.path.substr(slash + 1));
+  std::string line = fmt::format("inspect: {}/{} file(s), {}", p.file_index + 1, p.files, name);
+  if (p.bytes_total > 0) line += fmt::format(": {} of {}", HumanBytes(p.bytes_done), HumanBytes(p.bytes_total));
+  if (p.code_objects > 0) line += fmt::format(", {} code object(s)", p.code_objects);
+  return line;
+}
 
 // The GPUs to check coverage against, --snapshot's or this machine's, and the
 // HSA_OVERRIDE_GFX_VERSION the runtime would see. Fails only for a --snapshot that does not load.
@@ -58,8 +72,14 @@ int Inspect(InspectFlags& flags) {
   if (auto set = SetGpus(flags, request); !set.ok()) {
     return Fail(set.error().message, kExitUsage);
   }
+  // On stderr, only on a terminal and after a second of work (a large library, --pid).
+  auto progress = std::make_shared<Progress>();
+  request.progress = [progress](const inspect::InspectProgress& p) { progress->Show(ProgressLine(p)); };
   inspect::InspectOutcome outcome = inspect::InspectFiles(request, stdout);
-  if (!request.json && !outcome.findings.empty()) std::fputs(RenderFindings(outcome.findings).c_str(), stdout);
+  progress.reset();  // erased before the findings are printed
+  if (!request.json && !outcome.ranked.empty()) {
+    std::fputs(RenderInspectFindings(outcome.ranked, flags.verbose).c_str(), stdout);
+  }
   std::fflush(stdout);
   auto worst = core::MaxSeverity(outcome.findings);
   if (worst && *worst >= core::Severity::kError) return kExitFindings;
@@ -104,6 +124,10 @@ Command InspectCommand() {
                        "'latest', 'previous'")
             ->type_name("SNAPSHOT");
         app.add_flag("--no-snapshot", flags->no_snapshot, "Do not check architecture coverage");
+        app.add_flag("--verbose,-v", flags->verbose,
+                     "Show every finding in full: without it, facts about a known GPU library's own kernels "
+                     "(kb/tables/gpu-libraries.yaml: cuDNN's stack frames, rocSPARSE's spills) are folded into "
+                     "one line per library; --json always has them all");
         app.add_option("--threads", flags->request.threads,
                        "Threads decoding fatbin entries (default: one per CPU, at most 8)");
         app.add_flag("--low-memory", flags->low_memory,

@@ -327,6 +327,31 @@ std::string RenderFindings(const std::vector<core::Finding>& findings, size_t ma
   return out;
 }
 
+std::string RenderInspectFindings(const std::vector<inspect::RankedFinding>& ranked, bool verbose) {
+  std::string out;
+  for (const inspect::RankedFinding& r : ranked) {
+    if (r.folded && !verbose) continue;
+    std::string one = RenderFindings({r.finding});
+    // The phrase goes under the title and detail, before the fix.
+    size_t fix = one.find("\n    fix: ");
+    size_t at = fix == std::string::npos ? one.size() : fix + 1;
+    one.insert(at, "    why read: " + Terminal(r.why) + "\n");
+    out += one;
+  }
+  if (verbose) return out;
+  for (const inspect::FoldedLibrary& l : inspect::FoldedLibraries(ranked)) {
+    std::string kinds;
+    for (const std::string& k : l.kinds) kinds += (kinds.empty() ? "" : ", ") + k;
+    std::string tag = fmt::format("[{}]", core::SeverityName(core::Severity::kInfo));
+    out += Colored(core::Severity::kInfo, tag) + " " +
+           T(fmt::format("{} ({}, a known GPU library): {} fact(s) about its own kernels folded: {} (--verbose "
+                         "shows them)",
+                         l.path, l.component, l.count, kinds)) +
+           "\n";
+  }
+  return out;
+}
+
 std::string RenderTakenSnapshot(const core::Snapshot& snapshot, std::optional<int64_t> saved_id) {
   std::string text = RenderSnapshotSummary(snapshot);
   text += RenderFindings(snapshot.findings);

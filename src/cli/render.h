@@ -11,6 +11,7 @@
 #include "core/process.h"
 #include "core/snapshot.h"
 #include "core/validation.h"
+#include "inspect/ranking.h"
 #include "kb/analysis.h"
 #include "kb/inputs.h"
 #include "store/diff.h"
@@ -50,6 +51,11 @@ std::string RenderJunit(const core::ValidationReport& report);
 
 /// Findings, most severe first, each with its evidence (at most `max_evidence` lines) and fix.
 std::string RenderFindings(const std::vector<core::Finding>& findings, size_t max_evidence = 3);
+
+/// `inspect`'s findings in reading order (inspect::RankFindings), each with why it is worth
+/// reading; unless `verbose`, the folded ones (facts about a known GPU library's own kernels)
+/// become one line per library with their count and kinds.
+std::string RenderInspectFindings(const std::vector<inspect::RankedFinding>& ranked, bool verbose);
 
 /// A process report (a core's or a bundle's): signal, classification, the crashed thread's
 /// frames, the disassembly and what was not collected, for the terminal.

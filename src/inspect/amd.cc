@@ -392,6 +392,106 @@ CodeObject ReadEntryCodeObject(const BundleEntry& entry, std::string_view origin
   return object;
 }
 
+CodeObject NoBundleObject(std::string_view origin, uint64_t size) {
+  return ErrorObject(
+      std::string(origin),
+      fmt::format("no offload bundle (__CLANG_OFFLOAD_BUNDLE__ or CCOB) in the {:#x} bytes of the section", size));
+}
+
+/// Hands the amdgcn entries' code objects of the bundle at `at` (in the section) to `sink`, or
+/// one object with the bundle's error. Returns how far past `at` to look for the next bundle:
+/// past the bundle (`consumed`), or 1 past its magic when it could not be read.
+size_t EmitBundle(const core::Result<std::vector<BundleEntry>>& entries, size_t consumed, std::string_view origin,
+                  uint64_t at, const CodeObjectCallback& sink) {
+  if (!entries.ok()) {
+    sink(ErrorObject(fmt::format("{}+{:#x}", origin, at),
+                     fmt::format("offload bundle at +{:#x}: {}", at, entries.error().message)));
+    return 1;  // the next bundle, if the damage spared it
+  }
+  for (const BundleEntry& entry : *entries) {
+    if (entry.triple.rfind("amdgcn-", 0) != 0) continue;  // host and other offload targets
+    sink(ReadEntryCodeObject(entry, origin, at));
+  }
+  return std::max<size_t>(consumed, 1);
+}
+
+// Streaming: the section is read in windows of this size to find bundles and their headers.
+constexpr uint64_t kScanWindowBytes = 1u << 20;
+// A damaged bundle header, or a version 1 compressed bundle that does not decompress from the
+// bytes up to the next bundle, is read with the rest of the section, at most this much (what
+// inspect reads of a .hip_fatbin section at most).
+constexpr uint64_t kMaxBundleReadBytes = 2ull << 30;
+
+/// The offset of the next bundle magic at or after `from` in [0, size) of `read`'s data; nullopt
+/// when there is none or the data cannot be read. `window` is scratch space.
+std::optional<uint64_t> FindBundleIn(const RangeReader& read, uint64_t from, uint64_t size, std::string* window) {
+  const uint64_t overlap = kBundleMagic.size() - 1;  // a magic across two windows
+  while (from < size) {
+    uint64_t n = std::min(kScanWindowBytes, size - from);
+    if (!read(from, n, window)) return std::nullopt;
+    // FindBundle matches whole magics only: one cut by the window's end is found in the next.
+    if (size_t i = FindBundle(*window, 0); i != std::string_view::npos) return from + i;
+    if (from + n >= size) return std::nullopt;
+    from += n - overlap;
+  }
+  return std::nullopt;
+}
+
+/// The end of a plain bundle from its header (`head`, the first bytes of the bundle): past its
+/// entry table and its furthest entry. nullopt when the table runs past `head` (read more) or is
+/// damaged, or an entry lies past `available` (ReadPlainBundle then says which, with the whole
+/// data).
+std::optional<uint64_t> PlainBundleEnd(std::string_view head, uint64_t available, bool* need_more) {
+  ByteReader reader(head);
+  *need_more = false;
+  auto count = reader.U64(kBundleCountOffset);
+  if (!count || *count > available / (kEntryHeaderFixedBytes + 1)) {
+    *need_more = !count && head.size() < available;
+    return std::nullopt;
+  }
+  uint64_t pos = kBundleEntriesOffset, end = 0;
+  for (uint64_t i = 0; i < *count; ++i) {
+    auto header = ReadEntryHeader(reader, pos, i);
+    if (!header.ok()) {
+      *need_more = head.size() < available;
+      return std::nullopt;
+    }
+    pos = header->next;
+    std::optional<uint64_t> entry_end = core::CheckedAdd(header->offset, header->size);
+    if (!entry_end || *entry_end > available) return std::nullopt;
+    end = std::max(end, *entry_end);
+  }
+  return std::max(end, pos);
+}
+
+struct Extent {
+  uint64_t bytes = 0;    ///< from the bundle's start
+  bool guessed = false;  ///< up to the next bundle magic (compressed version 1)
+};
+
+/// How many bytes from `at` hold the bundle there (at most the rest of the data, and at most
+/// kMaxBundleReadBytes): see StreamHipFatbin.
+Extent BundleExtent(const RangeReader& read, uint64_t at, uint64_t size, std::string* window) {
+  const uint64_t available = size - at;
+  const uint64_t rest = std::min(available, kMaxBundleReadBytes);
+  for (uint64_t head_bytes = std::min(available, uint64_t{64} << 10);; head_bytes = std::min(rest, head_bytes * 4)) {
+    std::string head;
+    if (!read(at, head_bytes, &head)) return {rest};
+    if (head.starts_with(kCompressedMagic)) {
+      auto header = ReadCompressedHeader(ByteReader(head));
+      if (!header.ok()) return {head_bytes};  // the error is in the header
+      if (header->total_bytes) return {std::min(*header->total_bytes <= available ? *header->total_bytes : rest, rest)};
+      // Version 1: no total size; the compressed stream ends before the next bundle, unless
+      // its bytes happen to hold a magic (then StreamHipFatbin reads the rest).
+      std::optional<uint64_t> next = FindBundleIn(read, at + 1, size, window);
+      return next ? Extent{std::min(*next - at, rest), true} : Extent{rest};
+    }
+    bool need_more = false;
+    if (std::optional<uint64_t> end = PlainBundleEnd(head, available, &need_more)) return {std::min(*end, rest)};
+    if (!need_more || head_bytes >= rest) return {rest};
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // AMDGPU code objects. llvm/docs/AMDGPUUsage.rst, "ELF Code Object": ELF64, little-endian,
 // e_machine EM_AMDGPU, EI_OSABI ELFOSABI_AMDGPU_HSA; EI_ABIVERSION gives the code object
@@ -988,30 +1088,45 @@ core::Result<std::vector<BundleEntry>> ReadOffloadBundle(std::string_view data, 
 std::vector<CodeObject> ReadHipFatbin(std::string_view section, std::string_view origin,
                                       uint64_t max_decompressed_bytes) {
   std::vector<CodeObject> objects;
+  auto sink = [&objects](CodeObject&& object) { objects.push_back(std::move(object)); };
   bool found = false;
   for (size_t at = FindBundle(section, 0); at != std::string_view::npos;) {
     found = true;
     size_t consumed = 0;
     auto entries = ReadOffloadBundle(section.substr(at), &consumed, max_decompressed_bytes);
-    if (!entries.ok()) {
-      objects.push_back(ErrorObject(fmt::format("{}+{:#x}", origin, at),
-                                    fmt::format("offload bundle at +{:#x}: {}", at, entries.error().message)));
-      at = FindBundle(section, at + 1);  // the next bundle, if the damage spared it
-      continue;
-    }
-    for (const BundleEntry& entry : *entries) {
-      if (entry.triple.rfind("amdgcn-", 0) != 0) continue;  // host and other offload targets
-      objects.push_back(ReadEntryCodeObject(entry, origin, at));
-    }
-    at = FindBundle(section, at + std::max<size_t>(consumed, 1));
+    at = FindBundle(section, at + EmitBundle(entries, consumed, origin, at, sink));
   }
-  if (!found) {
-    objects.push_back(
-        ErrorObject(std::string(origin), fmt::format("no offload bundle (__CLANG_OFFLOAD_BUNDLE__ or CCOB) "
-                                                     "in the {:#x} bytes of the section",
-                                                     section.size())));
-  }
+  if (!found) sink(NoBundleObject(origin, section.size()));
   return objects;
+}
+
+void StreamHipFatbin(const RangeReader& read, uint64_t size, std::string_view origin, const CodeObjectCallback& sink,
+                     const std::function<void(uint64_t done)>& progress, uint64_t max_decompressed_bytes) {
+  bool found = false;
+  std::string window;
+  for (std::optional<uint64_t> at = FindBundleIn(read, 0, size, &window); at;) {
+    found = true;
+    Extent extent = BundleExtent(read, *at, size, &window);
+    std::string bytes;
+    if (!read(*at, extent.bytes, &bytes)) {
+      sink(ErrorObject(fmt::format("{}+{:#x}", origin, *at),
+                       fmt::format("offload bundle at +{:#x}: {:#x} bytes cannot be read", *at, extent.bytes)));
+      break;
+    }
+    size_t consumed = 0;
+    auto entries = ReadOffloadBundle(bytes, &consumed, max_decompressed_bytes);
+    uint64_t rest = std::min(size - *at, kMaxBundleReadBytes);
+    if (!entries.ok() && extent.guessed && rest > extent.bytes && read(*at, rest, &bytes)) {
+      // A version 1 compressed bundle cut at a magic inside its data: read with the rest of the
+      // data, as ReadHipFatbin sees it.
+      entries = ReadOffloadBundle(bytes, &consumed, max_decompressed_bytes);
+    }
+    consumed = EmitBundle(entries, consumed, origin, *at, sink);
+    bytes = std::string();  // before the next bundle is read: one bundle in memory at a time
+    if (progress) progress(*at + consumed);
+    at = FindBundleIn(read, *at + consumed, size, &window);
+  }
+  if (!found) sink(NoBundleObject(origin, size));
 }
 
 bool LooksLikeAmdgpuElf(std::string_view data) {

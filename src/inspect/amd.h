@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,22 @@ void SplitBundleId(std::string_view id, BundleEntry* entry);
 /// goes on; a section with no bundle at all gives one such CodeObject. Never fails as a whole.
 std::vector<CodeObject> ReadHipFatbin(std::string_view section, std::string_view origin,
                                       uint64_t max_decompressed_bytes = kMaxDecompressedBundleBytes);
+
+/// Receives code objects one at a time, in the order of the data.
+using CodeObjectCallback = std::function<void(CodeObject&&)>;
+
+/// ReadHipFatbin over data it reads through `read`, [0, size) in `read`'s coordinates (a host
+/// binary's `.hip_fatbin` section, a bundle file), one offload bundle at a time: the bundle's
+/// extent comes from its header (a plain bundle's entry table, a compressed bundle's total size;
+/// version 1 compressed bundles, which declare none, run to the next bundle magic), only that
+/// is read, and each code object goes to `sink` as soon as it is parsed. Memory is bounded by
+/// the largest bundle, not the section (Debian's librocsparse.so.0.1: a 1.2 GB section, bundles
+/// of at most tens of MB). A bundle whose header is damaged is read with the rest of the data,
+/// as ReadHipFatbin reads it, so that the objects and errors are the same as ReadHipFatbin's on
+/// the whole data. `progress`, when set, is called after each bundle with the bytes passed.
+void StreamHipFatbin(const RangeReader& read, uint64_t size, std::string_view origin, const CodeObjectCallback& sink,
+                     const std::function<void(uint64_t done)>& progress = nullptr,
+                     uint64_t max_decompressed_bytes = kMaxDecompressedBundleBytes);
 
 /// True when `data` starts like an AMDGPU ELF: ELF magic, ELFCLASS64, little-endian,
 /// e_machine EM_AMDGPU (224). Says nothing about the rest.

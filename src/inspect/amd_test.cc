@@ -730,6 +730,103 @@ TEST(AmdHipFatbin, TruncatedCodeObjectAmongGoodOnes) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// StreamHipFatbin: what inspect reads a host binary's .hip_fatbin with, one bundle at a time.
+
+// StreamHipFatbin over `section` in memory, counting the largest single read.
+std::vector<CodeObject> Streamed(const std::string& section, size_t* largest_read = nullptr) {
+  std::vector<CodeObject> objects;
+  size_t largest = 0;
+  RangeReader read = [&](uint64_t offset, size_t size, std::string* out) {
+    if (offset > section.size() || size > section.size() - offset) return false;
+    largest = std::max(largest, size);
+    out->assign(section, offset, size);
+    return true;
+  };
+  StreamHipFatbin(read, section.size(), "lib.so:.hip_fatbin",
+                  [&](CodeObject&& object) { objects.push_back(std::move(object)); });
+  if (largest_read) *largest_read = largest;
+  return objects;
+}
+
+// Streaming gives what reading the whole section gives, object by object, damage included.
+void ExpectSameAsWhole(const std::string& section, const std::string& context) {
+  std::vector<CodeObject> whole = ReadHipFatbin(section, "lib.so:.hip_fatbin");
+  std::vector<CodeObject> streamed = Streamed(section);
+  ASSERT_EQ(streamed.size(), whole.size()) << context;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    SCOPED_TRACE(context + ", object " + std::to_string(i));
+    EXPECT_EQ(streamed[i].origin, whole[i].origin);
+    EXPECT_EQ(streamed[i].error, whole[i].error);
+    EXPECT_EQ(streamed[i].target_id, whole[i].target_id);
+    EXPECT_EQ(streamed[i].format, whole[i].format);
+    EXPECT_EQ(streamed[i].compressed, whole[i].compressed);
+    EXPECT_EQ(streamed[i].size, whole[i].size);
+    ASSERT_EQ(streamed[i].kernels.size(), whole[i].kernels.size());
+    for (size_t k = 0; k < whole[i].kernels.size(); ++k) {
+      EXPECT_EQ(streamed[i].kernels[k].symbol, whole[i].kernels[k].symbol);
+      EXPECT_EQ(streamed[i].kernels[k].vgpr_count, whole[i].kernels[k].vgpr_count);
+    }
+  }
+}
+
+std::string PadTo4096(std::string bytes) {
+  bytes.resize((bytes.size() + 4095) / 4096 * 4096, '\0');
+  return bytes;
+}
+
+TEST(AmdHipFatbinStream, SameObjectsAsTheWholeSection) {
+  REQUIRE_HIP_INPUTS();
+  std::string plain = ReadInput("kernels.hip_fatbin");
+  std::string v3 = ReadInput("kernels-gfx906-v3.bundle");
+  ExpectSameAsWhole(plain, "the hipcc section");
+  ExpectSameAsWhole(PadTo4096(plain) + v3, "two plain bundles");
+  // Compressed bundles of every version; version 1 declares no total size (its extent is up to
+  // the next magic).
+  for (uint16_t version : {1, 2, 3}) {
+    for (uint16_t method : {kZlib, kZstd}) {
+      std::string context = "CCOB v" + std::to_string(version) + " method " + std::to_string(method);
+      ExpectSameAsWhole(PadTo4096(MakeCcob(plain, version, method)) + v3, context);
+      ExpectSameAsWhole(PadTo4096(v3) + MakeCcob(plain, version, method), context + " last");
+    }
+  }
+  ExpectSameAsWhole(std::string(300, '\0'), "no bundle");
+  ExpectSameAsWhole("", "empty");
+}
+
+TEST(AmdHipFatbinStream, DamageAsInTheWholeSection) {
+  REQUIRE_HIP_INPUTS();
+  std::string bundle = ReadInput("kernels.hip_fatbin");
+  std::string lying = std::string(0x1000, '\0') + bundle;
+  Put<uint64_t>(&lying, 0x1000 + EntryHeaderAt(bundle, 2), 0x9999999);
+  ExpectSameAsWhole(lying, "lying entry offset");
+  std::string absurd = bundle;
+  Put<uint64_t>(&absurd, 24, uint64_t{1} << 60);
+  ExpectSameAsWhole(absurd + PadTo4096(bundle), "absurd entry count, then a good bundle");
+  size_t header2 = EntryHeaderAt(bundle, 2);
+  for (size_t cut : {size_t{0x1c}, size_t{0x40}, header2 + 24 + 4, bundle.size() - 100}) {
+    ExpectSameAsWhole(bundle.substr(0, cut), "cut at " + std::to_string(cut));
+  }
+  std::string ccob = MakeCcob(bundle, 2, kZstd);
+  ExpectSameAsWhole(ccob.substr(0, ccob.size() / 2), "truncated CCOB v2");
+  ExpectSameAsWhole(ccob.substr(0, 12), "CCOB header cut");
+}
+
+// Memory: no read is larger than the scan window (1 MiB) or the bundle being read, however large
+// the section.
+TEST(AmdHipFatbinStream, ReadsOneBundleAtATime) {
+  REQUIRE_HIP_INPUTS();
+  std::string bundle = PadTo4096(ReadInput("kernels.hip_fatbin"));
+  std::string section;
+  while (section.size() < (4u << 20)) section += bundle;
+  size_t largest = 0;
+  std::vector<CodeObject> objects = Streamed(section, &largest);
+  EXPECT_EQ(objects.size(), 3 * (section.size() / bundle.size()));
+  for (const CodeObject& object : objects) EXPECT_FALSE(object.error) << *object.error;
+  EXPECT_LE(largest, std::max<size_t>(bundle.size(), 1u << 20));
+  EXPECT_LT(largest, section.size() / 2);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Damaged code objects.
 
 TEST(AmdCodeObject, TruncatedAndForeignInputs) {

@@ -26,7 +26,7 @@
 namespace gputriage::inspect {
 namespace {
 
-// Whole-file reads (standalone code objects, bundles, PTX, a .hip_fatbin section) stop here.
+// Whole-file reads (standalone code objects, PTX) stop here.
 constexpr uint64_t kMaxWholeRead = 2ull << 30;
 
 class File {
@@ -106,12 +106,28 @@ std::string PastTheEnd(const GElf_Shdr& sh, const char* name, uint64_t file_size
                      sh.sh_size, sh.sh_offset, file_size);
 }
 
-// The file offsets of the host ELF's `.nv_fatbin` and `.hip_fatbin` sections (libelf reads only
-// the headers it needs). Fails, naming the file and what is wrong, when the section-header table
-// or a section's header or name cannot be read; sections whose bytes run past the end of the
-// file are added to `problems`.
+// DT_SONAME of the dynamic section `scn` (whose header is `sh`): nullopt when there is none or
+// it cannot be read (libelf checks the entries and the string against the file).
+std::optional<std::string> SonameOf(Elf* elf, Elf_Scn* scn, const GElf_Shdr& sh) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!data || sh.sh_entsize == 0) return std::nullopt;
+  size_t count = sh.sh_size / sh.sh_entsize;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Dyn dyn;
+    if (!gelf_getdyn(data, static_cast<int>(i), &dyn) || dyn.d_tag == DT_NULL) break;
+    if (dyn.d_tag != DT_SONAME) continue;
+    const char* name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+    return name ? std::optional<std::string>(name) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The file offsets of the host ELF's `.nv_fatbin` and `.hip_fatbin` sections, and its
+// DT_SONAME (libelf reads only the headers and sections it needs). Fails, naming the file and
+// what is wrong, when the section-header table or a section's header or name cannot be read;
+// sections whose bytes run past the end of the file are added to `problems`.
 core::Result<void> FindSections(const File& file, const std::string& path, uint64_t file_size, Section* nv,
-                                Section* hip, std::vector<std::string>* problems) {
+                                Section* hip, std::vector<std::string>* problems, std::optional<std::string>* soname) {
   static const bool version_ok = elf_version(EV_CURRENT) != EV_NONE;
   (void)version_ok;
   Elf* elf = elf_begin(file.fd(), ELF_C_READ_MMAP, nullptr);
@@ -134,6 +150,8 @@ core::Result<void> FindSections(const File& file, const std::string& path, uint6
       *target = {sh.sh_offset, sh.sh_size, true};  // checked against the file by the caller
     } else if (std::string past = PastTheEnd(sh, name, file_size); !past.empty()) {
       problems->push_back(std::move(past));
+    } else if (sh.sh_type == SHT_DYNAMIC) {
+      *soname = SonameOf(elf, scn, sh);
     }
   }
   return {};
@@ -143,8 +161,15 @@ core::Result<void> FindSections(const File& file, const std::string& path, uint6
 // decoded objects waits for its turn, and a memory budget bounds the entries being decoded at
 // once, so memory does not grow with the number or the size of the entries.
 void DecodeInOrder(const File& file, const std::vector<FatbinEntry>& entries, const std::string& origin,
-                   const InspectOptions& options, unsigned threads, const CodeObjectSink& sink) {
+                   const InspectOptions& options, unsigned threads, uint64_t file_size,
+                   const CodeObjectSink& sink_object) {
   if (entries.empty()) return;
+  size_t handed = 0;
+  auto sink = [&](CodeObject&& co, std::string&& prepared) {
+    sink_object(std::move(co), std::move(prepared));
+    const FatbinEntry& e = entries[handed++];
+    if (options.progress) options.progress(e.payload_offset + e.payload_size, file_size);
+  };
   RangeReader read = [&file](uint64_t offset, size_t size, std::string* out) { return file.Read(offset, size, out); };
   auto decode = [&](const FatbinEntry& e) {
     CodeObject co = DecodeFatbinEntry(read, e, origin);
@@ -247,6 +272,16 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     if (!file.Read(0, size, &all)) return core::MakeError("{}: cannot read", path);
     return all;
   };
+  // Offload bundles in [begin, begin + length) of the file, one bundle in memory at a time.
+  auto stream_bundles = [&](uint64_t begin, uint64_t length, const std::string& origin) {
+    RangeReader read = [&file, begin](uint64_t offset, size_t n, std::string* out) {
+      return file.Read(begin + offset, n, out);
+    };
+    auto progress = [&](uint64_t done) {
+      if (options.progress) options.progress(begin + done, size);
+    };
+    StreamHipFatbin(read, length, origin, one, progress);
+  };
   std::optional<uint16_t> machine = core::ByteReader(head).U16(18);  // e_machine
   if (Magic(head, 4) ==
           "\x7f"
@@ -263,7 +298,8 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     } else {
       summary.kind = "host-elf";
       Section nv, hip;
-      if (auto found = FindSections(file, path, size, &nv, &hip, &summary.problems); !found.ok()) return found.error();
+      if (auto found = FindSections(file, path, size, &nv, &hip, &summary.problems, &summary.soname); !found.ok())
+        return found.error();
       if (nv.found) {
         if (nv.offset > size || nv.size > size - nv.offset) {
           summary.problems.push_back(
@@ -275,18 +311,16 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
           if (options.headers_only) {
             for (const FatbinEntry& e : entries) one(FatbinEntryObject(e, path + ":.nv_fatbin"));
           } else {
-            DecodeInOrder(file, entries, path + ":.nv_fatbin", options, threads, counted);
+            DecodeInOrder(file, entries, path + ":.nv_fatbin", options, threads, size, counted);
           }
         }
       }
       if (hip.found) {
-        std::string bytes;
-        if (hip.offset > size || hip.size > size - hip.offset || hip.size > kMaxWholeRead ||
-            !file.Read(hip.offset, hip.size, &bytes)) {
+        if (hip.offset > size || hip.size > size - hip.offset) {
           summary.problems.push_back(
               fmt::format(".hip_fatbin section ({:#x} bytes at {:#x}) cannot be read", hip.size, hip.offset));
         } else {
-          for (CodeObject& co : ReadHipFatbin(bytes, path + ":.hip_fatbin")) one(std::move(co));
+          stream_bundles(hip.offset, hip.size, path + ":.hip_fatbin");
         }
       }
     }
@@ -297,12 +331,11 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     if (options.headers_only) {
       for (const FatbinEntry& e : entries) one(FatbinEntryObject(e, path));
     } else {
-      DecodeInOrder(file, entries, path, options, threads, counted);
+      DecodeInOrder(file, entries, path, options, threads, size, counted);
     }
   } else if (Magic(head, 24) == "__CLANG_OFFLOAD_BUNDLE__" || Magic(head, 4) == "CCOB") {
-    GT_ASSIGN_OR_RETURN(std::string all, whole());
     summary.kind = "offload-bundle";
-    for (CodeObject& co : ReadHipFatbin(all, path)) one(std::move(co));
+    stream_bundles(0, size, path);
   } else if (head.find(".version") != std::string::npos || head.rfind("//", 0) == 0) {
     GT_ASSIGN_OR_RETURN(std::string all, whole());
     if (all.find(".entry") == std::string::npos && all.find(".target") == std::string::npos) {

@@ -3,12 +3,14 @@
 // .hsaco/.co), a fatbin file, a clang offload bundle, or PTX text.
 //
 // Large libraries (libtorch_cuda.so carries thousands of cubins) are read without mapping the
-// whole file into memory: entries are listed from their headers, then read, decompressed and
-// parsed in parallel one at a time per thread, and handed to the caller in file order, so memory
-// stays bounded by the threads' working sets, not the file.
+// whole file into memory: NVIDIA fatbin entries are listed from their headers, then read,
+// decompressed and parsed in parallel one at a time per thread, and handed to the caller in file
+// order; a `.hip_fatbin` section is read one offload bundle at a time (StreamHipFatbin). Memory
+// stays bounded by the threads' working sets and the largest bundle, not the file.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,10 @@ struct InspectOptions {
   /// Only what the headers say (architecture, format, size), no kernels: NVIDIA fatbin entries
   /// are not decompressed. Enough for the coverage check, and fast on any file.
   bool headers_only = false;
+  /// Called on the caller's thread as the file is read, with the bytes of the file passed so
+  /// far and its size: after each NVIDIA fatbin entry is handed on, after each AMD offload
+  /// bundle. For a progress display; may be null.
+  std::function<void(uint64_t bytes_done, uint64_t bytes_total)> progress;
 };
 
 /// What a file turned out to be, and problems that concern the file rather than one object.
@@ -37,6 +43,7 @@ struct FileSummary {
   std::string kind;  ///< "host-elf", "cubin", "amdgpu-code-object", "fatbin", "offload-bundle", "ptx"
   size_t code_objects = 0;
   std::vector<std::string> problems;
+  std::optional<std::string> soname;  ///< a host ELF's DT_SONAME, when it has one
 };
 
 /// Receives each code object, in file order, with what InspectOptions::prepare made of it ("" when

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,5 +47,10 @@ struct CodeObject {
   std::vector<Kernel> kernels;
   std::optional<std::string> error;  ///< this object could not be read: why (others still are)
 };
+
+/// Reads `size` bytes at `offset` of the underlying data (a file, a buffer) into *out; false
+/// past its end or on an I/O error. The bytes it gives are untrusted: parse them with
+/// core::ByteReader.
+using RangeReader = std::function<bool(uint64_t offset, size_t size, std::string* out)>;
 
 }  // namespace gputriage::inspect

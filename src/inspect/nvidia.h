@@ -43,11 +43,6 @@ struct FatbinEntry {
   std::string_view suffix() const { return flags & 0x100000 ? "a" : flags & 0x200000 ? "f" : ""; }
 };
 
-/// Reads `size` bytes at `offset` of the underlying data (a file, a buffer) into *out; false
-/// past its end or on an I/O error. The bytes it gives are untrusted: parse them with
-/// core::ByteReader.
-using RangeReader = std::function<bool(uint64_t offset, size_t size, std::string* out)>;
-
 /// Lists the entries of every fatbin container in [begin, begin + length) of the data `read`
 /// gives access to (a .fatbin file, or a host binary's .nv_fatbin section); nothing outside that
 /// range is read. Containers are found by their magic; a container whose header is truncated or

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "catalog/catalog.h"
 #include "core/file.h"
 #include "core/maps.h"
 #include "core/text.h"
@@ -142,12 +143,27 @@ std::string DamageMessage(const std::string& path, const FileSummary& summary, c
                      what);
 }
 
-void InspectOneFile(const InspectRequest& request, const std::string& path, bool first_file, std::FILE* out,
-                    InspectOutcome& outcome) {
+// The known GPU library the file is (kb/tables/gpu-libraries.yaml), by its name and soname.
+std::optional<VendorLibrary> LibraryOf(const std::string& path, const core::Result<FileSummary>& summary) {
+  auto tables = catalog::BuiltinLibraryTables();
+  if (!tables.ok()) return std::nullopt;  // a broken build; every file then counts as the user's
+  std::optional<std::string> soname = summary.ok() ? summary->soname : std::nullopt;
+  return ClassifyVendorLibrary((*tables)->gpu_libraries, path, soname);
+}
+
+void InspectOneFile(const InspectRequest& request, size_t index, std::FILE* out, InspectOutcome& outcome,
+                    std::vector<FileFindingsOf>& ranked_input) {
+  const std::string& path = request.paths[index];
+  bool first_file = index == 0;
   FileState file(path);
   InspectOptions options;
   options.threads = request.threads;
   options.prepare = [&request](CodeObject& co) { return Prepare(request, co); };
+  auto report = [&](uint64_t done, uint64_t total) {
+    if (request.progress) request.progress({index, request.paths.size(), path, done, total, file.objects});
+  };
+  options.progress = report;
+  report(0, 0);
   if (request.json) {
     std::fputs(fmt::format("{}{{\"path\": {}, \"code_objects\": [", first_file ? "" : ",", Dump(Json(path))).c_str(),
                out);
@@ -172,11 +188,14 @@ void InspectOneFile(const InspectRequest& request, const std::string& path, bool
     WriteFileText(request, path, *summary, file, out);
   }
   outcome.findings.insert(outcome.findings.end(), findings.begin(), findings.end());
+  if (!findings.empty()) ranked_input.push_back({path, LibraryOf(path, summary), std::move(findings)});
 }
 
 // After the files: the findings, GPUs and versions (JSON), or the GPUs checked against (text).
-void WriteEnd(const InspectRequest& request, const std::vector<core::Finding>& findings, std::FILE* out) {
+void WriteEnd(const InspectRequest& request, const std::vector<RankedFinding>& ranked, std::FILE* out) {
   if (request.json) {
+    Json findings = Json::array();
+    for (const RankedFinding& r : ranked) findings.push_back(ToJson(r));
     Json rest = {
         {"findings", findings}, {"snapshot_used", request.snapshot_used}, {"tool_version", core::kToolVersion}};
     Json gpus = Json::array();
@@ -228,12 +247,10 @@ void ReturnFreedBuffersToTheSystem() {
 InspectOutcome InspectFiles(const InspectRequest& request, std::FILE* out) {
   InspectOutcome outcome;
   if (request.json) std::fputs("{\"schema_version\": 1, \"files\": [", out);
-  bool first_file = true;
-  for (const std::string& path : request.paths) {
-    InspectOneFile(request, path, first_file, out, outcome);
-    first_file = false;
-  }
-  WriteEnd(request, outcome.findings, out);
+  std::vector<FileFindingsOf> ranked_input;
+  for (size_t i = 0; i < request.paths.size(); ++i) InspectOneFile(request, i, out, outcome, ranked_input);
+  outcome.ranked = RankFindings(ranked_input);
+  WriteEnd(request, outcome.ranked, out);
   std::fflush(out);
   return outcome;
 }

@@ -15,6 +15,7 @@
 #include "core/result.h"
 #include "inspect/findings.h"
 #include "inspect/model.h"
+#include "inspect/ranking.h"
 
 namespace gputriage::inspect {
 
@@ -33,6 +34,15 @@ bool KernelMatches(const Kernel& kernel, std::string_view filter);
 /// M_MMAP_THRESHOLD fixed at 1 MiB, for the whole process and for good). Less peak memory on a
 /// large library; slower (page faults).
 void ReturnFreedBuffersToTheSystem();
+
+/// Where InspectFiles is, for a progress display.
+struct InspectProgress {
+  size_t file_index = 0;  ///< 0-based, of `files`
+  size_t files = 0;
+  std::string_view path;
+  uint64_t bytes_done = 0, bytes_total = 0;  ///< of this file (InspectOptions::progress)
+  size_t code_objects = 0;                   ///< of this file, so far
+};
 
 /// What to inspect and how to write it.
 struct InspectRequest {
@@ -53,12 +63,18 @@ struct InspectRequest {
   /// it is damaged), and "PATH: N of M GPU code object(s) damaged, K problem(s): ..." for a file
   /// read with damage. May be null.
   std::function<void(const std::string& message)> error;
+  /// Called at the start of each file and as it is read (at most once per code object or
+  /// offload bundle), on the calling thread. The library prints nothing itself. May be null.
+  std::function<void(const InspectProgress& progress)> progress;
 };
 
 /// What the files amount to.
 struct InspectOutcome {
   std::vector<core::Finding> findings;  ///< every file's, in file order
-  bool file_failed = false;             ///< some file could not be read or is no GPU code
+  /// The same findings in reading order (RankFindings): what the user can change first, facts
+  /// about a known GPU library's own kernels last and folded.
+  std::vector<RankedFinding> ranked;
+  bool file_failed = false;  ///< some file could not be read or is no GPU code
   /// Some file could not be read fully: truncated, a damaged section-header table
   /// (ErrorCode::kDataLoss), problems in its GPU code sections, or a code object with an error.
   /// Counted for a process's files too.
@@ -67,7 +83,8 @@ struct InspectOutcome {
 
 /// Inspects `request.paths` in order and writes to `out` as it goes, flushing at the end.
 /// JSON: {"schema_version": 1, "files": [{path, code_objects: [...], kind, error, problems,
-/// binary_archs, ptx_archs}], findings, snapshot_used, tool_version, gpus} on one line; a file's
+/// binary_archs, ptx_archs}], findings (in reading order, ToJson(RankedFinding)), snapshot_used,
+/// tool_version, gpus} on one line; a file's
 /// code objects are written as they are decoded, never all held. Text: per file its kind and
 /// code objects per architecture and format, its problems and, with a kernel filter, the
 /// matching kernels with their resources and occupancy (at most 4 MiB of those per file); then

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -130,6 +131,44 @@ TEST(InspectFiles, AProcesssOtherFilesPassSilently) {
   EXPECT_EQ(none.out, "this machine's GPUs: none found (architecture coverage not checked)\n");
   ASSERT_EQ(none.errors.size(), 1u);
   EXPECT_NE(none.errors[0].find("README.md"), std::string::npos) << none.errors[0];
+}
+
+// The progress hook: called at each file's start and as its code objects come, on this thread,
+// with the bytes passed growing to the file's end; the library itself writes nothing for it.
+TEST(InspectFiles, ReportsProgressThroughTheHook) {
+  std::vector<InspectProgress> seen;
+  std::vector<std::string> paths;
+  InspectRequest request{.paths = Seeds(), .check_coverage = false};
+  request.progress = [&](const InspectProgress& p) {
+    seen.push_back(p);
+    paths.emplace_back(p.path);
+  };
+  Written with = Inspect(request);
+  EXPECT_EQ(with.out, Golden("all-kernels.txt"));
+  ASSERT_FALSE(seen.empty());
+  // Each file starts with 0 bytes; within a file the bytes and objects only grow.
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].files, 3u);
+    EXPECT_EQ(paths[i], Seeds()[seen[i].file_index]);
+    if (i == 0 || seen[i].file_index != seen[i - 1].file_index) {
+      starts.push_back(i);
+      EXPECT_EQ(seen[i].bytes_done, 0u);
+      EXPECT_EQ(seen[i].code_objects, 0u);
+      continue;
+    }
+    EXPECT_GE(seen[i].bytes_done, seen[i - 1].bytes_done);
+    EXPECT_GE(seen[i].code_objects, seen[i - 1].code_objects);
+    EXPECT_LE(seen[i].bytes_done, seen[i].bytes_total);
+  }
+  EXPECT_EQ(starts.size(), 3u);
+  // The fatbin's three entries are reported as they are handed on (after each is counted).
+  const InspectProgress& last_of_fatbin = seen[starts[2] - 1];
+  EXPECT_EQ(last_of_fatbin.file_index, 1u);
+  EXPECT_EQ(last_of_fatbin.code_objects, 3u);
+  EXPECT_EQ(starts[2] - starts[1], 4u);  // the start and one call per entry
+  EXPECT_GT(last_of_fatbin.bytes_done, 0u);
+  EXPECT_EQ(last_of_fatbin.bytes_total, std::filesystem::file_size(Seeds()[1]));
 }
 
 TEST(MappedFiles, ListsEachFileThisProcessMapsOnce) {
