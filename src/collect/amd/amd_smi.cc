@@ -25,15 +25,15 @@ using AmdsmiGetLibVersion = Status(void* version);  // amdsmi_version_t*
 using AmdsmiGetSocketHandles = Status(uint32_t* count, Handle* handles);
 using AmdsmiGetProcessorHandles = Status(Handle socket, uint32_t* count, Handle* handles);
 using AmdsmiGetProcessorType = Status(Handle processor, uint32_t* type);  // processor_type_t*
-using AmdsmiGetGpuDeviceBdf = Status(Handle processor, uint64_t* bdf);   // amdsmi_bdf_t (a uint64 union)
+using AmdsmiGetGpuDeviceBdf = Status(Handle processor, uint64_t* bdf);    // amdsmi_bdf_t (a uint64 union)
 using AmdsmiGetTempMetric = Status(Handle processor, uint32_t sensor, uint32_t metric, int64_t* value);
 using AmdsmiGetGpuMemory = Status(Handle processor, uint32_t mem_type, uint64_t* bytes);
 using AmdsmiGetStruct = Status(Handle processor, void* info);  // power, ecc, driver, vbios, fw
 
-constexpr uint64_t kInitAmdGpus = 1u << 1;        // AMDSMI_INIT_AMD_GPUS
-constexpr uint32_t kProcessorTypeAmdGpu = 1;      // AMDSMI_PROCESSOR_TYPE_AMD_GPU (AMD_GPU in 6.0)
-constexpr uint32_t kTempCurrent = 0;              // AMDSMI_TEMP_CURRENT
-constexpr uint32_t kMemTypeVram = 0;              // AMDSMI_MEM_TYPE_VRAM
+constexpr uint64_t kInitAmdGpus = 1u << 1;    // AMDSMI_INIT_AMD_GPUS
+constexpr uint32_t kProcessorTypeAmdGpu = 1;  // AMDSMI_PROCESSOR_TYPE_AMD_GPU (AMD_GPU in 6.0)
+constexpr uint32_t kTempCurrent = 0;          // AMDSMI_TEMP_CURRENT
+constexpr uint32_t kMemTypeVram = 0;          // AMDSMI_MEM_TYPE_VRAM
 // amdsmi_temperature_type_t EDGE = 0, HOTSPOT = JUNCTION = 1, VRAM = 2, named as amdgpu's hwmon
 // labels them (edge, junction, mem) so they compare with gpus[].amd.temperatures_c.
 constexpr std::array<std::pair<uint32_t, const char*>, 3> kTemperatures = {{{0, "edge"}, {1, "junction"}, {2, "mem"}}};
@@ -49,17 +49,84 @@ constexpr size_t kStructBuffer = 16 << 10;
 // amdsmi_fw_block_t (amdsmi.h; the same values from rocm-6.0.0, FW_ID_*, to 24.7, AMDSMI_FW_ID_*).
 constexpr const char* kFirmwareBlocks[] = {
     "",  // 0 is not a firmware id
-    "SMU", "CP_CE", "CP_PFP", "CP_ME", "CP_MEC_JT1", "CP_MEC_JT2", "CP_MEC1", "CP_MEC2", "RLC",
-    "SDMA0", "SDMA1", "SDMA2", "SDMA3", "SDMA4", "SDMA5", "SDMA6", "SDMA7", "VCN", "UVD", "VCE",
-    "ISP", "DMCU_ERAM", "DMCU_ISR", "RLC_RESTORE_LIST_GPM_MEM", "RLC_RESTORE_LIST_SRM_MEM",
-    "RLC_RESTORE_LIST_CNTL", "RLC_V", "MMSCH", "PSP_SYSDRV", "PSP_SOSDRV", "PSP_TOC", "PSP_KEYDB",
-    "DFC", "PSP_SPL", "DRV_CAP", "MC", "PSP_BL", "CP_PM4", "RLC_P", "SEC_POLICY_STAGE2",
-    "REG_ACCESS_WHITELIST", "IMU_DRAM", "IMU_IRAM", "SDMA_TH0", "SDMA_TH1", "CP_MES", "MES_KIQ",
-    "MES_STACK", "MES_THREAD1", "MES_THREAD1_STACK", "RLX6", "RLX6_DRAM_BOOT", "RS64_ME",
-    "RS64_ME_P0_DATA", "RS64_ME_P1_DATA", "RS64_PFP", "RS64_PFP_P0_DATA", "RS64_PFP_P1_DATA",
-    "RS64_MEC", "RS64_MEC_P0_DATA", "RS64_MEC_P1_DATA", "RS64_MEC_P2_DATA", "RS64_MEC_P3_DATA",
-    "PPTABLE", "PSP_SOC", "PSP_DBG", "PSP_INTF", "RLX6_CORE1", "RLX6_DRAM_BOOT_CORE1", "RLCV_LX7",
-    "RLC_SAVE_RESTORE_LIST", "ASD", "TA_RAS", "TA_XGMI", "RLC_SRLG", "RLC_SRLS", "PM", "DMCU",
+    "SMU",
+    "CP_CE",
+    "CP_PFP",
+    "CP_ME",
+    "CP_MEC_JT1",
+    "CP_MEC_JT2",
+    "CP_MEC1",
+    "CP_MEC2",
+    "RLC",
+    "SDMA0",
+    "SDMA1",
+    "SDMA2",
+    "SDMA3",
+    "SDMA4",
+    "SDMA5",
+    "SDMA6",
+    "SDMA7",
+    "VCN",
+    "UVD",
+    "VCE",
+    "ISP",
+    "DMCU_ERAM",
+    "DMCU_ISR",
+    "RLC_RESTORE_LIST_GPM_MEM",
+    "RLC_RESTORE_LIST_SRM_MEM",
+    "RLC_RESTORE_LIST_CNTL",
+    "RLC_V",
+    "MMSCH",
+    "PSP_SYSDRV",
+    "PSP_SOSDRV",
+    "PSP_TOC",
+    "PSP_KEYDB",
+    "DFC",
+    "PSP_SPL",
+    "DRV_CAP",
+    "MC",
+    "PSP_BL",
+    "CP_PM4",
+    "RLC_P",
+    "SEC_POLICY_STAGE2",
+    "REG_ACCESS_WHITELIST",
+    "IMU_DRAM",
+    "IMU_IRAM",
+    "SDMA_TH0",
+    "SDMA_TH1",
+    "CP_MES",
+    "MES_KIQ",
+    "MES_STACK",
+    "MES_THREAD1",
+    "MES_THREAD1_STACK",
+    "RLX6",
+    "RLX6_DRAM_BOOT",
+    "RS64_ME",
+    "RS64_ME_P0_DATA",
+    "RS64_ME_P1_DATA",
+    "RS64_PFP",
+    "RS64_PFP_P0_DATA",
+    "RS64_PFP_P1_DATA",
+    "RS64_MEC",
+    "RS64_MEC_P0_DATA",
+    "RS64_MEC_P1_DATA",
+    "RS64_MEC_P2_DATA",
+    "RS64_MEC_P3_DATA",
+    "PPTABLE",
+    "PSP_SOC",
+    "PSP_DBG",
+    "PSP_INTF",
+    "RLX6_CORE1",
+    "RLX6_DRAM_BOOT_CORE1",
+    "RLCV_LX7",
+    "RLC_SAVE_RESTORE_LIST",
+    "ASD",
+    "TA_RAS",
+    "TA_XGMI",
+    "RLC_SRLG",
+    "RLC_SRLS",
+    "PM",
+    "DMCU",
 };
 // FW_ID__MAX from rocm-6.0.0 to 24.7: the fw_info_list array's length.
 constexpr size_t kFirmwareListLength = 79;
@@ -298,8 +365,8 @@ AmdSmiGpu DescribeGpu(const Api& api, Handle gpu, uint32_t index, AmdSmiLayout l
   uint64_t bdf = 0;
   if (api.get_gpu_device_bdf != nullptr && api.get_gpu_device_bdf(gpu, &bdf) == kAmdSmiStatusSuccess) {
     // amdsmi_bdf_t: function_number:3, device_number:5, bus_number:8, domain_number:48.
-    out.pci_address = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", bdf >> 16, (bdf >> 8) & 0xff, (bdf >> 3) & 0x1f,
-                                  bdf & 0x7);
+    out.pci_address =
+        fmt::format("{:04x}:{:02x}:{:02x}.{:x}", bdf >> 16, (bdf >> 8) & 0xff, (bdf >> 3) & 0x1f, bdf & 0x7);
   }
   std::string where = out.pci_address.value_or(fmt::format("processor {}", index));
   for (const auto& [sensor, label] : kTemperatures) {
@@ -331,8 +398,7 @@ std::optional<AmdSmiVersion> AskVersion(const Api& api) {
   if (api.get_lib_version == nullptr) return std::nullopt;
   StructBuffer buffer;
   if (api.get_lib_version(buffer.data()) != kAmdSmiStatusSuccess) return std::nullopt;
-  uint32_t words[4] = {buffer.At<uint32_t>(0), buffer.At<uint32_t>(4), buffer.At<uint32_t>(8),
-                       buffer.At<uint32_t>(12)};
+  uint32_t words[4] = {buffer.At<uint32_t>(0), buffer.At<uint32_t>(4), buffer.At<uint32_t>(8), buffer.At<uint32_t>(12)};
   // `build` points at the library's AMDSMI_LIB_VERSION_STRING literal.
   const char* build = buffer.At<const char*>(16);
   std::optional<std::string_view> text;
@@ -415,8 +481,8 @@ std::string_view AmdSmiLayoutName(AmdSmiLayout layout) {
 }
 
 std::vector<std::string> DefaultAmdSmiLibraries() {
-  return {"libamd_smi.so",         "libamd_smi.so.26",      "libamd_smi.so.25",
-          "libamd_smi.so.24",      "libamd_smi.so.23",      "/opt/rocm/lib/libamd_smi.so"};
+  return {"libamd_smi.so",    "libamd_smi.so.26", "libamd_smi.so.25",
+          "libamd_smi.so.24", "libamd_smi.so.23", "/opt/rocm/lib/libamd_smi.so"};
 }
 
 core::Result<AmdSmiReport> ProbeAmdSmi(const std::vector<std::string>& libraries) {
@@ -431,9 +497,9 @@ core::Result<AmdSmiReport> ProbeAmdSmi(const std::vector<std::string>& libraries
   report.library_version = AskVersion(api);
   if (report.library_version) report.layout = AmdSmiLayoutFor(*report.library_version);
   Problems problems(api, report.problems);
-  std::vector<Handle> sockets = Enumerate(
-      [&](uint32_t* count, Handle* handles) { return api.get_socket_handles(count, handles); },
-      "amdsmi_get_socket_handles", problems, "all");
+  std::vector<Handle> sockets =
+      Enumerate([&](uint32_t* count, Handle* handles) { return api.get_socket_handles(count, handles); },
+                "amdsmi_get_socket_handles", problems, "all");
   report.socket_count = static_cast<uint32_t>(sockets.size());
   uint32_t index = 0;
   for (size_t s = 0; s < sockets.size(); ++s) {

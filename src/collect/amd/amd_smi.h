@@ -44,10 +44,10 @@ std::string AmdSmiStatusName(uint32_t status);
 /// Year.Major.Minor.Release ("24.6.2.0", amdsmi_version_t {year, major, minor, release,
 /// build}); from 25.x (ROCm 6.4) it is Major.Minor.Release ("26.5.0"; 26.x drops `year`).
 struct AmdSmiVersion {
-  std::string text;            ///< "24.6.2.0", "26.5.0"
-  uint32_t major = 0;          ///< 24 for "24.6.2.0" (its year), 26 for "26.5.0"
-  uint32_t minor = 0;          ///< 6 for "24.6.2.0", 5 for "26.5.0"
-  uint32_t patch = 0;          ///< 2 for "24.6.2.0", 0 for "26.5.0"
+  std::string text;    ///< "24.6.2.0", "26.5.0"
+  uint32_t major = 0;  ///< 24 for "24.6.2.0" (its year), 26 for "26.5.0"
+  uint32_t minor = 0;  ///< 6 for "24.6.2.0", 5 for "26.5.0"
+  uint32_t patch = 0;  ///< 2 for "24.6.2.0", 0 for "26.5.0"
 };
 
 /// The version from amdsmi_version_t: its `build` string (at byte 16 in every release's
@@ -57,9 +57,9 @@ std::optional<AmdSmiVersion> ParseAmdSmiVersion(std::optional<std::string_view> 
 
 /// Which struct layouts a library version has.
 enum class AmdSmiLayout {
-  kRocm60,    ///< 23.4.x (ROCm 6.0): driver_info {name, version, date}; error counts without deferred
-  kRocm61,    ///< 24.5.x to 24.7.x (ROCm 6.1 to 6.3): driver_info {version, date, name}; deferred count
-  kUnverified ///< anything else: structs are not read, only the scalar calls
+  kRocm60,     ///< 23.4.x (ROCm 6.0): driver_info {name, version, date}; error counts without deferred
+  kRocm61,     ///< 24.5.x to 24.7.x (ROCm 6.1 to 6.3): driver_info {version, date, name}; deferred count
+  kUnverified  ///< anything else: structs are not read, only the scalar calls
 };
 AmdSmiLayout AmdSmiLayoutFor(const AmdSmiVersion& version);
 /// "rocm-6.0", "rocm-6.1", "unverified".
@@ -77,12 +77,12 @@ struct AmdSmiGpu {
   std::map<std::string, int64_t> temperatures_c;
   std::optional<uint64_t> current_socket_power_w;  ///< amdsmi_power_info_t (gpu_metrics), watts
   std::optional<uint64_t> average_socket_power_w;
-  std::optional<uint64_t> power_limit_mw;          ///< hwmon power1_cap (microwatts) / 1000
-  std::optional<uint64_t> vram_total_bytes;        ///< amdsmi_get_gpu_memory_total(VRAM)
-  std::optional<uint64_t> vram_used_bytes;         ///< amdsmi_get_gpu_memory_usage(VRAM)
-  std::optional<uint64_t> ecc_correctable;         ///< amdsmi_get_gpu_total_ecc_count
+  std::optional<uint64_t> power_limit_mw;    ///< hwmon power1_cap (microwatts) / 1000
+  std::optional<uint64_t> vram_total_bytes;  ///< amdsmi_get_gpu_memory_total(VRAM)
+  std::optional<uint64_t> vram_used_bytes;   ///< amdsmi_get_gpu_memory_usage(VRAM)
+  std::optional<uint64_t> ecc_correctable;   ///< amdsmi_get_gpu_total_ecc_count
   std::optional<uint64_t> ecc_uncorrectable;
-  std::optional<uint64_t> ecc_deferred;            ///< 24.5 and later
+  std::optional<uint64_t> ecc_deferred;  ///< 24.5 and later
   std::optional<std::string> driver_name, driver_version, driver_date;
   std::optional<std::string> vbios_name, vbios_version, vbios_part_number, vbios_build_date;
   std::vector<AmdSmiFirmware> firmware;
