@@ -58,6 +58,45 @@ void CollectModules(const core::OsView& os, Json& software) {
   software["kernel_modules"] = modules;
 }
 
+// rpm's database: /var/lib/rpm (rpmdb.sqlite since RHEL 9 / rpm 4.16, Packages (Berkeley DB)
+// before, Packages.db for ndb on SUSE) or /usr/lib/sysimage/rpm (Fedora 36+, openSUSE), where
+// /var/lib/rpm is then a link. Only a directory holding one of these files counts, so an empty
+// /var/lib/rpm (Debian's rpm package creates it) does not make doctor start rpm.
+std::optional<std::string> RpmDatabase(const core::OsView& os) {
+  for (const char* dir : {"/var/lib/rpm", "/usr/lib/sysimage/rpm"}) {
+    for (const char* file : {"rpmdb.sqlite", "Packages", "Packages.db"}) {
+      std::string path = std::string(dir) + "/" + file;
+      if (os.Exists(path)) return path;
+    }
+  }
+  return std::nullopt;
+}
+
+void CollectRpmPackages(const core::OsView& os, Json& software, core::Section& section) {
+  std::optional<std::string> database = RpmDatabase(os);
+  if (!database) return;
+  if (!os.live()) {
+    // The captured tree's database may be in a format this machine's rpm cannot open (sqlite
+    // vs Berkeley DB), and rpm --root would run this machine's rpm against another's files.
+    section.NoteMissing("software.packages", fmt::format("the tree has an rpm database ({}) but rpm is run on the "
+                                                         "live machine only; GPU libraries are still listed from "
+                                                         "the loader path",
+                                                         *database));
+    return;
+  }
+  core::Result<RpmPackages> rpm = QueryRpmPackages();
+  if (!rpm.ok()) {
+    section.NoteMissing("software.packages", fmt::format("rpm database {}: {}", *database, rpm.error().message));
+    return;
+  }
+  if (!software.contains("packages")) software["packages"] = Json::array();
+  for (Json& package : rpm->packages) software["packages"].push_back(std::move(package));
+  if (rpm->malformed > 0) {
+    section.NoteMissing("software.packages", fmt::format("rpm -qa: {} malformed line{} skipped", rpm->malformed,
+                                                         rpm->malformed == 1 ? "" : "s"));
+  }
+}
+
 void CollectPackages(const core::OsView& os, Json& software, core::Section& section) {
   bool any_db = false;
   if (os.Exists("/var/lib/dpkg/status")) {
@@ -69,11 +108,9 @@ void CollectPackages(const core::OsView& os, Json& software, core::Section& sect
       section.NoteMissing("software.packages", status.error().message);
     }
   }
-  if (os.Exists("/var/lib/rpm/rpmdb.sqlite") || os.Exists("/var/lib/rpm/Packages")) {
+  if (RpmDatabase(os)) {
     any_db = true;
-    section.NoteMissing("software.packages",
-                        "an rpm database is present but gputriage does not read rpm databases; "
-                        "GPU libraries are still listed from the loader path");
+    CollectRpmPackages(os, software, section);
   }
   if (!any_db) {
     section.NoteMissing("software.packages", "no dpkg or rpm package database found");
@@ -335,6 +372,57 @@ Json ParseDpkgStatus(std::string_view status) {
   }
   flush();
   return packages;
+}
+
+RpmPackages ParseRpmQueryOutput(std::string_view output) {
+  RpmPackages out;
+  for (std::string_view line : core::SplitLines(output)) {
+    if (core::Trim(line).empty()) continue;
+    size_t tab1 = line.find('\t');
+    size_t tab2 = tab1 == std::string_view::npos ? tab1 : line.find('\t', tab1 + 1);
+    if (tab2 == std::string_view::npos || line.find('\t', tab2 + 1) != std::string_view::npos) {
+      ++out.malformed;
+      continue;
+    }
+    std::string_view name = line.substr(0, tab1);
+    std::string_view version = line.substr(tab1 + 1, tab2 - tab1 - 1);
+    std::string_view arch = line.substr(tab2 + 1);
+    if (name.empty() || version.empty()) {
+      ++out.malformed;
+      continue;
+    }
+    ++out.total;
+    if (!IsGpuPackageName(name)) continue;
+    Json package = {{"name", core::SanitizeUtf8(name)}, {"version", core::SanitizeUtf8(version)}, {"source", "rpm"}};
+    // gpg-pubkey entries and other arch-less headers print "(none)".
+    if (!arch.empty() && arch != "(none)") package["arch"] = core::SanitizeUtf8(arch);
+    out.packages.push_back(std::move(package));
+  }
+  return out;
+}
+
+core::Result<RpmPackages> QueryRpmPackages(const std::vector<std::string>& extra_args,
+                                           std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {"rpm"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  argv.insert(argv.end(), {"-qa", "--queryformat", std::string(kRpmQueryFormat)});
+  core::RunOptions options;
+  options.timeout = timeout;
+  // A RHEL workstation has 2000-5000 packages of ~40 bytes a line; 32 MiB is far beyond any.
+  options.max_stdout_bytes = 32u << 20;
+  options.max_stderr_bytes = 4u << 10;
+  GT_ASSIGN_OR_RETURN(core::ProcessOutcome outcome, core::RunWithTimeout(argv, options));
+  if (outcome.timed_out || outcome.exit_code != 0) {
+    std::string_view err = core::Trim(outcome.stderr_tail);
+    size_t last_line = err.rfind('\n');
+    if (last_line != std::string_view::npos) err = err.substr(last_line + 1);
+    return core::MakeError("rpm -qa {}{}{}", core::DescribeOutcome(outcome, options), err.empty() ? "" : ": ",
+                           core::SanitizeUtf8(err.substr(0, 200)));
+  }
+  if (outcome.stdout_dropped_bytes > 0) {
+    return core::MakeError("rpm -qa printed more than {} MiB; not read", options.max_stdout_bytes >> 20);
+  }
+  return ParseRpmQueryOutput(outcome.stdout_data);
 }
 
 Json ParseTorchVersionPy(std::string_view text) {

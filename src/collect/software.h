@@ -4,6 +4,7 @@
 // The only processes started are the compilers' `--version` runs, on the live machine.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,27 @@ bool IsGpuPythonDistribution(std::string_view name);
 
 /// dpkg's status file -> [{name, version, source: "dpkg"}] for installed GPU-stack packages.
 core::Json ParseDpkgStatus(std::string_view status);
+
+/// What `rpm -qa --queryformat '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n'` printed.
+struct RpmPackages {
+  /// [{name, version, arch, source: "rpm"}] for the GPU-stack packages (IsGpuPackageName).
+  core::Json packages = core::Json::array();
+  uint64_t total = 0;      ///< well-formed lines, GPU-stack or not
+  uint64_t malformed = 0;  ///< lines without three tab-separated fields
+};
+
+/// Parses rpm's output in the query format above. Never fails: a malformed line is counted.
+RpmPackages ParseRpmQueryOutput(std::string_view output);
+
+/// The query format gputriage passes to rpm.
+inline constexpr std::string_view kRpmQueryFormat = "%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n";
+
+/// Runs `rpm [extra_args] -qa --queryformat kRpmQueryFormat` under the subprocess watchdog
+/// (`timeout`, 5 s by default; 32 MiB of output at most). Fails with a message naming what went
+/// wrong: rpm not found, a timeout, a non-zero exit (with rpm's last stderr line), output cut.
+/// `extra_args` is for tests (`--dbpath DIR`).
+core::Result<RpmPackages> QueryRpmPackages(const std::vector<std::string>& extra_args = {},
+                                           std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 /// True for a package name that belongs to a GPU stack (cuda*, nvidia*, rocm*, hip*, ...).
 bool IsGpuPackageName(std::string_view name);

@@ -533,13 +533,15 @@ struct KernelModule {
 struct Package {
   std::optional<std::string> name;
   std::optional<std::string> version;
-  std::optional<std::string> source;
+  std::optional<std::string> source;  ///< "dpkg", "rpm"
+  std::optional<std::string> arch;    ///< rpm's %{ARCH}: "x86_64", "noarch"
   std::optional<std::string> path;
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("name", s.name);
     v("version", s.version);
     v("source", s.source);
+    v("arch", s.arch);
     v("path", s.path);
   }
 };
@@ -713,13 +715,17 @@ struct NvidiaSoftware {
 /// The AMD probe's system-wide data.
 struct AmdSoftware {
   std::optional<Installations> rocm;
-  Json kfd;  ///< KFD topology nodes (raw properties) and io_links, as read
-  Json smi;  ///< ROCm SMI's answers, as read
+  Json kfd;                                ///< KFD topology nodes (raw properties) and io_links, as read
+  Json smi;                                ///< ROCm SMI's answers, as read
+  Json amd_smi;                            ///< AMD SMI's answers, as read
+  std::optional<std::string> smi_library;  ///< "amd_smi" or "rocm_smi": which one answered
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("rocm", s.rocm);
     v("kfd", s.kfd);
     v("smi", s.smi);
+    v("amd_smi", s.amd_smi);
+    v("smi_library", s.smi_library);
   }
 };
 

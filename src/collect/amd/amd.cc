@@ -186,20 +186,25 @@ core::Json GpuToJson(AttributeReader& reader, const GpuEntry& gpu, bool kfd_pres
   return out;
 }
 
-void AddRocmSmi(AttributeReader& reader, core::Json& data) {
-  core::Result<RocmSmiReport> report = ProbeRocmSmi();
+// ROCm SMI's answer; true when it loaded (its failed rsmi_init is an answer too).
+bool AddRocmSmi(core::Section& section, const std::vector<std::string>& libraries) {
+  core::Result<RocmSmiReport> report = ProbeRocmSmi(libraries);
   if (!report.ok()) {
-    reader.NoteOnce("amd.smi", "ROCm SMI: " + report.error().message);
-    return;
+    section.NoteMissing("amd.smi", "ROCm SMI: " + report.error().message);
+    return false;
   }
-  data["smi"] = RocmSmiReportToJson(*report);
+  section.data["smi"] = RocmSmiReportToJson(*report);
   if (!report->initialized()) {
-    reader.NoteOnce("amd.smi", fmt::format("ROCm SMI: rsmi_init failed: status {} ({})", report->init_status,
-                                           report->init_status_text));
+    section.NoteMissing("amd.smi", fmt::format("ROCm SMI: rsmi_init failed: status {} ({})", report->init_status,
+                                               report->init_status_text));
   }
-  for (const std::string& problem : report->problems) {
-    reader.NoteOnce("amd.smi", "ROCm SMI: " + problem);
-  }
+  for (const std::string& problem : report->problems) section.NoteMissing("amd.smi", "ROCm SMI: " + problem);
+  return true;
+}
+
+std::string AmdSmiName(const AmdSmiReport& report) {
+  if (!report.library_version) return "AMD SMI (" + report.library_path + ")";
+  return fmt::format("AMD SMI {} ({})", report.library_version->text, report.library_path);
 }
 
 }  // namespace
@@ -231,8 +236,32 @@ core::Section Collect(const core::OsView& os) {
   }
   data["gpus"] = std::move(gpus);
 
-  if (os.live() && any_amd) AddRocmSmi(reader, data);
+  if (os.live() && any_amd) CollectSmi(section);
   return section;
+}
+
+void CollectSmi(core::Section& section, const SmiLibraries& libraries) {
+  core::Result<AmdSmiReport> amd_smi = ProbeAmdSmi(libraries.amd_smi);
+  if (amd_smi.ok()) section.data["amd_smi"] = AmdSmiReportToJson(*amd_smi);
+  if (amd_smi.ok() && amd_smi->initialized()) {
+    section.data["smi_library"] = "amd_smi";
+    section.NoteMissing("amd.smi", "ROCm SMI not asked: " + AmdSmiName(*amd_smi) + " answered");
+    if (amd_smi->layout == AmdSmiLayout::kUnverified) {
+      section.NoteMissing("amd.amd_smi",
+                          fmt::format("{}: power, ECC, driver, VBIOS and firmware not read: this gputriage knows "
+                                      "the struct layouts of AMD SMI 23.4 to 24.7 (ROCm 6.0 to 6.3) only",
+                                      AmdSmiName(*amd_smi)));
+    }
+    for (const std::string& problem : amd_smi->problems) section.NoteMissing("amd.amd_smi", "AMD SMI: " + problem);
+    return;
+  }
+  std::string why = amd_smi.ok() ? fmt::format("{}: amdsmi_init failed: status {} ({})", AmdSmiName(*amd_smi),
+                                               amd_smi->init_status, amd_smi->init_status_text)
+                                 : "AMD SMI: " + amd_smi.error().message;
+  bool rocm_smi = AddRocmSmi(section, libraries.rocm_smi);
+  if (rocm_smi) section.data["smi_library"] = "rocm_smi";
+  section.NoteMissing("amd.amd_smi",
+                      why + (rocm_smi ? "; ROCm SMI was asked instead" : "; ROCm SMI did not load either"));
 }
 
 }  // namespace gputriage::amd
