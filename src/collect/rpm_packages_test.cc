@@ -42,9 +42,9 @@ class RpmDatabase {
   ~RpmDatabase() { fs::remove_all(dir_); }
   // Records the packages in the database only (--justdb: no file is written to the system).
   void Install(const std::vector<std::string>& fixtures) {
-    std::vector<std::string> argv = {"rpm",         "--dbpath",      dir_.string(), "-i",          "--justdb",
-                                     "--nodeps",    "--noscripts",   "--nosignature", "--nodigest", "--ignorearch",
-                                     "--ignoreos"};
+    std::vector<std::string> argv = {"rpm",        "--dbpath",     dir_.string(), "-i",
+                                     "--justdb",   "--nodeps",     "--noscripts", "--nosignature",
+                                     "--nodigest", "--ignorearch", "--ignoreos"};
     for (const std::string& f : fixtures) argv.push_back(std::string(GT_FIXTURES_DIR) + "/rpm/" + f);
     Run(argv);
   }
@@ -69,8 +69,8 @@ TEST(RpmQuery, ParsesRealOutput) {
 
 TEST(RpmQuery, SourceLineIsMalformedOutput) {
   // The fixture's "# source:" line kept: a line without tabs is counted, not guessed at.
-  RpmPackages rpm = ParseRpmQueryOutput(
-      ReadFixture("rpm/rpm-qa-rpm-test-suite-packages.txt", {.source_line = SourceLine::kKeep}));
+  RpmPackages rpm =
+      ParseRpmQueryOutput(ReadFixture("rpm/rpm-qa-rpm-test-suite-packages.txt", {.source_line = SourceLine::kKeep}));
   EXPECT_EQ(rpm.total, 3u);
   EXPECT_EQ(rpm.malformed, 1u);
 }

@@ -83,8 +83,8 @@ class HelperSession : public core::TelemetrySession {
       if (!Reaped(std::chrono::milliseconds(1000))) {
         kill(pid_, SIGKILL);
         if (!Reaped(std::chrono::milliseconds(1000))) {
-          abandoned = fmt::format("the sampler (pid {}) did not end within 2 s, stuck in the driver; it was abandoned",
-                                  pid_);
+          abandoned =
+              fmt::format("the sampler (pid {}) did not end within 2 s, stuck in the driver; it was abandoned", pid_);
         }
       }
       pid_ = -1;

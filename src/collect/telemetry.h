@@ -17,8 +17,7 @@ namespace gputriage::collect {
 /// {"gputriage", "__probe"}) with its stdout on a pipe read by a thread. Never fails: a helper that
 /// cannot start gives a session whose Stop() says why. Stop() ends the helper (SIGTERM, then
 /// SIGKILL, then it is abandoned if it is stuck in the driver), within about 2 s.
-std::unique_ptr<core::TelemetrySession> StartTelemetry(const std::vector<std::string>& helper_command,
-                                                       double period_s);
+std::unique_ptr<core::TelemetrySession> StartTelemetry(const std::vector<std::string>& helper_command, double period_s);
 
 /// The helper's side (`gputriage __probe telemetry`, when gputriage-probe is not installed).
 int RunTelemetryProbe(const core::OsView& os, double period_s, std::FILE* out);

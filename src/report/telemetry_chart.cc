@@ -186,8 +186,8 @@ std::string RenderTelemetrySvg(const TelemetryChart& c) {
   for (const auto& [x, label] : c.ticks) {
     svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#57606a"/>)", Num(x), Num(axis_y),
                        Num(axis_y + 4));
-    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" fill="#57606a">{}</text>)", Num(x),
-                       Num(axis_y + 15), label);
+    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" fill="#57606a">{}</text>)", Num(x), Num(axis_y + 15),
+                       label);
   }
   svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" fill="#57606a">{}</text>)", Num(c.x1), Num(axis_y + 28),
                      EscapeHtml(c.axis_title));
@@ -199,8 +199,9 @@ std::string RenderTelemetrySvg(const TelemetryChart& c) {
   double lx = c.x0;
   for (int device : devices) {
     const char* colour = kColours[static_cast<size_t>(device) % std::size(kColours)];
-    svg += fmt::format(R"(<rect x="{}" y="{}" width="10" height="3" fill="{}"/><text x="{}" y="{}" fill="#24292f">GPU {}</text>)",
-                       Num(lx), Num(axis_y + 24), colour, Num(lx + 14), Num(axis_y + 29), device);
+    svg += fmt::format(
+        R"(<rect x="{}" y="{}" width="10" height="3" fill="{}"/><text x="{}" y="{}" fill="#24292f">GPU {}</text>)",
+        Num(lx), Num(axis_y + 24), colour, Num(lx + 14), Num(axis_y + 29), device);
     lx += 60;
   }
   svg += "\n</svg>\n";

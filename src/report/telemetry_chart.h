@@ -13,9 +13,9 @@
 namespace gputriage::report {
 
 struct TelemetryPanel {
-  std::string title;  ///< "Temperature (°C)"
-  double y0 = 0, y1 = 0;        ///< the panel's extent in px
-  double min = 0, max = 0;      ///< the value range drawn
+  std::string title;                                                          ///< "Temperature (°C)"
+  double y0 = 0, y1 = 0;                                                      ///< the panel's extent in px
+  double min = 0, max = 0;                                                    ///< the value range drawn
   std::vector<std::pair<int, std::vector<std::pair<double, double>>>> lines;  ///< device, points (x, y px)
 };
 

@@ -16,9 +16,9 @@ core::TelemetrySample S(double t, int device, int temperature, std::vector<std::
 }
 
 TEST(TelemetryChart, PanelsForTheQuantitiesPresentOneLinePerGpu) {
-  std::vector<core::TelemetrySample> samples = {S(-10, 0, 60), S(-10, 1, 50), S(-5, 0, 70),
-                                                S(-5, 1, 55, {"hw_thermal_slowdown", "gpu_idle"}), S(0, 0, 80),
-                                                S(0, 1, 56)};
+  std::vector<core::TelemetrySample> samples = {S(-10, 0, 60), S(-10, 1, 50),
+                                                S(-5, 0, 70),  S(-5, 1, 55, {"hw_thermal_slowdown", "gpu_idle"}),
+                                                S(0, 0, 80),   S(0, 1, 56)};
   TelemetryChart c = LayoutTelemetry(samples, /*relative_to_failure=*/true, 960);
   ASSERT_EQ(c.panels.size(), 2u);  // temperature and power; no clock or memory in the samples
   EXPECT_EQ(c.panels[0].title, "Temperature (°C)");

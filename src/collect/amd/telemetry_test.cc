@@ -20,7 +20,8 @@ TEST(AmdgpuSampler, SamplesHwmonTemperatureAndPower) {
   TempTree tree;
   std::string dir = "/sys/bus/pci/devices/0000:03:00.0";
   tree.Link(dir + "/driver", kDriverLink);
-  MaterialiseSensors(tree, dir + "/hwmon/hwmon0", ReadFixture("hwmon-lm-sensors-amdgpu-rx7900xt-edge-junction-mem-ppt.txt"));
+  MaterialiseSensors(tree, dir + "/hwmon/hwmon0",
+                     ReadFixture("hwmon-lm-sensors-amdgpu-rx7900xt-edge-junction-mem-ppt.txt"));
   core::Result<core::OsView> os = core::OsView::Rooted(tree.root());
   ASSERT_TRUE(os.ok());
   AmdgpuSampler sampler(*os);
@@ -49,7 +50,7 @@ TEST(AmdgpuSampler, SamplesCurrentSclkAndVramUsed) {
   ASSERT_EQ(samples.size(), 2u);
   ASSERT_TRUE(samples[0].memory_used_mib.has_value());
   EXPECT_NEAR(*samples[0].memory_used_mib, 6812925952.0 / (1 << 20), 1e-6);
-  EXPECT_EQ(samples[1].sm_clock_mhz, 1233);             // the level marked '*'
+  EXPECT_EQ(samples[1].sm_clock_mhz, 1233);               // the level marked '*'
   EXPECT_FALSE(samples[1].memory_clock_mhz.has_value());  // the excerpt marks no mclk level
 }
 
