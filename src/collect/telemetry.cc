@@ -54,7 +54,10 @@ class HelperSession : public core::TelemetrySession {
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     // Its own process group: a Ctrl-C meant for the job does not end the sampler first.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
     posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid = -1;
     int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
@@ -68,7 +71,14 @@ class HelperSession : public core::TelemetrySession {
     }
     pid_ = pid;
     fd_ = fds[0];
+    // The reader thread blocks every signal: `run` takes SIGTERM/SIGINT/SIGCHLD through a signalfd
+    // in its main thread, and a process-directed signal goes to any thread that does not block it
+    // (it killed gputriage instead of ending the series when the reader had it unblocked).
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     reader_ = std::thread([this] { ReadLoop(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
 
   ~HelperSession() override {
