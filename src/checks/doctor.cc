@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "checks/topology_checks.h"
 #include "core/text.h"
 
 namespace gputriage::checks {
@@ -420,6 +421,7 @@ std::vector<Finding> RunDoctorChecks(const core::Snapshot& snapshot, const catal
   CheckBars(snapshot, out);
   CheckKernelLog(snapshot, catalog, out);
   CheckNvidiaHealth(snapshot, out);
+  CheckTopology(snapshot, out);
   CheckAmdHealth(snapshot, out);
   CheckDriverMismatch(snapshot, out);
   CheckEnvironment(snapshot, catalog, out);

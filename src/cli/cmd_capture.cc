@@ -51,8 +51,17 @@ core::Json ToJson(const forensics::CaptureRunningOutcome& o) {
   if (const core::ProcessReport* p = o.run.primary()) {
     for (const core::ThreadState& t : p->threads) {
       core::Json j = {{"tid", t.tid}, {"name", t.name}, {"frames", t.frames.size()}};
-      j["top"] = t.frames.empty() || t.frames.front().function.empty() ? core::Json(nullptr)
-                                                                       : core::Json(t.frames.front().function);
+      // The innermost frame: its function, else module+offset (a stripped driver), else null.
+      core::Json top(nullptr);
+      if (!t.frames.empty()) {
+        const core::Frame& f = t.frames.front();
+        if (!f.function.empty()) {
+          top = f.function;
+        } else if (!f.module.empty() && f.offset) {
+          top = fmt::format("{}+{}", std::filesystem::path(f.module).filename().string(), core::Hex(*f.offset));
+        }
+      }
+      j["top"] = std::move(top);
       threads.push_back(std::move(j));
     }
   }

@@ -89,8 +89,9 @@ int RunDoctor(const SnapshotFlags& flags, bool json, bool validate, ExitCodes co
   out += "\n";
   if (report->validation) out += RenderValidationSummary(*report->validation) + "\n";
   out += findings.empty() ? "No problems found.\n" : RenderFindings(findings);
-  out += fmt::format("\n{} critical, {} error, {} warning, {} info; snapshot took {:.0f} ms\n", counts[3], counts[2],
-                     counts[1], counts[0], report->snapshot.collection_ms.value_or(0.0));
+  out += fmt::format("\n{} critical, {} error, {} warning, {} info; snapshot took {:.0f} ms{}\n", counts[3], counts[2],
+                     counts[1], counts[0], report->snapshot.collection_ms.value_or(0.0),
+                     SlowestCollectorText(report->snapshot));
   std::fputs(out.c_str(), stdout);
   return rc;
 }

@@ -19,7 +19,7 @@ namespace {
 using core::Json;
 
 int Report(const std::vector<std::string>& paths, const std::string& format, const std::string& snapshot_path,
-           const std::string& output) {
+           const std::string& baseline_path, const std::string& output) {
   if (format != "md" && format != "html" && format != "json") {
     return Fail(fmt::format("report: --format '{}' is not md, html or json", format), kExitUsage);
   }
@@ -38,13 +38,19 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     }
     request.snapshot = std::move(*snapshot);
   }
+  if (!baseline_path.empty()) {
+    auto baseline = store::LoadSnapshotArg(&db, baseline_path);
+    if (!baseline.ok()) return Fail("--baseline: " + baseline.error().message, kExitUsage);
+    request.baseline = std::move(*baseline);
+    request.baseline_source = baseline_path;
+  }
   auto r = report::MakeReport(**analyzer, request, &db);
   if (!r.ok()) {
     return Fail(r.error().message, kExitUsage);
   }
   for (const Json& warning : r->json["warnings"]) PrintError("warning: " + warning.get<std::string>());
   std::string text = format == "json"   ? r->json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
-                     : format == "html" ? report::RenderHtml(r->json, r->timeline)
+                     : format == "html" ? report::RenderHtml(r->json, r->timeline, r->threads)
                                         : report::RenderMarkdown(r->json);
   if (output.empty() || output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -70,6 +76,7 @@ Command ReportCommand() {
         auto format = std::make_shared<std::string>("md");
         auto snapshot = std::make_shared<std::string>();
         auto output = std::make_shared<std::string>();
+        auto baseline = std::make_shared<std::string>();
         app.description(
             "Writes the bug report for a failure from what was collected: Environment (OS, "
             "kernel, GPUs, driver, ROCm/CUDA, PyTorch, GPU-stack environment variables), "
@@ -86,8 +93,16 @@ Command ReportCommand() {
                        "A snapshot for the Environment section (a bundle has its own): a JSON file, - for stdin, "
                        "or a stored snapshot's id, 'latest', 'previous'")
             ->type_name("SNAPSHOT");
+        app.add_option("--baseline", *baseline,
+                       "A snapshot from before the failure (a good run's, a stored one): the report adds \"Changes "
+                       "since the baseline\", what differs on the machine (GPUs, links, driver, kernel, GPU-stack "
+                       "packages, environment; as snapshot diff): a JSON file, - for stdin, or a stored snapshot's id, "
+                       "'latest', 'previous'")
+            ->type_name("SNAPSHOT");
         app.add_option("-o,--output", *output, "Write the report to FILE instead of stdout")->type_name("FILE");
-        return [paths, format, snapshot, output]() { return Report(*paths, *format, *snapshot, *output); };
+        return [paths, format, snapshot, baseline, output]() {
+          return Report(*paths, *format, *snapshot, *baseline, *output);
+        };
       }};
 }
 

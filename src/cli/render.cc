@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <map>
 #include <set>
 
 #include "cli/common.h"
@@ -67,8 +68,31 @@ void RenderGpus(const std::vector<core::Gpu>& gpus, std::string& out) {
     line += "  driver " + T(gpu.driver.value_or("none"));
     std::string link = LinkText(gpu);
     if (!link.empty()) line += "  " + link;
+    if (gpu.numa_node) line += fmt::format("  NUMA {}", *gpu.numa_node);
     out += line + "\n";
   }
+}
+
+// One line for the links between GPUs: how many pairs take each path ("NV18 x28"), and the
+// pairs whose peer-to-peer access NVML refuses.
+void RenderTopology(const core::Snapshot& snapshot, std::string& out) {
+  if (!snapshot.topology || !snapshot.topology->peers || snapshot.topology->peers->empty()) return;
+  std::map<std::string, size_t> paths;
+  size_t answered = 0, refused = 0;
+  for (const core::GpuPeer& peer : *snapshot.topology->peers) {
+    ++paths[peer.path.value_or("unknown")];
+    if (!peer.p2p || (!peer.p2p->read && !peer.p2p->write)) continue;
+    ++answered;
+    if ((peer.p2p->read && *peer.p2p->read != "ok") || (peer.p2p->write && *peer.p2p->write != "ok")) ++refused;
+  }
+  std::string line = fmt::format("links     {} GPU pair{}:", snapshot.topology->peers->size(),
+                                 snapshot.topology->peers->size() == 1 ? "" : "s");
+  for (const auto& [path, count] : paths) line += fmt::format(" {} x{}", T(path), count);
+  if (answered > 0) {
+    line += refused == 0 ? fmt::format("; peer access ok for all {}", answered)
+                         : fmt::format("; peer access refused for {} of {}", refused, answered);
+  }
+  out += line + "\n";
 }
 
 void AddInstallations(const std::optional<core::Installations>& installs, const char* label,
@@ -168,10 +192,25 @@ std::string FormatBytes(double bytes) {
   return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, kUnits[unit]);
 }
 
+std::string SlowestCollectorText(const core::Snapshot& snapshot) {
+  if (!snapshot.collector_ms) return "";
+  const std::map<std::string, double>& ms = *snapshot.collector_ms;
+  auto is_container = [&](const std::string& name) {
+    auto next = ms.upper_bound(name);
+    return next != ms.end() && next->first.starts_with(name + ".");
+  };
+  const std::pair<const std::string, double>* max = nullptr;
+  for (const auto& entry : ms) {
+    if (!is_container(entry.first) && (max == nullptr || entry.second > max->second)) max = &entry;
+  }
+  return max == nullptr ? "" : fmt::format(" (slowest: {} {:.0f} ms)", max->first, max->second);
+}
+
 std::string RenderSnapshotSummary(const core::Snapshot& snapshot) {
   std::string out;
   RenderHost(snapshot.host.value_or(core::Host{}), out);
   RenderGpus(snapshot.GpuList(), out);
+  RenderTopology(snapshot, out);
   RenderSoftware(snapshot.software.value_or(core::Software{}), out);
   RenderToolchain(snapshot.software.value_or(core::Software{}), out);
   RenderKernelLog(snapshot.kernel_log, out);
@@ -221,7 +260,10 @@ std::string RenderProcessReport(const std::string& source, const core::ProcessRe
   }
   if (!r.threads.empty()) {
     const core::ThreadState& t = r.threads.front();
-    out += fmt::format("thread {}{} (crashed):\n", t.tid, t.name.empty() ? "" : " \"" + T(t.name) + "\"");
+    // Only a signal makes the first thread the crashed one; a hang dump or a capture lists the
+    // main thread first.
+    std::string_view role = r.signal ? "crashed" : (r.pid && t.tid == *r.pid ? "main thread" : "first thread");
+    out += fmt::format("thread {}{} ({}):\n", t.tid, t.name.empty() ? "" : " \"" + T(t.name) + "\"", role);
     size_t shown = std::min<size_t>(t.frames.size(), 24);
     for (size_t i = 0; i < shown; ++i) out += FrameLine(i, t.frames[i]);
     if (t.frames.size() > shown) out += fmt::format("  ... {} more frames (--json)\n", t.frames.size() - shown);

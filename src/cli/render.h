@@ -22,6 +22,10 @@ namespace gputriage::cli {
 /// A short summary of a snapshot: host, one line per GPU, software, kernel log, env, notes.
 std::string RenderSnapshotSummary(const core::Snapshot& snapshot);
 
+/// " (slowest: software.toolchain 1061 ms)": the slowest single collector of collector_ms (a
+/// section whose parts are listed, such as "software", is not one); "" when unknown.
+std::string SlowestCollectorText(const core::Snapshot& snapshot);
+
 /// `snapshot` for the terminal: RenderSnapshotSummary, the findings, how long collecting took,
 /// and the id it was saved under when `saved_id` is given.
 std::string RenderTakenSnapshot(const core::Snapshot& snapshot, std::optional<int64_t> saved_id);

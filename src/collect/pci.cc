@@ -61,6 +61,13 @@ void AddTopology(const core::OsView& os, const std::string& dir, Json& gpu) {
   if (auto numa = os.ReadTrimmed(dir + "/numa_node")) {
     if (auto n = core::ParseI64(*numa); n && *n >= 0) gpu["numa_node"] = *n;
   }
+  // The kernel's list of the CPUs nearest the device ("0-31,64-95"): what nvidia-smi topo -m
+  // prints as CPU Affinity. Kept only when it looks like a CPU list.
+  if (auto cpus = os.ReadTrimmed(dir + "/local_cpulist")) {
+    if (!cpus->empty() && cpus->size() <= 4096 && cpus->find_first_not_of("0123456789,-") == std::string::npos) {
+      gpu["local_cpus"] = *cpus;
+    }
+  }
   if (auto group = os.TryReadLink(dir + "/iommu_group"); group.ok()) {
     std::string_view target = *group;
     if (auto n = core::ParseU64(target.substr(target.rfind('/') + 1), 10)) gpu["iommu_group"] = *n;

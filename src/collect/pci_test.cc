@@ -20,6 +20,7 @@ TEST(PciTest, FindsTheH200InTheCapturedTree) {
   EXPECT_EQ(gpu["revision"], "0xa1");
   EXPECT_EQ(gpu["driver"], "nvidia");
   EXPECT_FALSE(gpu.contains("numa_node"));  // the kernel reports -1: unknown, not node 0
+  EXPECT_EQ(gpu["local_cpus"], "0-15");     // the VM's 16 CPUs, all near the GPU
   EXPECT_EQ(gpu["link"]["current_speed_gts"], 32.0);
   EXPECT_EQ(gpu["link"]["max_width"], 16);
   ASSERT_EQ(gpu["bars"].size(), 3u);

@@ -1,6 +1,7 @@
 #include "collect/snapshot.h"
 
 #include <chrono>
+#include <cmath>
 #include <future>
 
 #include "collect/env/env.h"
@@ -54,11 +55,17 @@ Section ProbeHungSection(const VendorProbe& probe, const core::ProcessOutcome& o
 // it reads (an abandoned call outlives this frame).
 template <typename Fn>
 Section Bounded(std::string_view name, std::chrono::milliseconds limit, Fn collect) {
+  auto start = std::chrono::steady_clock::now();
   auto section = core::CallWithDeadline(limit, std::move(collect));
-  if (section.ok()) return std::move(*section);
-  Section missing;
-  missing.NoteMissing(std::string(name), fmt::format("the {} collector {}", name, section.error().message));
-  return missing;
+  Section out;
+  if (section.ok()) {
+    out = std::move(*section);
+  } else {
+    out.NoteMissing(std::string(name), fmt::format("the {} collector {}", name, section.error().message));
+  }
+  out.timings_ms[std::string(name)] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
 }
 
 Section RunProbeInHelper(const core::OsView& os, const VendorProbe& probe, const SnapshotOptions& options) {
@@ -111,6 +118,7 @@ Json* FindGpu(Json& gpus, const std::string& address) {
 void Absorb(Section& total, Section&& part) {
   for (auto& note : part.not_collected) total.not_collected.push_back(std::move(note));
   for (auto& finding : part.findings) total.findings.push_back(std::move(finding));
+  for (auto& [name, ms] : part.timings_ms) total.timings_ms[name] = ms;
 }
 
 // Directories a live Python environment may keep packages in, found without running Python:
@@ -178,8 +186,14 @@ void AdoptProbedTorch(const Json& probe, Json& software) {
 
 }  // namespace
 
-void MergeVendorSection(const std::string& probe, const Section& section, Json& gpus, Json& software) {
+void MergeVendorSection(const std::string& probe, const Section& section, Json& gpus, Json& software, Json& peers) {
   Json data = section.data;
+  if (auto found = data.find("peers"); found != data.end()) {
+    if (found->is_array()) {
+      for (const Json& peer : *found) peers.push_back(peer);
+    }
+    data.erase(found);
+  }
   if (data.contains("gpus") && data["gpus"].is_array()) {
     for (Json vendor_gpu : data["gpus"]) {
       if (!vendor_gpu.is_object()) continue;
@@ -237,16 +251,28 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   std::vector<std::pair<std::string, std::future<Section>>> probes;
   for (const VendorProbe& probe : VendorProbes()) {
     if (!probe.present(os, pci_gpus)) continue;
-    probes.emplace_back(std::string(probe.name), std::async(std::launch::async, [os, options, &probe, limit]() {
-                          // The helper process has its own watchdog (probe_timeout).
-                          if (!options.helper_command.empty()) return RunProbeInHelper(os, probe, options);
-                          return Bounded(probe.name, limit, [os, &probe]() { return probe.collect(os); });
-                        }));
+    probes.emplace_back(
+        std::string(probe.name), std::async(std::launch::async, [os, options, &probe, limit]() {
+          // The helper process has its own watchdog (probe_timeout).
+          if (!options.helper_command.empty()) {
+            auto start = std::chrono::steady_clock::now();
+            Section section = RunProbeInHelper(os, probe, options);
+            section.timings_ms[std::string(probe.name)] =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+            return section;
+          }
+          return Bounded(probe.name, limit, [os, &probe]() { return probe.collect(os); });
+        }));
   }
   std::optional<std::future<Section>> python;
   if (options.python && os.live()) {
-    python = std::async(std::launch::async,
-                        [&options]() { return RunPythonProbe(*options.python, options.python_timeout); });
+    python = std::async(std::launch::async, [&options]() {
+      auto start = std::chrono::steady_clock::now();
+      Section section = RunPythonProbe(*options.python, options.python_timeout);
+      section.timings_ms["python_probe"] =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      return section;
+    });
   }
   auto names = std::async(std::launch::async, [os, pci_gpus, limit]() {
     return Bounded("pci_names", limit, [os, gpus = pci_gpus]() mutable {
@@ -282,9 +308,10 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   Json gpus = named.data.contains("gpus") ? std::move(named.data["gpus"]) : pci_gpus;
   Absorb(total, std::move(named));
   Absorb(total, std::move(pci));
+  Json peers = Json::array();
   for (auto& [name, future] : probes) {
     Section vendor = future.get();
-    MergeVendorSection(name, vendor, gpus, software.data);
+    MergeVendorSection(name, vendor, gpus, software.data, peers);
     Absorb(total, std::move(vendor));
   }
   if (python) {
@@ -305,6 +332,7 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   snapshot["root"] = os.live() ? Json(nullptr) : Json(os.root());
   snapshot["host"] = host_section.data;
   snapshot["gpus"] = gpus;
+  if (!peers.empty()) snapshot["topology"] = Json{{"peers", std::move(peers)}};
   snapshot["software"] = software.data;
   snapshot["kernel_log"] = log_section.data;
   snapshot["env"] = env.data;
@@ -316,6 +344,10 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   snapshot["findings"] = total.findings;
   snapshot["collection_ms"] =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // Each collector's own time (they run in parallel: the slowest sets collection_ms).
+  Json collectors = Json::object();
+  for (const auto& [name, ms] : total.timings_ms) collectors[name] = std::round(ms * 10) / 10;
+  snapshot["collector_ms"] = std::move(collectors);
   return snapshot;
 }
 

@@ -46,8 +46,10 @@ core::Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& op
 /// helper process prints). Fails for an unknown probe name.
 core::Result<core::Json> RunProbeInProcess(const core::OsView& os, const std::string& name);
 
-/// Folds a vendor probe's section into the snapshot's `gpus` (matched by PCI address) and
-/// `software.<probe>`. Exposed for tests.
-void MergeVendorSection(const std::string& probe, const core::Section& section, core::Json& gpus, core::Json& software);
+/// Folds a vendor probe's section into the snapshot's `gpus` (matched by PCI address),
+/// `software.<probe>` and, for its `peers` (pairs of GPUs), `peers` (the snapshot's
+/// `topology.peers`). Exposed for tests.
+void MergeVendorSection(const std::string& probe, const core::Section& section, core::Json& gpus, core::Json& software,
+                        core::Json& peers);
 
 }  // namespace gputriage::collect

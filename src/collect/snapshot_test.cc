@@ -88,7 +88,8 @@ TEST(SnapshotModel, H200NvmlProbeRoundTripsWithItsHealthFields) {
   Json json = CollectedJson(H200Root());
   Json probe =
       Json::parse(gputriage::testing::ReadFixture("nvidia/h200-live/probe-nvidia.json", {.missing_fails_test = true}));
-  MergeVendorSection("nvidia", probe.get<core::Section>(), json["gpus"], json["software"]);
+  Json peers = Json::array();
+  MergeVendorSection("nvidia", probe.get<core::Section>(), json["gpus"], json["software"], peers);
   core::Snapshot s = RoundTrip(json);
 
   const core::NvidiaGpu& nv = *s.GpuList().at(0).nvidia;
@@ -117,7 +118,8 @@ TEST(SnapshotModel, H200ProbeOfTodayFillsDeviceCountAndComputeCapability) {
   Json json = CollectedJson(H200Root());
   Json probe = Json::parse(
       gputriage::testing::ReadFixture("nvidia/h200-live-2026-12-03/probe-nvidia.json", {.missing_fails_test = true}));
-  MergeVendorSection("nvidia", probe.get<core::Section>(), json["gpus"], json["software"]);
+  Json peers = Json::array();
+  MergeVendorSection("nvidia", probe.get<core::Section>(), json["gpus"], json["software"], peers);
   core::Snapshot s = RoundTrip(json);
   ASSERT_TRUE(s.software && s.software->nvidia);
   EXPECT_EQ(s.software->nvidia->device_count, 1u);

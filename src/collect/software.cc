@@ -3,6 +3,10 @@
 #include <re2/re2.h>
 
 #include <chrono>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -138,7 +142,15 @@ std::optional<std::pair<std::string, std::string>> CudartFile(const core::OsView
   return std::nullopt;
 }
 
-// `nvcc --version` of a live installation (2 s at most): "release 13.0, V13.0.88".
+// The release and full version in nvcc's version output: "release 13.0, V13.0.88".
+std::optional<std::pair<std::string, std::string>> ParseNvccRelease(const std::string& text) {
+  static const RE2 kRelease(R"(release ([0-9]+\.[0-9]+), (V[0-9.]+))");
+  std::string release, full;
+  if (!RE2::PartialMatch(text, kRelease, &release, &full)) return std::nullopt;
+  return std::make_pair(release, full);
+}
+
+// `nvcc --version` of a live installation (2 s at most).
 std::optional<std::pair<std::string, std::string>> NvccRelease(const std::string& nvcc) {
   core::RunOptions options;
   options.timeout = std::chrono::milliseconds(2000);
@@ -146,10 +158,26 @@ std::optional<std::pair<std::string, std::string>> NvccRelease(const std::string
   options.max_stderr_bytes = 4u << 10;
   auto outcome = core::RunWithTimeout({nvcc, "--version"}, options);
   if (!outcome.ok() || outcome->timed_out) return std::nullopt;
-  static const RE2 kRelease(R"(release ([0-9]+\.[0-9]+), (V[0-9.]+))");
-  std::string release, full;
-  if (!RE2::PartialMatch(outcome->stdout_data, kRelease, &release, &full)) return std::nullopt;
-  return std::make_pair(release, full);
+  return ParseNvccRelease(outcome->stdout_data);
+}
+
+// The release the toolchain collector read from this nvcc (its version line, "Cuda compilation
+// tools, release 13.0, V13.0.88"), when it ran the same file.
+std::optional<std::pair<std::string, std::string>> ReleaseFromToolchain(const Json& software,
+                                                                        const std::string& real_nvcc) {
+  auto compilers = software.find("compilers");
+  if (compilers == software.end() || !compilers->is_array()) return std::nullopt;
+  for (const Json& c : *compilers) {
+    if (!c.is_object() || !c.contains("path") || !c["path"].is_string() || !c.contains("version_line") ||
+        !c["version_line"].is_string()) {
+      continue;
+    }
+    std::error_code ec;
+    std::string real = std::filesystem::canonical(c["path"].get<std::string>(), ec).string();
+    if (ec || real != real_nvcc) continue;
+    if (auto release = ParseNvccRelease(c["version_line"].get<std::string>())) return release;
+  }
+  return std::nullopt;
 }
 
 // /usr/local/cuda* installations and their release. An install carries version.json (CUDA 11.1
@@ -158,6 +186,9 @@ std::optional<std::pair<std::string, std::string>> NvccRelease(const std::string
 // nvcc is not run), then the CUDA runtime library's file name. version_source says which.
 void CollectCuda(const core::OsView& os, Json& software) {
   Json installs = Json::array();
+  // /usr/local/cuda, cuda-13 and cuda-13.0 are usually one install behind symlinks: its nvcc
+  // runs once (about 50 ms each time).
+  std::map<std::string, std::optional<std::pair<std::string, std::string>>> nvcc_runs;
   auto entries = os.TryListDir("/usr/local");
   if (!entries.ok()) return;
   for (const std::string& entry : *entries) {
@@ -176,7 +207,16 @@ void CollectCuda(const core::OsView& os, Json& software) {
     }
     if (os.Exists(path + "/bin/nvcc")) install["nvcc"] = path + "/bin/nvcc";
     if (!install.contains("version") && os.live() && install.contains("nvcc")) {
-      if (auto release = NvccRelease(path + "/bin/nvcc")) {
+      std::error_code ec;
+      std::string real = std::filesystem::canonical(path + "/bin/nvcc", ec).string();
+      if (ec) real = path + "/bin/nvcc";
+      auto run = nvcc_runs.find(real);
+      if (run == nvcc_runs.end()) {
+        std::optional<std::pair<std::string, std::string>> release = ReleaseFromToolchain(software, real);
+        if (!release) release = NvccRelease(path + "/bin/nvcc");
+        run = nvcc_runs.emplace(real, std::move(release)).first;
+      }
+      if (const auto& release = run->second) {
         install["version"] = release->first;
         install["version_source"] = fmt::format("bin/nvcc --version ({})", release->second);
       }
@@ -453,13 +493,38 @@ std::optional<std::string> ParseCudaVersion(std::string_view text) {
 core::Section CollectSoftware(const core::OsView& os, const SoftwareOptions& options) {
   core::Section section;
   Json& software = section.data;
-  CollectModules(os, software);
-  CollectPackages(os, software, section);
-  CollectCuda(os, software);
-  CollectLibraries(os, options, software);
-  CollectPython(os, options, software);
-  CollectToolchain(os, options.toolchain, software, section);
-  CollectCRuntime(os, LoaderDirectories(os, options.library_dirs), software, section);
+  auto timed = [&section](const char* name, auto&& collect) {
+    auto start = std::chrono::steady_clock::now();
+    collect();
+    section.timings_ms[std::string("software.") + name] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  // The toolchain runs programs (`gcc --version`, `nvcc --version`; Debian's hipcc is a Perl
+  // script of 1 to 2 s): it runs beside the file-reading collectors, in its own JSON and section.
+  struct ToolchainPart {
+    Json software = Json::object();
+    core::Section section;
+    double ms = 0;
+  };
+  auto toolchain = std::async(std::launch::async, [&os, &options]() {
+    ToolchainPart part;
+    auto start = std::chrono::steady_clock::now();
+    CollectToolchain(os, options.toolchain, part.software, part.section);
+    part.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return part;
+  });
+  timed("modules", [&] { CollectModules(os, software); });
+  timed("packages", [&] { CollectPackages(os, software, section); });
+  timed("libraries", [&] { CollectLibraries(os, options, software); });
+  timed("python", [&] { CollectPython(os, options, software); });
+  timed("c_runtime", [&] { CollectCRuntime(os, LoaderDirectories(os, options.library_dirs), software, section); });
+  ToolchainPart part = toolchain.get();
+  for (auto& [key, value] : part.software.items()) software[key] = std::move(value);
+  for (auto& note : part.section.not_collected) section.not_collected.push_back(std::move(note));
+  for (auto& finding : part.section.findings) section.findings.push_back(std::move(finding));
+  section.timings_ms["software.toolchain"] = part.ms;
+  // After the toolchain: an nvcc it already ran is not run again for the CUDA install's release.
+  timed("cuda", [&] { CollectCuda(os, software); });
   return section;
 }
 

@@ -89,6 +89,12 @@ class HelperSession : public core::TelemetrySession {
     if (!failure_.empty()) return {.samples = {}, .note = failure_, .period_s = period_s_, .source = ""};
     std::string abandoned;
     if (pid_ > 0) {
+      // A job shorter than the sampler's start (a slow machine, a sanitizer build) would stop it
+      // before it said anything, not even why it has no GPU: it gets up to 1 s for its first line.
+      auto first_line = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+      while (!output_seen_ && !reader_done_ && std::chrono::steady_clock::now() < first_line) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       kill(pid_, SIGTERM);
       if (!Reaped(std::chrono::milliseconds(1000))) {
         kill(pid_, SIGKILL);
@@ -135,8 +141,12 @@ class HelperSession : public core::TelemetrySession {
       if (ready <= 0) continue;
       ssize_t n = read(fd_, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // the helper ended
+      if (n <= 0) {  // the helper ended
+        reader_done_ = true;
+        return;
+      }
       buffer_.append(chunk, static_cast<size_t>(n));
+      output_seen_ = true;
       if (buffer_.size() > kMaxBuffered) DropOldest();
     }
   }
@@ -161,7 +171,9 @@ class HelperSession : public core::TelemetrySession {
   int fd_ = -1;
   std::thread reader_;
   std::atomic<bool> stop_{false};
-  std::string buffer_;  // written by the reader thread only until it is joined
+  std::atomic<bool> output_seen_{false};  ///< the helper has written something
+  std::atomic<bool> reader_done_{false};  ///< its output ended (it exited)
+  std::string buffer_;                    // written by the reader thread only until it is joined
   size_t dropped_ = 0;
 };
 

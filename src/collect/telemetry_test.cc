@@ -42,6 +42,18 @@ TEST(TelemetrySession, AHelperThatCannotStartIsNamed) {
   EXPECT_NE(r.note.find("/nonexistent/gputriage-probe"), std::string::npos) << r.note;
 }
 
+// A job that ends before the sampler has said anything (it starts slowly under ASan on a loaded
+// machine): Stop waits for its first line, so the bundle says why there is no telemetry.
+TEST(TelemetrySession, StopWaitsForTheSamplersFirstLine) {
+  auto session =
+      StartTelemetry({"/bin/sh", "-c", "sleep 0.4; echo '# none: no GPU to sample: NVML: x'; exec sleep 30"}, 0.5);
+  auto begin = std::chrono::steady_clock::now();
+  core::TelemetryRecording r = session->Stop(0);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  EXPECT_EQ(r.note, "no GPU to sample: NVML: x");
+  EXPECT_LT(took, 2.0);
+}
+
 TEST(TelemetrySession, AHelperIgnoringSigtermIsKilledAndItsSamplesKept) {
   // sh -c SCRIPT telemetry --period 0.5: $0 is "telemetry"; the script prints a sampler's output.
   std::string script =

@@ -153,6 +153,39 @@ struct BundleManifest {
   bool Has(const std::string& file) const;
 };
 
+/// repeat.json lists this many runs of a series at most (the counts cover them all).
+inline constexpr size_t kRepeatSeriesMax = 10000;
+
+/// One run of a `run --repeat` series.
+struct RepeatRun {
+  int64_t run = 0;  ///< 1-based, in the order they ran
+  bool failed = false;
+  int64_t exit_status = 0;  ///< as a shell reports it (128+N for signal N)
+  bool timed_out = false;
+  std::optional<std::string> signature;  ///< a failed run's
+  std::optional<std::string> category;   ///< a failed run's DESIGN.md category
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("run", s.run);
+    v("failed", s.failed);
+    v("exit_status", s.exit_status);
+    v("timed_out", s.timed_out);
+    v("signature", s.signature);
+    v("category", s.category);
+  }
+};
+
+/// How many failed runs of a series had one signature.
+struct SignatureCount {
+  std::string signature;
+  int64_t count = 0;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("signature", s.signature);
+    v("count", s.count);
+  }
+};
+
 /// repeat.json: how a `run --repeat` series went, as each of its bundles records it.
 struct RepeatStats {
   int64_t runs = 0;
@@ -161,6 +194,9 @@ struct RepeatStats {
   int64_t same_signature = 0;  ///< failures with this bundle's signature
   int64_t distinct_signatures = 0;
   std::string verdict;  ///< "deterministic", "flaky", "not-reproduced"
+  /// Every run, in order (at most kRepeatSeriesMax; bundles written before this field have none).
+  std::vector<RepeatRun> series;
+  std::vector<SignatureCount> signatures;  ///< failed runs per signature, first seen first
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("runs", s.runs);
@@ -169,6 +205,8 @@ struct RepeatStats {
     v("same_signature", s.same_signature);
     v("distinct_signatures", s.distinct_signatures);
     v("verdict", s.verdict);
+    v("series", s.series);
+    v("signatures", s.signatures);
   }
 };
 

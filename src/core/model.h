@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,6 +83,8 @@ struct Section {
   Json data = Json::object();
   std::vector<NotCollected> not_collected;
   std::vector<Finding> findings;
+  /// How long each collector of the section took, in ms ("software.toolchain": 1970.2).
+  std::map<std::string, double> timings_ms;
 
   void NoteMissing(std::string item, std::string reason) {
     not_collected.push_back({std::move(item), std::move(reason)});

@@ -1,5 +1,8 @@
 #include "core/process.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/json_fields.h"
@@ -107,6 +110,9 @@ Json ToJson(const ProcessReport& r) {
   j["fault_address"] = r.fault_address ? Json(Hex(*r.fault_address)) : Json(nullptr);
   if (r.sender_pid) j["sender_pid"] = *r.sender_pid;
   j["crashed_thread"] = r.crashed_thread ? Json(*r.crashed_thread) : Json(nullptr);
+  if (r.rank) j["rank"] = *r.rank;
+  if (r.local_rank) j["local_rank"] = *r.local_rank;
+  if (r.stopped_at_s) j["stopped_at_s"] = std::round(*r.stopped_at_s * 1000) / 1000;
   Json threads = Json::array();
   for (const ThreadState& t : r.threads) {
     Json tj = {{"tid", t.tid}, {"name", t.name}};
@@ -182,6 +188,11 @@ ProcessReport ProcessReportFromJson(const Json& j) {
   r.fault_address = ParseHexJson(j, "fault_address");
   if (auto s = Int(j, "sender_pid")) r.sender_pid = static_cast<int>(*s);
   if (auto t = Int(j, "crashed_thread")) r.crashed_thread = static_cast<int>(*t);
+  if (auto n = Int(j, "rank"); n && *n >= 0 && *n <= INT32_MAX) r.rank = static_cast<int>(*n);
+  if (auto n = Int(j, "local_rank"); n && *n >= 0 && *n <= INT32_MAX) r.local_rank = static_cast<int>(*n);
+  if (auto it = j.find("stopped_at_s"); it != j.end() && it->is_number() && it->get<double>() >= 0) {
+    r.stopped_at_s = it->get<double>();
+  }
   if (auto it = j.find("threads"); it != j.end() && it->is_array()) {
     for (const Json& tj : *it) {
       ThreadState t;
@@ -340,6 +351,30 @@ ProcessFile ProcessFileFromJson(const Json& j) {
     }
   }
   return file;
+}
+
+std::vector<JobProcess> JobProcessTimeline(const ProcessFile& file) {
+  auto entry = [](const ProcessReport& r, std::string role) {
+    return JobProcess{r.pid, r.rank, r.local_rank, r.signal, r.stopped_at_s, std::move(role)};
+  };
+  std::vector<const ProcessReport*> failed;
+  if (file.primary.signal) failed.push_back(&file.primary);
+  for (const ProcessReport& r : file.other_crashed_processes) failed.push_back(&r);
+  std::stable_sort(failed.begin(), failed.end(), [](const ProcessReport* a, const ProcessReport* b) {
+    if (a->stopped_at_s && b->stopped_at_s) return *a->stopped_at_s < *b->stopped_at_s;
+    return a->stopped_at_s.has_value() && !b->stopped_at_s.has_value();
+  });
+  std::vector<JobProcess> out;
+  for (const ProcessReport* r : failed) out.push_back(entry(*r, out.empty() ? "first_failure" : "failed_after"));
+  if (!file.primary.signal && file.timed_out) out.push_back(entry(file.primary, "waiting_at_timeout"));
+  for (const ProcessReport& r : file.hang_dumps) out.push_back(entry(r, "waiting_at_timeout"));
+  if (out.size() < 2) out.clear();
+  return out;
+}
+
+std::string JobProcessLabel(const JobProcess& process) {
+  std::string pid = process.pid ? std::to_string(*process.pid) : "?";
+  return process.rank ? fmt::format("rank {} (pid {})", *process.rank, pid) : "pid " + pid;
 }
 
 }  // namespace gputriage::core

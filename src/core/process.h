@@ -114,7 +114,13 @@ struct ProcessReport {
   std::optional<uint64_t> fault_address;  ///< si_addr, for SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP
   std::optional<int> sender_pid;          ///< si_pid, when a process sent the signal (SI_USER, SI_TKILL)
   std::optional<int> crashed_thread;      ///< tid that took the signal
-  std::vector<ThreadState> threads;       ///< the crashed thread first
+  /// The process's place in a distributed job, from its environment (RANK and LOCAL_RANK as
+  /// torchrun and torch.distributed set them; MPI's and Slurm's names as fallbacks).
+  std::optional<int> rank, local_rank;
+  /// Seconds after the job started when this process was stopped: by its fatal signal, or at
+  /// the timeout for a hang dump. Absent for a core file and a process captured while running.
+  std::optional<double> stopped_at_s;
+  std::vector<ThreadState> threads;  ///< the crashed thread first
   std::optional<Disassembly> disassembly;
   std::vector<Mapping> maps;
   std::optional<FaultLocation> fault_location;
@@ -170,5 +176,23 @@ Json ToJson(const ProcessFile& file);
 /// Parses process.json leniently (never throws); members that are absent or of another type
 /// stay unknown.
 ProcessFile ProcessFileFromJson(const Json& json);
+
+/// One captured process of the job, in the order of the failure (a distributed job: one rank
+/// dies, the others then fail or wait for it).
+struct JobProcess {
+  std::optional<int> pid, rank, local_rank, signal;
+  std::optional<double> stopped_at_s;
+  /// "first_failure" (the earliest fatal signal), "failed_after" (a later one),
+  /// "waiting_at_timeout" (stacks taken when the timeout expired).
+  std::string role;
+};
+
+/// The processes of a process file: those that died of a fatal signal ordered by when they were
+/// stopped (unknown times last), the first of them "first_failure", then the hang dumps. Empty
+/// when it holds fewer than two processes.
+std::vector<JobProcess> JobProcessTimeline(const ProcessFile& file);
+
+/// "rank 1 (pid 4242)", or "pid 4242" without a rank.
+std::string JobProcessLabel(const JobProcess& process);
 
 }  // namespace gputriage::core

@@ -86,5 +86,66 @@ TEST(Report, UnknownStaysAbsentAndDamagedJsonDoesNotThrow) {
   EXPECT_NO_THROW(ProcessReportFromJson(Json(42)));
 }
 
+ProcessReport Rank(int pid, std::optional<int> rank, std::optional<int> signal, std::optional<double> at) {
+  ProcessReport r;
+  r.pid = pid;
+  r.rank = rank;
+  r.signal = signal;
+  r.stopped_at_s = at;
+  return r;
+}
+
+TEST(JobProcessTimeline, FirstFailureByTimeThenLaterOnesThenTheWaiting) {
+  ProcessFile file;
+  file.timed_out = true;
+  // Written in capture order; a later capture can have stopped earlier only in a damaged file,
+  // but the order is by time either way.
+  file.primary = Rank(101, 1, SIGSEGV, 0.25);
+  file.other_crashed_processes = {Rank(103, 3, SIGABRT, 2.5), Rank(102, 2, SIGABRT, 0.2), Rank(104, 4, SIGBUS, {})};
+  file.hang_dumps = {Rank(100, 0, {}, 30.0)};
+  std::vector<JobProcess> t = JobProcessTimeline(file);
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_EQ(t[0].pid, 102);
+  EXPECT_EQ(t[0].role, "first_failure");
+  EXPECT_EQ(t[1].pid, 101);
+  EXPECT_EQ(t[1].role, "failed_after");
+  EXPECT_EQ(t[2].pid, 103);
+  EXPECT_EQ(t[3].pid, 104);  // no time: after those with one
+  EXPECT_EQ(t[4].pid, 100);
+  EXPECT_EQ(t[4].role, "waiting_at_timeout");
+  EXPECT_EQ(JobProcessLabel(t[0]), "rank 2 (pid 102)");
+
+  // A plain hang: the primary is a hang dump, listed with the other hang dumps.
+  ProcessFile hang;
+  hang.timed_out = true;
+  hang.primary = Rank(200, {}, {}, 5.0);
+  hang.hang_dumps = {Rank(201, {}, {}, 5.0)};
+  t = JobProcessTimeline(hang);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].role, "waiting_at_timeout");
+  EXPECT_EQ(JobProcessLabel(t[1]), "pid 201");
+
+  // One process: nothing to order.
+  ProcessFile single;
+  single.primary = Rank(300, {}, SIGSEGV, 1.0);
+  EXPECT_TRUE(JobProcessTimeline(single).empty());
+}
+
+TEST(Report, RankAndStopTimeRoundTrip) {
+  ProcessReport r = Rank(4242, 1, SIGSEGV, 0.2504);
+  r.local_rank = 1;
+  Json j = ToJson(r);
+  EXPECT_EQ(j["rank"], 1);
+  EXPECT_EQ(j["local_rank"], 1);
+  EXPECT_DOUBLE_EQ(j["stopped_at_s"].get<double>(), 0.25);
+  ProcessReport back = ProcessReportFromJson(j);
+  EXPECT_EQ(back.rank, 1);
+  EXPECT_EQ(back.local_rank, 1);
+  EXPECT_DOUBLE_EQ(*back.stopped_at_s, 0.25);
+  // Unknown stays absent; nonsense is not read.
+  EXPECT_FALSE(ToJson(ProcessReport{}).contains("rank"));
+  EXPECT_FALSE(ProcessReportFromJson(Json{{"rank", -2}, {"stopped_at_s", "soon"}}).rank.has_value());
+}
+
 }  // namespace
 }  // namespace gputriage::core

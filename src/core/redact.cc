@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <memory>
 #include <string>
 #include <utility>
@@ -379,6 +380,26 @@ std::pair<size_t, size_t> ValueSpan(std::string_view text, size_t begin) {
   return {begin, UnquotedValueEnd(text, begin)};
 }
 
+// A key of two words in prose, "api key: VALUE" or "Access Token = VALUE": `key` is "key" or
+// "token" and the word before it (blanks between them) one of the qualifiers that make KEY a
+// secret in a variable name (API, ACCESS, SECRET, PRIVATE, AUTH, ...). Other words before "key"
+// ("the key: value", "cache key = x") do not make it one.
+bool SecretWithWordBefore(std::string_view text, size_t key_begin, std::string_view key) {
+  std::string upper_key;
+  for (char c : key) upper_key.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  if (upper_key != "KEY" && upper_key != "TOKEN") return false;
+  size_t end = key_begin;
+  while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\t')) --end;
+  if (end == key_begin || end == 0) return false;
+  size_t begin = end;
+  while (begin > 0 && std::isalpha(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  if (begin == end || end - begin > 16) return false;
+  std::string word;
+  for (char c : text.substr(begin, end - begin))
+    word.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return Contains(kKeyQualifiers, word) || word == "REFRESH" || word == "BEARER" || word == "PERSONAL";
+}
+
 void ScanKeyValues(const RE2& re, std::string_view text, std::vector<SecretSpan>* spans) {
   const re2::StringPiece input(text.data(), text.size());
   std::array<re2::StringPiece, 3> groups;
@@ -395,7 +416,7 @@ void ScanKeyValues(const RE2& re, std::string_view text, std::vector<SecretSpan>
     bool flag = !key.empty() && key.front() == '-' && (key_begin == 0 || IsSpace(text[key_begin - 1]));
     if (spaced && !flag) continue;
     if (spaced && sep_end < text.size() && text[sep_end] == '-') continue;
-    if (!IsSecretName(key)) continue;
+    if (!IsSecretName(key) && (spaced || !SecretWithWordBefore(text, key_begin, key))) continue;
     auto [begin, end] = ValueSpan(text, sep_end);
     std::string_view value = text.substr(begin, end - begin);
     // A value that starts redacted was judged before (its tail may be a URL's host).

@@ -326,6 +326,17 @@ TEST(RedactText, KeyValueForms) {
   EXPECT_EQ(RedactText("export HF_TOKEN=whatever"), "export HF_TOKEN=<redacted>");
 }
 
+// Keys of two words: the word before a generic key word makes it a secret name ("api key").
+TEST(RedactText, TwoWordKeys) {
+  EXPECT_EQ(RedactText("api key: sk9f8a7d6e5c4b3a"), "api key: <redacted>");
+  EXPECT_EQ(RedactText("API Key = sk9f8a7d6e5c4b3a"), "API Key = <redacted>");
+  EXPECT_EQ(RedactText("using access token: abcdef123456 now"), "using access token: <redacted> now");
+  EXPECT_EQ(RedactText("the key: value"), "the key: value");
+  EXPECT_EQ(RedactText("cache key = abc"), "cache key = abc");
+  EXPECT_EQ(RedactText("api key is set"), "api key is set");
+  EXPECT_EQ(RedactText("refresh token=abcdef123456"), "refresh token=<redacted>");
+}
+
 TEST(RedactText, KeyValueFormsLeftAlone) {
   for (const char* text :
        {"the token is invalid", "max_tokens=512 eos_token_id=2", "Tokens: 1024/s", "key=value cache_key=abc",

@@ -119,6 +119,7 @@ Json ToJson(const Snapshot& snapshot) {
 }
 
 Json ToJson(const PciLink& link) { return json_fields::WriteValue(link); }
+Json ToJson(const GpuPeer& peer) { return json_fields::WriteValue(peer); }
 Json ToJson(const KernelModule& module) { return json_fields::WriteValue(module); }
 Json ToJson(const Package& package) { return json_fields::WriteValue(package); }
 Json ToJson(const Installation& installation) { return json_fields::WriteValue(installation); }

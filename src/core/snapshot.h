@@ -278,10 +278,16 @@ struct NvidiaMigMode {
 struct NvLink {
   std::optional<uint64_t> link;
   std::optional<bool> active;
+  /// The device at the link's far end (nvmlDeviceGetNvLinkRemotePciInfo_v2): "0000:c1:00.0".
+  std::optional<std::string> remote_pci_address;
+  /// nvmlDeviceGetNvLinkRemoteDeviceType: "gpu", "switch" (NVSwitch), "ibmnpu", "unknown".
+  std::optional<std::string> remote_device_type;
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("link", s.link);
     v("active", s.active);
+    v("remote_pci_address", s.remote_pci_address);
+    v("remote_device_type", s.remote_device_type);
   }
 };
 
@@ -479,6 +485,7 @@ struct Gpu {
   /// "driver" when the GPU is known only from the vendor probe (not on the PCI scan).
   std::optional<std::string> source;
   std::optional<int64_t> numa_node;
+  std::optional<std::string> local_cpus;  ///< the CPUs nearest the GPU (sysfs local_cpulist): "0-31,64-95"
   std::optional<uint64_t> iommu_group;
   std::optional<PciLink> link;
   std::optional<std::vector<PciBar>> bars;
@@ -501,6 +508,7 @@ struct Gpu {
     v("gfx_arch", s.gfx_arch);
     v("source", s.source);
     v("numa_node", s.numa_node);
+    v("local_cpus", s.local_cpus);
     v("iommu_group", s.iommu_group);
     v("link", s.link);
     v("bars", s.bars);
@@ -878,6 +886,55 @@ struct Environment {
   std::optional<std::string> Get(std::string_view name) const;
 };
 
+// ---- topology ----
+
+/// Peer-to-peer support between two GPUs, per capability (nvmlDeviceGetP2PStatus): "ok",
+/// "chipset_not_supported", "gpu_not_supported", "ioh_topology_not_supported",
+/// "disabled_by_regkey", "not_supported", "unknown".
+struct PeerAccess {
+  std::optional<std::string> read, write, nvlink, atomics;
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("read", s.read);
+    v("write", s.write);
+    v("nvlink", s.nvlink);
+    v("atomics", s.atomics);
+  }
+};
+
+/// How two GPUs of the machine reach each other.
+struct GpuPeer {
+  std::optional<std::string> a, b;  ///< the two GPUs' PCI addresses
+  /// The connection in `nvidia-smi topo -m`'s words: "NV12" (a bonded set of 12 NVLinks),
+  /// "PIX", "PXB", "PHB", "NODE", "SYS" (PCIe paths, nearest first), "XGMI" (AMD).
+  std::optional<std::string> path;
+  /// The PCIe common ancestor alone (nvmlDeviceGetTopologyCommonAncestor), in the same words.
+  std::optional<std::string> pcie_path;
+  std::optional<uint64_t> nvlinks;  ///< active NVLinks between them (through NVSwitches: the fewer of the two GPUs')
+  std::optional<bool> via_switch;   ///< their NVLinks meet in NVSwitches, not GPU to GPU
+  std::optional<PeerAccess> p2p;
+  std::optional<std::string> source;  ///< "nvml", "kfd"
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("a", s.a);
+    v("b", s.b);
+    v("path", s.path);
+    v("pcie_path", s.pcie_path);
+    v("nvlinks", s.nvlinks);
+    v("via_switch", s.via_switch);
+    v("p2p", s.p2p);
+    v("source", s.source);
+  }
+};
+
+struct Topology {
+  std::optional<std::vector<GpuPeer>> peers;  ///< one per pair of GPUs of one vendor
+  template <class V, class S>
+  static void Fields(V& v, S& s) {
+    v("peers", s.peers);
+  }
+};
+
 // ---- the snapshot ----
 
 struct Snapshot {
@@ -885,10 +942,14 @@ struct Snapshot {
   std::optional<std::string> tool_version;
   std::optional<std::string> collected_at;  ///< UTC ISO-8601
   std::optional<double> collection_ms;
+  /// Each collector's own time in ms ("software.toolchain", "kernel_log", "nvidia"); they run in
+  /// parallel, so the slowest sets collection_ms.
+  std::optional<std::map<std::string, double>> collector_ms;
   std::optional<std::string> root;  ///< --root; nullopt on the live machine (JSON null)
   std::optional<int64_t> id;        ///< the history database's id, when saved
   std::optional<Host> host;
   std::optional<std::vector<Gpu>> gpus;  ///< nullopt: the GPU scan did not happen
+  std::optional<Topology> topology;      ///< between the GPUs; absent with fewer than two
   std::optional<Software> software;
   std::optional<KernelLog> kernel_log;
   std::optional<Environment> env;
@@ -904,10 +965,12 @@ struct Snapshot {
     v("tool_version", s.tool_version);
     v("collected_at", s.collected_at);
     v("collection_ms", s.collection_ms);
+    v("collector_ms", s.collector_ms);
     v("root", s.root);
     v("id", s.id);
     v("host", s.host);
     v("gpus", s.gpus);
+    v("topology", s.topology);
     v("software", s.software);
     v("kernel_log", s.kernel_log);
     v("env", s.env);
@@ -962,6 +1025,7 @@ Json ToJson(const Snapshot& snapshot);
 /// The JSON form of one part, as ToJson(Snapshot) writes it inside the snapshot: for outputs
 /// that quote a part (the snapshot diff's before and after values).
 Json ToJson(const PciLink& link);
+Json ToJson(const GpuPeer& peer);
 Json ToJson(const KernelModule& module);
 Json ToJson(const Package& package);
 Json ToJson(const Installation& installation);

@@ -10,12 +10,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "core/file.h"
 #include "core/maps.h"
 #include "core/signals.h"
+#include "core/text.h"
 
 namespace gputriage::forensics {
 using core::HasFaultAddress;
@@ -123,6 +126,28 @@ MemoryReader LiveMemoryReader(int pid) {
   };
 }
 
+DistributedRank RankFromEnviron(std::string_view environ_block) {
+  std::map<std::string_view, std::string_view> values;
+  for (std::string_view entry : core::Split(environ_block, '\0')) {
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    values.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  auto first = [&](std::initializer_list<std::string_view> names) -> std::optional<int> {
+    for (std::string_view name : names) {
+      auto it = values.find(name);
+      if (it == values.end()) continue;
+      auto n = core::ParseU64(it->second, 10);
+      if (n && *n <= static_cast<uint64_t>(INT32_MAX)) return static_cast<int>(*n);
+    }
+    return std::nullopt;
+  };
+  DistributedRank place;
+  place.rank = first({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"});
+  place.local_rank = first({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"});
+  return place;
+}
+
 ProcessReport CaptureLive(const LiveCaptureRequest& request) {
   ProcessReport report;
   report.pid = request.tgid;
@@ -135,6 +160,14 @@ ProcessReport CaptureLive(const LiveCaptureRequest& request) {
   char exe[4096];
   ssize_t n = readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
   if (n > 0) report.executable.assign(exe, static_cast<size_t>(n));
+
+  // Under ptrace the environment is readable whoever owns the process; a job that is not
+  // distributed has none of the names, and the report then says nothing about ranks.
+  if (auto environ_block = ReadSmallFile(proc + "/environ")) {
+    DistributedRank place = RankFromEnviron(*environ_block);
+    report.rank = place.rank;
+    report.local_rank = place.local_rank;
+  }
 
   if (request.info) {
     const siginfo_t& info = *request.info;

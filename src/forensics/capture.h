@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/process.h"
@@ -31,6 +32,16 @@ struct LiveCaptureRequest {
 /// whole: each part that cannot be collected (the process vanished, maps unreadable, unwinder
 /// refused) is listed in `not_collected` with the reason. `classification` is left empty.
 core::ProcessReport CaptureLive(const LiveCaptureRequest& request);
+
+/// A process's place in a distributed job, from its environment block (/proc/PID/environ:
+/// NUL-separated NAME=value): `rank` from RANK (torchrun, torch.distributed), else
+/// OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID; `local_rank` from LOCAL_RANK, else
+/// OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID. A value that is not a non-negative integer is
+/// ignored.
+struct DistributedRank {
+  std::optional<int> rank, local_rank;
+};
+DistributedRank RankFromEnviron(std::string_view environ_block);
 
 /// A reader of a live process's memory (process_vm_readv, then /proc/PID/mem), page by page
 /// so a partly unmapped range gives the readable prefix.

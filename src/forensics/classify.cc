@@ -543,6 +543,20 @@ void AddOutputAndKernelLogEvidence(const FailureContext& ctx, const std::optiona
   }
 }
 
+// Errors of the GPU stack itself (not a collective timeout, which is the waiting side, and not a
+// Python exception, which may be anything).
+bool IsGpuOutputError(std::string_view kind) { return kind.starts_with("gpu-") && kind != "gpu-compile-error"; }
+
+std::string TimeoutAfterFailureText(const ProcessReport& p) {
+  std::string who =
+      p.rank ? fmt::format("rank {} (pid {})", *p.rank, p.pid.value_or(0)) : fmt::format("pid {}", p.pid.value_or(0));
+  std::string when = p.stopped_at_s ? fmt::format(" at +{:.2f} s", *p.stopped_at_s) : "";
+  return fmt::format(
+      "{} failed first{}; the rest of the job was still running when the timeout expired, "
+      "waiting for it: the timeout is a consequence, not the cause",
+      who, when);
+}
+
 }  // namespace
 
 std::optional<Classification> Classify(const FailureContext& ctx) {
@@ -551,6 +565,21 @@ std::optional<Classification> Classify(const FailureContext& ctx) {
   std::optional<Classification> result;
   if (ctx.captured_running) {
     result = ClassifyCaptured(p);
+  } else if (ctx.timed_out && p && p->signal) {
+    // A process of the job died before the timeout (one rank of a distributed job): that is
+    // the first failure; the rest of the job waiting for it until the timeout is its consequence.
+    result = ClassifySignal(*p, ctx, output);
+    result->evidence.push_back({"timeout", TimeoutAfterFailureText(*p)});
+  } else if (ctx.timed_out && output && IsGpuOutputError(output->kind)) {
+    // A GPU error was printed (a rank that raised it and exited) and the job then hung.
+    Classification c;
+    c.kind = output->kind;
+    c.category = output->category;
+    c.summary = output->line;
+    c.evidence.push_back({"timeout",
+                          "the job printed this error, then did not finish before the timeout: the "
+                          "processes left were waiting for the one that failed"});
+    result = c;
   } else if (ctx.timed_out) {
     result = ClassifyHang(p);
   } else if (p && p->signal) {

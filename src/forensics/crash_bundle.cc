@@ -222,12 +222,14 @@ RunAssessment Assess(SuperviseOutcome outcome) {
   run.classification = Classify(ctx);
   if (!run.classification) return run;
   Classification& c = *run.classification;
-  if (!run.outcome.crashes.empty() && !run.outcome.timed_out) {
-    // Keep the classification inside the process report too (process.json's member).
+  if (!run.outcome.crashes.empty()) {
+    // Keep the classification inside the process report too (process.json's member). With a
+    // timeout too, the crash came first and is what the run is classified by.
     run.outcome.crashes.front().classification = c;
   }
   // A timeout's stacks vary from run to run; a capture is grouped by where its main thread waits.
-  run.signature = CrashSignature(run.outcome.timed_out ? nullptr : run.primary(), c);
+  bool hang_only = run.outcome.timed_out && run.outcome.crashes.empty();
+  run.signature = CrashSignature(hang_only ? nullptr : run.primary(), c);
   core::Finding finding;
   finding.id = "run." + c.kind;
   finding.layer = 4;
@@ -749,7 +751,21 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
   } else {
     out += fmt::format("gputriage: job exited with status {}\n", o.ShellStatus());
   }
+  if (o.timed_out && p && p->signal) {
+    out += fmt::format("gputriage: first failure: {} died of {}{}\n",
+                       p->rank ? fmt::format("rank {} (pid {})", *p->rank, p->pid.value_or(0))
+                               : fmt::format("pid {}", p->pid.value_or(0)),
+                       SignalName(*p->signal), p->stopped_at_s ? fmt::format(" at +{:.2f} s", *p->stopped_at_s) : "");
+  }
   if (run.classification) out += fmt::format("  what: {}\n", run.classification->summary);
+  for (const core::JobProcess& jp : core::JobProcessTimeline(ProcessFileOf(run))) {
+    std::string what = jp.signal ? SignalName(*jp.signal) : std::string("still running");
+    std::string when = jp.stopped_at_s ? fmt::format(" at +{:.2f} s", *jp.stopped_at_s) : "";
+    static const std::map<std::string, std::string> kRoles = {{"first_failure", "failed first"},
+                                                              {"failed_after", "failed after it"},
+                                                              {"waiting_at_timeout", "waiting at the timeout"}};
+    out += fmt::format("  process: {} {}: {}{}\n", core::JobProcessLabel(jp), kRoles.at(jp.role), what, when);
+  }
   if (p && !p->threads.empty() && !p->threads.front().frames.empty()) {
     const ThreadState& t = p->threads.front();
     out += fmt::format("  where: {} (thread {}{})\n", FrameLine(t.frames.front()), t.tid,

@@ -318,6 +318,18 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
 void WriteRepeatFiles(const RunRequest& request, const RunSeriesOutcome& outcome,
                       const std::map<std::string, int>& counts) {
   const SeriesVerdict& v = *outcome.verdict;
+  std::vector<core::RepeatRun> series;
+  for (const RunRecord& r : outcome.runs) {
+    if (series.size() >= core::kRepeatSeriesMax) break;
+    core::RepeatRun run{.run = r.index, .failed = r.failed, .exit_status = r.status, .timed_out = r.timed_out};
+    if (r.failed) {
+      run.signature = r.signature;
+      run.category = r.category;
+    }
+    series.push_back(std::move(run));
+  }
+  std::vector<core::SignatureCount> signatures;
+  for (const auto& [signature, count] : v.signatures) signatures.push_back({signature, count});
   for (const RunRecord& r : outcome.runs) {
     if (r.bundle.empty()) continue;
     core::RepeatStats stats{.runs = v.runs,
@@ -325,7 +337,9 @@ void WriteRepeatFiles(const RunRequest& request, const RunSeriesOutcome& outcome
                             .failures = v.failures,
                             .same_signature = counts.at(r.signature),
                             .distinct_signatures = static_cast<int64_t>(v.signatures.size()),
-                            .verdict = v.verdict};
+                            .verdict = v.verdict,
+                            .series = series,
+                            .signatures = signatures};
     auto written = WriteFileDurably(r.bundle, "repeat.json", core::ToJson(stats).dump(2) + "\n");
     if (!written.ok()) Say(request.error, "repeat.json not written: " + written.error().message);
   }

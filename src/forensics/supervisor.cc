@@ -489,6 +489,7 @@ void Supervisor::Capture(int tid, const siginfo_t& info) {
   request.stopped_tids = StopThreads(tgid, tid, &interrupted);
   request.cpu_flags = cpu_flags_;
   outcome_.crashes.push_back(CaptureLive(request));
+  outcome_.crashes.back().stopped_at_s = begin - start_mono_;
   if (outcome_.crashes.size() == 1) {
     outcome_.first_crash_monotonic_s = begin;
     if (options_.core_path) {
@@ -540,7 +541,10 @@ void Supervisor::OnTimeout() {
       request.crashed_tid = tgid;
       request.stopped_tids = StopThreads(tgid, 0, &interrupted);
       request.cpu_flags = cpu_flags_;
-      if (!request.stopped_tids.empty()) outcome_.hang_dumps.push_back(CaptureLive(request));
+      if (!request.stopped_tids.empty()) {
+        outcome_.hang_dumps.push_back(CaptureLive(request));
+        outcome_.hang_dumps.back().stopped_at_s = MonotonicSeconds() - start_mono_;
+      }
       ResumeInterrupted(interrupted);
     }
   }

@@ -103,7 +103,7 @@ std::vector<core::Finding> LibraryCoverageFindings(const core::Snapshot& snapsho
   for (const char* name : {"libtorch_cuda.so", "libtorch_hip.so"}) {
     std::string path = lib_dir + "/" + name;
     if (access(path.c_str(), R_OK) != 0) continue;
-    FileFindings findings(path);
+    FileFindings findings(path, /*kernels_read=*/false);
     InspectOptions options;
     options.headers_only = true;
     auto inspected = InspectFile(path, options, [&](CodeObject&& co, std::string&&) { findings.Add(co); });
@@ -143,6 +143,10 @@ void FileFindings::Add(const CodeObject& co) {
     binary_.insert(co.arch);
   }
   if (co.vendor == "amd" && !co.target_id.empty()) amd_targets_.insert(co.target_id);
+  if (co.vendor == "nvidia" && !co.arch.empty()) {
+    ++nvidia_objects_;
+    if (!co.kernels.empty() || !kernels_read_) nvidia_with_kernels_.insert(co.arch);
+  }
   size_t arch_bit = 64;
   if (!co.arch.empty()) {
     auto it = std::find(arch_index_.begin(), arch_index_.end(), co.arch);
@@ -216,14 +220,36 @@ void FileFindings::AddNvidiaCoverage(const MachineGpu& gpu, std::vector<core::Fi
   for (const std::string& a : binary_) has_nvidia = has_nvidia || a.rfind("sm_", 0) == 0;
   for (const std::string& a : ptx_) has_nvidia = has_nvidia || a.rfind("compute_", 0) == 0;
   if (!has_nvidia) return;  // not a CUDA binary
+  if (nvidia_with_kernels_.empty()) {
+    // Only kernel-less objects (libcufft.so.12 of CUDA 13 carries one sm_75 cubin with no kernel):
+    // nothing here can fail with "no kernel image", and the architectures say nothing about the
+    // library's GPU code, so no coverage verdict either way.
+    std::string carried;
+    for (const std::string& a : binary_) carried += (carried.empty() ? "" : ", ") + a;
+    for (const std::string& a : ptx_) carried += (carried.empty() ? "" : ", ") + a;
+    out->push_back(MakeFinding(
+        FindingId("no_kernels"), core::Severity::kInfo,
+        fmt::format("{}: its {} CUDA code object(s) ({}) hold no kernels: no verdict on the {} GPU", path_,
+                    nvidia_objects_, carried, where),
+        "A code object without kernels cannot fail with \"no kernel image is available\", and its architecture "
+        "list says nothing about what this library can run. If the library launches kernels, they are stored "
+        "where inspect does not read them (not in .nv_fatbin or __nv_relfatbin).",
+        "Nothing to do unless a launch from this library fails with \"no kernel image\"; then check its release "
+        "notes for the supported GPUs.",
+        {kCudaCompatibility}));
+    return;
+  }
   int want = SmNumber(gpu.arch);
-  bool exact = binary_.count(gpu.arch) > 0, compatible = false, ptx = false;
+  // Only architectures whose objects hold kernels count: a kernel-less cubin runs nothing.
+  bool exact = nvidia_with_kernels_.count(gpu.arch) > 0, compatible = false, ptx = false;
   int best_ptx = -1;
   for (const std::string& a : binary_) {
+    if (!nvidia_with_kernels_.count(a)) continue;
     int n = SmNumber(a);
     if (a.rfind("sm_", 0) == 0 && n / 10 == want / 10 && n <= want) compatible = true;
   }
   for (const std::string& a : ptx_) {
+    if (!nvidia_with_kernels_.count(a)) continue;
     int n = SmNumber(a);
     if (n >= 0 && n <= want) {
       ptx = true;

@@ -23,7 +23,10 @@ using MachineGpu = core::GpuArch;
 /// Accumulates one file's code objects (call Add for each, in any order), then Finish.
 class FileFindings {
  public:
-  explicit FileFindings(std::string path) : path_(std::move(path)) {}
+  /// kernels_read: false when the objects come from a headers-only read (InspectOptions::headers_only),
+  /// whose kernel lists are empty: then every object counts towards coverage.
+  explicit FileFindings(std::string path, bool kernels_read = true)
+      : path_(std::move(path)), kernels_read_(kernels_read) {}
   void Add(const CodeObject& object);
 
   /// Coverage against `gpus` (none: no coverage findings) with the HSA_OVERRIDE_GFX_VERSION
@@ -60,6 +63,9 @@ class FileFindings {
   };
   std::string path_;
   std::set<std::string> binary_, ptx_;
+  std::set<std::string> nvidia_with_kernels_;  // NVIDIA archs (SASS or PTX) of objects holding a kernel
+  size_t nvidia_objects_ = 0;
+  bool kernels_read_ = true;
   std::set<std::string> amd_targets_;              // full target ids
   std::map<std::string, uint32_t> amd_wavefront_;  // arch -> wavefront size seen
   KernelIssue spills_, stack_, shared_near_, lds_near_, bounds_over_;

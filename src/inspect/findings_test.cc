@@ -15,6 +15,9 @@ CodeObject Object(std::string vendor, std::string arch, std::string format, std:
   co.arch = arch;
   co.format = std::move(format);
   co.target_id = target_id.empty() ? arch : target_id;
+  Kernel k;  // one kernel: an object without kernels decides nothing about coverage
+  k.symbol = "kernel_" + arch;
+  co.kernels.push_back(k);
   return co;
 }
 
@@ -54,6 +57,27 @@ TEST(InspectFindings, CudaCoverage) {
   EXPECT_NE(none[0].title.find("no code for the sm_90 (0000:00:06.0) GPU"), std::string::npos) << none[0].title;
   // An AMD GPU says nothing about a CUDA library.
   EXPECT_TRUE(Ids(sass_only.Finish({{"gfx90a", "gfx90a", ""}}, std::nullopt)).empty());
+}
+
+// libcufft.so.12 of CUDA 13 (seen on the H100 under PyTorch 2.11): one sm_75 cubin with no kernel.
+// It cannot fail with "no kernel image", so it is no error for an sm_90 GPU, and a kernel-less
+// object does not count towards coverage either.
+TEST(InspectFindings, KernelLessObjectsDecideNoCoverage) {
+  CodeObject empty = Object("nvidia", "sm_75", "cubin");
+  empty.kernels.clear();
+  FileFindings cufft("libcufft.so.12");
+  cufft.Add(empty);
+  std::vector<core::Finding> got = cufft.Finish({{"sm_90", "sm_90", "0000:00:06.0"}}, std::nullopt);
+  ASSERT_EQ(Ids(got), std::vector<std::string>{"inspect.no_kernels"});
+  EXPECT_EQ(got[0].severity, core::Severity::kInfo);
+  EXPECT_NE(got[0].title.find("1 CUDA code object(s) (sm_75) hold no kernels"), std::string::npos) << got[0].title;
+  CodeObject empty90 = Object("nvidia", "sm_90", "cubin");
+  empty90.kernels.clear();
+  FileFindings mixed("libz.so");
+  mixed.Add(empty90);
+  mixed.Add(Object("nvidia", "sm_80", "cubin"));
+  EXPECT_EQ(Ids(mixed.Finish({{"sm_90", "sm_90", ""}}, std::nullopt)), std::vector<std::string>{"inspect.missing_arch"})
+      << "the sm_90 object holds no kernel, so only sm_80 SASS is there for the kernels";
 }
 
 // Target ids: the processor must match, and xnack/sramecc where both sides fix them.

@@ -32,6 +32,8 @@ constexpr FindingKind kKinds[] = {
      "the HIP runtime loads none of its code objects on this GPU"},
     {"inspect.hsa_override", Aspect::kEnvironment, "HSA_OVERRIDE_GFX_VERSION",
      "the runtime runs code built for another GPU: faults, hangs or wrong results"},
+    {"inspect.no_kernels", Aspect::kKernels, "code objects without kernels",
+     "says why no coverage verdict is given for this file"},
     {"inspect.kernels_missing_for_gpu", Aspect::kKernels, "kernels without code for this GPU",
      "explains a \"no kernel image\" error if the failing kernel is one of them"},
     {"inspect.register_spills", Aspect::kKernels, "register spills",

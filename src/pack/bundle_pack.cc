@@ -22,6 +22,7 @@
 #include "core/redact.h"
 #include "core/redact_job.h"
 #include "core/scoped_fd.h"
+#include "core/telemetry.h"
 
 namespace gputriage::pack {
 namespace {
@@ -156,6 +157,17 @@ core::Result<RedactedBundle> RedactBundleForPack(const std::string& dir, bool wi
   add_text("stdout.tail", raw["stdout.tail"].bytes);
   add_text("stderr.tail", raw["stderr.tail"].bytes);
   add_text("kmsg.log", raw["kmsg.log"].bytes);
+  if (raw["telemetry.csv"].exists) {
+    // Numbers and throttle-reason names only: written back from the parsed samples, so nothing
+    // but what the parser understood leaves (a line it skipped stays out, and is named).
+    if (bundle.telemetry.empty() && problems.count("telemetry.csv")) {
+      out.left_out.push_back({"telemetry.csv", problems["telemetry.csv"] + "; left out"});
+    } else {
+      std::string csv = core::TelemetryCsv(bundle.telemetry);
+      if (csv != raw["telemetry.csv"].bytes) changed.insert("telemetry.csv");
+      texts["telemetry.csv"] = std::move(csv);
+    }
+  }
   if (listing.regular.count("findings.json")) {
     bool diff = false;
     core::Result<std::string> findings = FindingsText(dir, diff);

@@ -249,7 +249,7 @@ void Append(const MD_CHAR* text, MD_SIZE size, void* userdata) {
 
 std::optional<std::string> MarkdownToSafeHtml(std::string_view markdown) {
   std::string html;
-  const unsigned flags = MD_FLAG_NOHTML | MD_FLAG_TASKLISTS | MD_FLAG_PERMISSIVEURLAUTOLINKS;
+  const unsigned flags = MD_FLAG_NOHTML | MD_FLAG_TASKLISTS | MD_FLAG_PERMISSIVEURLAUTOLINKS | MD_FLAG_TABLES;
   if (md_html(markdown.data(), static_cast<MD_SIZE>(markdown.size()), Append, &html, flags, 0) != 0) {
     return std::nullopt;
   }

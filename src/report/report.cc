@@ -1,5 +1,8 @@
 #include "report/report.h"
 
+#include <cctype>
+#include <map>
+
 #include <fmt/format.h>
 
 #include "core/redact.h"
@@ -7,6 +10,7 @@
 #include "core/text.h"
 #include "kb/inputs.h"
 #include "report/report_internal.h"
+#include "store/diff.h"
 
 namespace gputriage::report {
 
@@ -144,6 +148,20 @@ Json Reproduction(const ReportInput& in) {
                        {"same_signature", r.same_signature},
                        {"distinct_signatures", r.distinct_signatures},
                        {"verdict", r.verdict}};
+    Json series = Json::array();
+    for (const core::RepeatRun& run : r.series) {
+      series.push_back({{"run", run.run},
+                        {"failed", run.failed},
+                        {"exit_status", run.exit_status},
+                        {"timed_out", run.timed_out},
+                        {"signature", run.signature ? Json(Safe(*run.signature)) : Json(nullptr)}});
+    }
+    Json signatures = Json::array();
+    for (const core::SignatureCount& c : r.signatures) {
+      signatures.push_back({{"signature", Safe(c.signature)}, {"count", c.count}});
+    }
+    repro["repeat"]["series"] = std::move(series);
+    repro["repeat"]["signatures"] = std::move(signatures);
   } else if (in.manifest) {
     repro["repeat"] = {{"not_collected",
                         "run once; `gputriage run --repeat 5 -- CMD` tells a deterministic failure from a flaky one"}};
@@ -189,6 +207,17 @@ void AddProcess(const core::ProcessFile& file, Json& failure) {
     if (rec.job_pid) klog.push_back(Safe(rec.message));
   }
   failure["kernel_log_for_job"] = klog;
+  // Several processes captured (the ranks of a distributed job): which failed first.
+  Json processes = Json::array();
+  for (const core::JobProcess& jp : core::JobProcessTimeline(file)) {
+    Json j{{"role", jp.role}, {"pid", jp.pid ? Json(*jp.pid) : Json(nullptr)}};
+    if (jp.rank) j["rank"] = *jp.rank;
+    if (jp.local_rank) j["local_rank"] = *jp.local_rank;
+    j["signal"] = jp.signal ? Json(core::SignalName(*jp.signal)) : Json(nullptr);
+    if (jp.stopped_at_s) j["stopped_at_s"] = *jp.stopped_at_s;
+    processes.push_back(std::move(j));
+  }
+  if (!processes.empty()) failure["processes"] = std::move(processes);
 }
 
 Json Failure(const ReportInput& in) {
@@ -288,7 +317,51 @@ Json KnownIssues(const kb::Analysis& a) {
   return known;
 }
 
+// What changed on the machine from --baseline to the failure's snapshot (store::DiffSnapshots).
+Json BaselineChanges(const ReportInput& in) {
+  Json out = {{"source", Safe(in.baseline_source)}};
+  if (!in.snapshot) {
+    out["not_collected"] = "the failure has no snapshot to compare with the baseline";
+    return out;
+  }
+  Json changes = Json::array();
+  for (const store::Change& c : store::DiffSnapshots(*in.baseline, *in.snapshot)) {
+    auto value = [](const Json& v) { return v.is_null() ? Json(nullptr) : Json(Safe(JsonText(v))); };
+    changes.push_back({{"kind", c.kind},
+                       {"path", Safe(c.path)},
+                       {"before", value(c.before)},
+                       {"after", value(c.after)},
+                       {"summary", Safe(c.summary)}});
+  }
+  out["changes"] = std::move(changes);
+  return out;
+}
+
 }  // namespace
+
+std::vector<ThreadStack> BuildThreadStacks(const ReportInput& in) {
+  std::vector<ThreadStack> out;
+  if (!in.process) return out;
+  const core::ProcessReport& p = in.process->primary;
+  constexpr size_t kMaxThreads = 512, kMaxFrames = 64;
+  for (const core::ThreadState& t : p.threads) {
+    if (out.size() == kMaxThreads) break;
+    bool crashed = p.signal.has_value() && out.empty();
+    std::string role = crashed ? "crashed" : (p.pid && t.tid == *p.pid ? "main thread" : "");
+    ThreadStack stack;
+    stack.crashed = crashed;
+    stack.title = Safe(fmt::format("thread {}{}{}, {} frame(s)", t.tid, t.name.empty() ? "" : " \"" + t.name + "\"",
+                                   role.empty() ? "" : " (" + role + ")", t.frames.size()));
+    for (size_t i = 0; i < t.frames.size() && i < kMaxFrames; ++i) {
+      stack.frames.push_back(Safe(fmt::format("#{:<2} {}", i, FrameText(t.frames[i]))));
+    }
+    if (t.frames.size() > kMaxFrames) {
+      stack.frames.push_back(fmt::format("... {} more frame(s) in process.json", t.frames.size() - kMaxFrames));
+    }
+    out.push_back(std::move(stack));
+  }
+  return out;
+}
 
 Json BuildReport(const ReportInput& in) {
   Json r;
@@ -303,6 +376,7 @@ Json BuildReport(const ReportInput& in) {
   r["known_issues"] = KnownIssues(in.analysis);
   r["next_steps"] = SafeList(in.analysis.next_steps);
   r["search_links"] = SafeList(in.analysis.search_links);
+  if (in.baseline) r["baseline"] = BaselineChanges(in);
   return r;
 }
 
@@ -327,6 +401,8 @@ core::Result<Report> MakeReport(kb::Analyzer& analyzer, const ReportRequest& req
       input.stderr_tail += in.log_tail;
     }
   }
+  input.baseline = request.baseline;
+  input.baseline_source = request.baseline_source;
   input.analysis = std::move(outcome.analysis);
   std::vector<std::string> warnings = std::move(outcome.warnings);
   if (store != nullptr && input.manifest && input.manifest->signature && !input.manifest->signature->empty()) {
@@ -334,30 +410,87 @@ core::Result<Report> MakeReport(kb::Analyzer& analyzer, const ReportRequest& req
       input.same_signature_count = *count;
     }
   }
-  Report report{.json = BuildReport(input), .timeline = BuildTimeline(input)};
+  Report report{.json = BuildReport(input), .timeline = BuildTimeline(input), .threads = BuildThreadStacks(input)};
   report.json["warnings"] = std::move(warnings);  // inputs left out or damaged, each named
   return report;
 }
 
 namespace {
 
-std::string MdList(const Json& list) {
+// Text from the inputs as Markdown text: '*', '\\' and an '_' that is not inside a word are escaped
+// outside code spans, so a path such as ctypes/__init__.py is not set in bold; code spans the
+// text means (`gputriage run`) stay.
+std::string MdText(std::string_view text) {
   std::string out;
-  if (!list.is_array()) return out;
-  for (const Json& item : list) {
-    if (item.is_string()) out += "- " + item.get<std::string>() + "\n";
+  out.reserve(text.size() + 8);
+  size_t fence = 0;  // the length of the backtick run that opened the current code span; 0 outside
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] == '`') {
+      size_t run = 0;
+      while (i + run < text.size() && text[i + run] == '`') ++run;
+      if (fence == 0 && text.find(std::string(run, '`'), i + run) != std::string_view::npos) {
+        fence = run;
+      } else if (run == fence) {
+        fence = 0;
+      }
+      out.append(text.substr(i, run));
+      i += run;
+      continue;
+    }
+    // An '_' between two letters or digits never opens or closes emphasis (CUDA_LAUNCH_BLOCKING).
+    auto alnum = [&](size_t j) { return j < text.size() && std::isalnum(static_cast<unsigned char>(text[j])); };
+    bool intraword = text[i] == '_' && i > 0 && alnum(i - 1) && alnum(i + 1);
+    if (fence == 0 && (text[i] == '*' || (text[i] == '_' && !intraword) || text[i] == '\\')) out.push_back('\\');
+    out.push_back(text[i++]);
   }
   return out;
 }
 
-std::string Code(const std::string& text) {
-  // A fence longer than any run of backticks inside.
+std::string MdList(const Json& list) {
+  std::string out;
+  if (!list.is_array()) return out;
+  for (const Json& item : list) {
+    if (item.is_string()) out += "- " + MdText(item.get<std::string>()) + "\n";
+  }
+  return out;
+}
+
+// A table cell: Markdown text on one line, with '|' escaped.
+std::string MdCell(std::string_view text) {
+  std::string out;
+  for (char c : MdText(text)) {
+    if (c == '|') {
+      out += "\\|";
+    } else {
+      out.push_back(c == '\n' || c == '\r' ? ' ' : c);
+    }
+  }
+  return out;
+}
+
+// The longest run of backticks in `text`: a code span or block is fenced with a longer one.
+size_t LongestBacktickRun(std::string_view text) {
   size_t longest = 0, run = 0;
   for (char c : text) {
     run = c == '`' ? run + 1 : 0;
     longest = std::max(longest, run);
   }
-  std::string fence(std::max<size_t>(3, longest + 1), '`');
+  return longest;
+}
+
+// A value in a table cell as code: a span fenced longer than any backtick run inside. A value
+// with '|' is plain text instead: md4c keeps the backslash of "\\|" inside a code span in a cell.
+std::string MdCodeCell(std::string_view text) {
+  if (text.find('|') != std::string_view::npos) return MdCell(text);
+  std::string fence(LongestBacktickRun(text) + 1, '`');
+  std::string body;
+  for (char c : text) body.push_back(c == '\n' || c == '\r' ? ' ' : c);
+  std::string pad = !body.empty() && (body.front() == '`' || body.back() == '`') ? " " : "";
+  return fence + pad + body + pad + fence;
+}
+
+std::string Code(const std::string& text) {
+  std::string fence(std::max<size_t>(3, LongestBacktickRun(text) + 1), '`');
   return fence + "\n" + text + (text.empty() || text.back() == '\n' ? "" : "\n") + fence + "\n";
 }
 
@@ -386,21 +519,43 @@ std::string MarkdownBody(const Json& r) {
   if (e.contains("not_collected")) {
     md += "_" + Val(e["not_collected"]) + "_\n\n";
   } else {
-    md += fmt::format("- OS: {}\n- Kernel: {}\n", Val(e["os"]), Val(e["kernel"]));
-    for (const Json& g : e["gpus"]) md += "- GPU: " + Val(g) + "\n";
+    auto row = [&](std::string_view what, const Json& value) {
+      md += fmt::format("| {} | {} |\n", what, MdCell(Val(value)));
+    };
+    md += "| Component | Version or value |\n|---|---|\n";
+    row("OS", e["os"]);
+    row("Kernel", e["kernel"]);
+    for (const Json& g : e["gpus"]) row("GPU", g);
     if (!Val(e["nvidia_driver"]).empty())
-      md += fmt::format("- NVIDIA driver: {} (CUDA {})\n", Val(e["nvidia_driver"]), Val(e["cuda_driver"]));
-    for (const Json& v : e["rocm"]) md += "- ROCm: " + Val(v) + "\n";
-    for (const Json& v : e["cuda_toolkits"]) md += "- CUDA toolkit: " + Val(v) + "\n";
-    if (e.contains("torch")) md += "- PyTorch: " + Val(e["torch"]) + "\n";
+      row("NVIDIA driver", fmt::format("{} (CUDA {})", Val(e["nvidia_driver"]), Val(e["cuda_driver"])));
+    for (const Json& v : e["rocm"]) row("ROCm", v);
+    for (const Json& v : e["cuda_toolkits"]) row("CUDA toolkit", v);
+    if (e.contains("torch")) row("PyTorch", e["torch"]);
+    md += "\n";
     if (e["gpu_environment_variables"].is_object() && !e["gpu_environment_variables"].empty()) {
-      md += "- GPU-stack environment:";
+      md += "GPU-stack environment variables:\n\n| Variable | Value |\n|---|---|\n";
       for (auto it = e["gpu_environment_variables"].begin(); it != e["gpu_environment_variables"].end(); ++it) {
-        md += fmt::format(" `{}={}`", it.key(), Val(it.value()));
+        md += fmt::format("| {} | {} |\n", MdCodeCell(it.key()), MdCodeCell(Val(it.value())));
       }
       md += "\n";
     }
-    md += "\n";
+  }
+  if (r.contains("baseline")) {
+    const Json& b = r["baseline"];
+    md += fmt::format("### Changes since the baseline\n\nBaseline: {}\n\n", MdText(Val(b["source"])));
+    if (b.contains("not_collected")) {
+      md += "_" + MdText(Val(b["not_collected"])) + "_\n\n";
+    } else if (b["changes"].empty()) {
+      md += "_no change: the machine's GPUs, driver, software and environment are as in the baseline_\n\n";
+    } else {
+      md += "| Change | Where | Before | After |\n|---|---|---|---|\n";
+      for (const Json& c : b["changes"]) {
+        md += fmt::format("| {} | {} | {} | {} |\n", MdCell(Val(c["summary"])), MdCodeCell(Val(c["path"])),
+                          c["before"].is_null() ? "" : MdCodeCell(Val(c["before"])),
+                          c["after"].is_null() ? "" : MdCodeCell(Val(c["after"])));
+      }
+      md += "\n";
+    }
   }
   md += "### Reproduction\n\n";
   const Json& rep = r["reproduction"];
@@ -423,6 +578,31 @@ std::string MarkdownBody(const Json& r) {
             "{} distinct signature(s).\n\n",
             Val(rp["runs"]), Val(rp["failures"]), Val(rp["runs"]), Val(rp["verdict"]), Val(rp["same_signature"]),
             Val(rp["distinct_signatures"]));
+        if (rp["series"].is_array() && !rp["series"].empty()) {
+          // The runs in order, 100 at most here (repeat.json has them all).
+          md += "| Run | Result | Exit status | Signature |\n|---:|---|---:|---|\n";
+          size_t shown = 0;
+          for (const Json& run : rp["series"]) {
+            if (shown++ == 100) {
+              md += fmt::format("| … | {} more runs in repeat.json | | |\n", rp["series"].size() - 100);
+              break;
+            }
+            bool failed = run["failed"].is_boolean() && run["failed"].get<bool>();
+            bool timed_out = run["timed_out"].is_boolean() && run["timed_out"].get<bool>();
+            md += fmt::format("| {} | {} | {} | {} |\n", Val(run["run"]),
+                              failed ? (timed_out ? "**failed** (timeout)" : "**failed**") : "passed",
+                              Val(run["exit_status"]),
+                              run["signature"].is_string() ? MdCodeCell(Val(run["signature"])) : "");
+          }
+          md += "\n";
+        }
+        if (rp["signatures"].is_array() && !rp["signatures"].empty()) {
+          md += "| Failed runs | Signature |\n|---:|---|\n";
+          for (const Json& c : rp["signatures"]) {
+            md += fmt::format("| {} | {} |\n", Val(c["count"]), MdCodeCell(Val(c["signature"])));
+          }
+          md += "\n";
+        }
       }
     }
   }
@@ -432,6 +612,22 @@ std::string MarkdownBody(const Json& r) {
   }
   if (f.contains("gpu_signature")) md += fmt::format("GPU signature: `{}`\n\n", Val(f["gpu_signature"]));
   md += MdList(f["verdict_reasons"]);
+  if (f.contains("processes") && f["processes"].is_array()) {
+    static const std::map<std::string, std::string> kRoles = {{"first_failure", "**failed first**"},
+                                                              {"failed_after", "failed after it"},
+                                                              {"waiting_at_timeout", "waiting at the timeout"}};
+    md +=
+        "\nProcesses of the job, in the order they failed:\n\n| Process | Rank | Pid | Signal | Stopped at |\n"
+        "|---|---:|---:|---|---:|\n";
+    for (const Json& jp : f["processes"]) {
+      auto role = kRoles.find(Val(jp["role"]));
+      md +=
+          fmt::format("| {} | {} | {} | {} | {} |\n", role != kRoles.end() ? role->second : Val(jp["role"]),
+                      jp.contains("rank") ? Val(jp["rank"]) : "", Val(jp["pid"]),
+                      jp["signal"].is_string() ? Val(jp["signal"]) : "still running",
+                      jp["stopped_at_s"].is_number() ? fmt::format("+{:.2f} s", jp["stopped_at_s"].get<double>()) : "");
+    }
+  }
   if (f.contains("crashed_thread_frames") && !f["crashed_thread_frames"].empty()) {
     std::string frames;
     int i = 0;

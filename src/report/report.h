@@ -30,6 +30,9 @@ struct ReportInput {
   kb::Analysis analysis;
   /// How often the same signature was seen before (from the store), when known.
   std::optional<int64_t> same_signature_count;
+  /// --baseline: a snapshot from before (a good run, a stored one) to diff the failure's against.
+  std::optional<core::Snapshot> baseline;
+  std::string baseline_source;  ///< the operand that named it ("12", "good.json")
 };
 
 /// The report as a JSON document: {title, environment, reproduction, failure, diagnostics,
@@ -43,16 +46,29 @@ core::Json BuildReport(const ReportInput& input);
 /// `recorded` is false for a log (no run).
 Timeline BuildTimeline(const ReportInput& input);
 
-/// A report as `report` renders it: the JSON document and the run's timeline.
+/// One thread's stack for the HTML report's collapsible list (texts redacted).
+struct ThreadStack {
+  std::string title;  ///< "thread 4242 \"python3\" (crashed), 20 frames"
+  bool crashed = false;
+  std::vector<std::string> frames;  ///< "#0  cudaDeviceSynchronize (libcudart.so.13+0x44675)"
+};
+
+/// Every thread of the bundle's primary process, the crashed (or main) one first.
+std::vector<ThreadStack> BuildThreadStacks(const ReportInput& input);
+
+/// A report as `report` renders it: the JSON document, the run's timeline and the threads.
 struct Report {
   core::Json json;
   Timeline timeline;
+  std::vector<ThreadStack> threads;
 };
 
 /// What `report` is asked for: logs and bundles of one failure, an optional snapshot.
 struct ReportRequest {
   std::vector<std::string> paths;
   std::optional<core::Snapshot> snapshot;  ///< --snapshot (a bundle has its own)
+  std::optional<core::Snapshot> baseline;  ///< --baseline
+  std::string baseline_source;
 };
 
 /// Analyses the inputs (kb::AnalyzeInputs with `analyzer`), fills the report from the first
@@ -70,6 +86,9 @@ std::string RenderMarkdown(const core::Json& report);
 /// Content-Security-Policy says so too). Every text from the inputs is escaped; the texts of
 /// `report` and `timeline` are already redacted. When md4c fails, the Markdown is shown escaped
 /// in a <pre>.
-std::string RenderHtml(const core::Json& report, const Timeline& timeline);
+/// `threads`, when given, become a collapsible list (<details>) after the failure: the crashed
+/// thread open, the others closed.
+std::string RenderHtml(const core::Json& report, const Timeline& timeline,
+                       const std::vector<ThreadStack>& threads = {});
 
 }  // namespace gputriage::report

@@ -46,8 +46,10 @@ TEST(Report, FillsEverySectionAndRedactsSecrets) {
                               "### Troubleshooting attempted", "### Known issues", "### Next steps"}) {
     EXPECT_NE(md.find(section), std::string::npos) << section;
   }
-  EXPECT_NE(md.find("- GPU: NVIDIA H200 at 0000:00:06.0, driver nvidia"), std::string::npos) << md;
-  EXPECT_NE(md.find("- NVIDIA driver: 580.159.04 (CUDA 13.0)"), std::string::npos);
+  EXPECT_NE(md.find("| Component | Version or value |\n|---|---|\n| OS | Ubuntu 24.04 |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| GPU | NVIDIA H200 at 0000:00:06.0, driver nvidia |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| NVIDIA driver | 580.159.04 (CUDA 13.0) |"), std::string::npos);
+  EXPECT_NE(md.find("| Variable | Value |\n|---|---|\n| `CUDA_LAUNCH_BLOCKING` | `1` |"), std::string::npos);
   EXPECT_NE(md.find("NVRM: Xid (PCI:0000:00:06): 43, pid=474"), std::string::npos);
   EXPECT_EQ(md.find("unrelated"), std::string::npos);  // kernel-log records not tied to the job stay out
   EXPECT_NE(md.find("CUDA_LAUNCH_BLOCKING=1 was set"), std::string::npos);
@@ -75,6 +77,103 @@ TEST(Report, RepeatStatisticsAndTheGpuSignature) {
             std::string::npos)
       << md;
   EXPECT_NE(md.find("GPU signature: `cudaErrorAssert in indexFuncSmallIndex`"), std::string::npos);
+}
+
+// The series run by run and the failures per signature, as tables; a signature with '|' or a
+// backtick stays one cell.
+TEST(Report, RepeatSeriesAsTables) {
+  ReportInput in = Sample();
+  in.repeat = core::RepeatStats{
+      .runs = 3, .passes = 1, .failures = 2, .same_signature = 1, .distinct_signatures = 2, .verdict = "flaky"};
+  in.repeat->series = {{.run = 1, .failed = true, .exit_status = 139, .signature = "SIGSEGV/null a|b"},
+                       {.run = 2, .failed = false, .exit_status = 0},
+                       {.run = 3, .failed = true, .exit_status = 143, .timed_out = true, .signature = "hang `x`"}};
+  in.repeat->signatures = {{"SIGSEGV/null a|b", 1}, {"hang `x`", 1}};
+  Json r = BuildReport(in);
+  ASSERT_EQ(r["reproduction"]["repeat"]["series"].size(), 3u);
+  EXPECT_EQ(r["reproduction"]["repeat"]["series"][1]["signature"], nullptr);
+  std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("| Run | Result | Exit status | Signature |\n|---:|---|---:|---|\n"
+                    "| 1 | **failed** | 139 | SIGSEGV/null a\\|b |\n"
+                    "| 2 | passed | 0 |  |\n"
+                    "| 3 | **failed** (timeout) | 143 | `` hang `x` `` |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| Failed runs | Signature |\n|---:|---|\n| 1 | SIGSEGV/null a\\|b |\n"), std::string::npos);
+  // md4c reads them as tables with four and two columns.
+  std::string html = RenderHtml(r, BuildTimeline(in));
+  EXPECT_NE(html.find("<th align=\"right\">Run</th>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>passed</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>SIGSEGV/null a|b</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td><code>hang `x`</code></td>"), std::string::npos) << html;
+}
+
+// Text from the job keeps its underscores: ctypes/__init__.py is not bold, CUDA_LAUNCH_BLOCKING
+// keeps its own, and code spans the text means stay code.
+TEST(Report, MarkdownTextIsEscapedOutsideCodeSpans) {
+  ReportInput in = Sample();
+  in.analysis.next_steps = {"Python was running ctypes/__init__.py:525 (string_at) *here*",
+                            "Rerun under `gputriage run -- a_*b`."};
+  std::string md = RenderMarkdown(BuildReport(in));
+  EXPECT_NE(md.find("- Python was running ctypes/\\_\\_init\\_\\_.py:525 (string_at) \\*here\\*\n"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- Rerun under `gputriage run -- a_*b`.\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- CUDA_LAUNCH_BLOCKING=1 was set"), std::string::npos) << md;
+  std::string html = RenderHtml(BuildReport(in), BuildTimeline(in));
+  EXPECT_NE(html.find("ctypes/__init__.py:525 (string_at) *here*"), std::string::npos) << html;
+  EXPECT_EQ(html.find("<strong>init</strong>"), std::string::npos);
+}
+
+// --baseline: what changed on the machine since, as a table; nothing, said; no snapshot, said.
+TEST(Report, ChangesSinceTheBaseline) {
+  ReportInput in = Sample();
+  core::Snapshot before = *in.snapshot;
+  before.software->nvidia->driver_version = "570.86.15";
+  before.env->variables->erase("CUDA_LAUNCH_BLOCKING");
+  in.baseline = before;
+  in.baseline_source = "good.json";
+  Json r = BuildReport(in);
+  ASSERT_TRUE(r["baseline"]["changes"].is_array()) << r["baseline"];
+  EXPECT_EQ(r["baseline"]["source"], "good.json");
+  std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("### Changes since the baseline\n\nBaseline: good.json\n\n| Change | Where | Before | After |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `570.86.15` | `580.159.04` |"), std::string::npos) << md;
+  EXPECT_NE(md.find("`env.variables.CUDA_LAUNCH_BLOCKING`"), std::string::npos) << md;
+  EXPECT_LT(md.find("### Changes since the baseline"), md.find("### Reproduction"));
+  in.baseline = *in.snapshot;
+  EXPECT_NE(RenderMarkdown(BuildReport(in)).find("_no change: the machine's GPUs, driver"), std::string::npos);
+  in.snapshot.reset();
+  EXPECT_EQ(BuildReport(in)["baseline"]["not_collected"], "the failure has no snapshot to compare with the baseline");
+  in.baseline.reset();
+  EXPECT_FALSE(BuildReport(in).contains("baseline"));
+}
+
+// Every thread of the process for the HTML's collapsible list: the crashed one first and open.
+TEST(Report, ThreadStacksForTheHtml) {
+  ReportInput in = Sample();
+  in.process = core::ProcessFileFromJson(
+      Json{{"pid", 474},
+           {"signal", "SIGSEGV"},
+           {"threads",
+            {{{"tid", 480},
+              {"name", "worker"},
+              {"frames", {{{"pc", 4096}, {"function", "crash_here"}, {"module", "/x/libz.so"}, {"offset", 16}}}}},
+             {{"tid", 474}, {"name", "python3"}, {"frames", {{{"pc", 8192}, {"function", "main"}}}}}}}});
+  std::vector<ThreadStack> threads = BuildThreadStacks(in);
+  ASSERT_EQ(threads.size(), 2u);
+  EXPECT_EQ(threads[0].title, "thread 480 \"worker\" (crashed), 1 frame(s)");
+  EXPECT_TRUE(threads[0].crashed);
+  EXPECT_EQ(threads[1].title, "thread 474 \"python3\" (main thread), 1 frame(s)");
+  ASSERT_EQ(threads[0].frames.size(), 1u);
+  EXPECT_NE(threads[0].frames[0].find("crash_here"), std::string::npos) << threads[0].frames[0];
+  std::string html = RenderHtml(BuildReport(in), BuildTimeline(in), threads);
+  EXPECT_NE(
+      html.find("<h3>Threads (2)</h3>\n<details open><summary>thread 480 &quot;worker&quot; (crashed), 1 frame(s)"),
+      std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<details><summary>thread 474 &quot;python3&quot; (main thread)"), std::string::npos);
 }
 
 TEST(Report, SaysWhatWasNotCollected) {

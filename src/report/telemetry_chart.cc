@@ -104,7 +104,9 @@ TelemetryChart LayoutTelemetry(const std::vector<core::TelemetrySample>& samples
     }
     if (!any) continue;
     double pad = std::max((hi - lo) * 0.1, hi == lo ? std::max(std::fabs(hi) * 0.05, 1.0) : 0.0);
-    TelemetryPanel panel{.title = q.title, .y0 = y, .y1 = y + kPanel, .min = lo - pad, .max = hi + pad, .lines = {}};
+    // Every quantity plotted is one that cannot go below zero: the axis does not either.
+    double bottom = lo >= 0 ? std::max(lo - pad, 0.0) : lo - pad;
+    TelemetryPanel panel{.title = q.title, .y0 = y, .y1 = y + kPanel, .min = bottom, .max = hi + pad, .lines = {}};
     for (auto& [device, points] : values) {
       std::sort(points.begin(), points.end());
       std::vector<std::pair<double, double>> px;

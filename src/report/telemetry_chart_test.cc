@@ -54,6 +54,19 @@ TEST(TelemetryChart, FromTheStartWhenTheFailureCannotBePlaced) {
   EXPECT_NE(RenderTelemetrySvg(c).find(">none</text>"), std::string::npos);
 }
 
+// Memory used from 0 to 1.2 GiB (the H100 run of 2026-12-05): the axis starts at 0, not below.
+TEST(TelemetryChart, AnAxisOfNonNegativeValuesStartsAtZeroAtMost) {
+  std::vector<core::TelemetrySample> samples(3);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    samples[i].t_s = static_cast<double>(i);
+    samples[i].memory_used_mib = i == 1 ? 1228.8 : 0.0;
+  }
+  TelemetryChart c = LayoutTelemetry(samples, /*relative_to_failure=*/false);
+  ASSERT_EQ(c.panels.size(), 1u);
+  EXPECT_EQ(c.panels[0].min, 0.0);
+  EXPECT_GT(c.panels[0].max, 1228.8 / 1024);
+}
+
 TEST(TelemetryChart, NoSamplesNoPanels) {
   TelemetryChart c = LayoutTelemetry({}, true);
   EXPECT_TRUE(c.panels.empty());

@@ -225,6 +225,7 @@ class Differ {
 
   std::vector<Change> Run() {
     DiffGpus();
+    DiffTopology();
     DiffHost();
     DiffSoftware();
     DiffKernelLog();
@@ -243,6 +244,61 @@ class Differ {
   void Add(std::string_view change_kind, std::string path, Json before, Json after, std::string summary) {
     changes_.push_back(
         {std::string(change_kind), std::move(path), std::move(before), std::move(after), std::move(summary)});
+  }
+
+  // ---- topology ----
+
+  static std::map<std::string, const core::GpuPeer*> PeersByPair(const core::Snapshot& snapshot) {
+    std::map<std::string, const core::GpuPeer*> out;
+    if (!snapshot.topology || !snapshot.topology->peers) return out;
+    for (const core::GpuPeer& peer : *snapshot.topology->peers) {
+      if (!peer.a || !peer.b) continue;
+      std::string a = core::ToLower(*peer.a), b = core::ToLower(*peer.b);
+      out.emplace(a < b ? a + "," + b : b + "," + a, &peer);
+    }
+    return out;
+  }
+
+  // How good a pair's connection is: NVLinks count first, then peer access, then PCIe nearness.
+  struct PeerRank {
+    uint64_t nvlinks = 0;
+    bool p2p_refused = false;
+  };
+  static PeerRank RankOf(const core::GpuPeer& peer) {
+    PeerRank rank;
+    rank.nvlinks = peer.nvlinks.value_or(0);
+    if (peer.p2p) {
+      rank.p2p_refused = (peer.p2p->read && *peer.p2p->read != "ok") || (peer.p2p->write && *peer.p2p->write != "ok");
+    }
+    return rank;
+  }
+
+  static std::string PeerText(const core::GpuPeer& peer) {
+    std::string text = peer.path.value_or("?");
+    if (peer.p2p && peer.p2p->read) text += ", p2p read " + *peer.p2p->read;
+    return text;
+  }
+
+  // A pair of GPUs that lost NVLinks or peer access (or got them back). Pairs only one snapshot
+  // has are the GPUs' own changes (gpu_added, gpu_removed).
+  void DiffTopology() {
+    auto before = PeersByPair(before_);
+    auto after = PeersByPair(after_);
+    for (const auto& [pair, old_peer] : before) {
+      auto match = after.find(pair);
+      if (match == after.end()) continue;
+      const core::GpuPeer& new_peer = *match->second;
+      PeerRank was = RankOf(*old_peer), now = RankOf(new_peer);
+      // Unknown on either side is no change (NVML not asked, a call that failed).
+      bool links_known = old_peer->path && new_peer.path;
+      bool worse = (links_known && now.nvlinks < was.nvlinks) || (!was.p2p_refused && now.p2p_refused);
+      bool better = (links_known && now.nvlinks > was.nvlinks) || (was.p2p_refused && !now.p2p_refused);
+      if (!worse && !better) continue;
+      Add(worse ? kind::kLinkDowntrained : kind::kLinkRestored, "topology.peers" + Item(pair), core::ToJson(*old_peer),
+          core::ToJson(new_peer),
+          fmt::format("GPUs {} and {}: {} -> {}", new_peer.a.value_or("?"), new_peer.b.value_or("?"),
+                      PeerText(*old_peer), PeerText(new_peer)));
+    }
   }
 
   // ---- gpus ----

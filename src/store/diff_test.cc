@@ -309,6 +309,41 @@ TEST(DiffSnapshots, GpuRemovedAndAddedMatchByPciAddress) {
   EXPECT_EQ(changes[1].summary, "GPU 0000:9a:00.0 (NVIDIA H100 80GB HBM3) appeared");
 }
 
+// Two GPUs of the H100 node joined through NVSwitches, as the NVML probe writes the pair.
+Json WithPeer(Json snapshot, const std::string& path, uint64_t nvlinks, const std::string& read) {
+  Json peer{{"a", "0000:18:00.0"},
+            {"b", "0000:2a:00.0"},
+            {"path", path},
+            {"pcie_path", "NODE"},
+            {"p2p", {{"read", read}, {"write", read}}},
+            {"source", "nvml"}};
+  if (nvlinks > 0) peer["nvlinks"] = nvlinks;
+  snapshot["topology"] = Json{{"peers", Json::array({peer})}};
+  return snapshot;
+}
+
+TEST(DiffSnapshots, PairThatLostNvLinksOrPeerAccessIsALinkChange) {
+  Json before = WithPeer(NvidiaSnapshot(), "NV18", 18, "ok");
+  auto changes = DiffSnapshots(before, WithPeer(NvidiaSnapshot(), "NODE", 0, "ok"));
+  ASSERT_EQ(changes.size(), 1u) << Show(changes);
+  EXPECT_EQ(changes[0].kind, "link_downtrained");
+  EXPECT_EQ(changes[0].path, "topology.peers[0000:18:00.0,0000:2a:00.0]");
+  EXPECT_EQ(changes[0].summary, "GPUs 0000:18:00.0 and 0000:2a:00.0: NV18, p2p read ok -> NODE, p2p read ok");
+  EXPECT_EQ(changes[0].before["nvlinks"], 18);
+
+  changes = DiffSnapshots(before, WithPeer(NvidiaSnapshot(), "NV18", 18, "disabled_by_regkey"));
+  ASSERT_EQ(changes.size(), 1u) << Show(changes);
+  EXPECT_EQ(changes[0].kind, "link_downtrained");
+
+  changes = DiffSnapshots(WithPeer(NvidiaSnapshot(), "NV16", 16, "ok"), before);
+  ASSERT_EQ(changes.size(), 1u) << Show(changes);
+  EXPECT_EQ(changes[0].kind, "link_restored");
+
+  // The same pair, the same links: nothing; a snapshot without topology: unknown, nothing.
+  EXPECT_TRUE(DiffSnapshots(before, before).empty());
+  EXPECT_TRUE(DiffSnapshots(before, NvidiaSnapshot()).empty());
+}
+
 TEST(DiffSnapshots, ReorderedGpusAreNotChanges) {
   auto changes = DiffAfter(NvidiaSnapshot(), [](Json& s) { std::swap(s["gpus"][0], s["gpus"][1]); });
   EXPECT_TRUE(changes.empty()) << Show(changes);

@@ -154,6 +154,16 @@ TEST_F(CaptureTest, TakesEveryThreadsStackAndTheProcessGoesOn) {
   ASSERT_TRUE(out["bundle"].is_string()) << r.out;
   const std::string bundle = out["bundle"];
   EXPECT_NE(bundle.find("-hung_job-" + std::to_string(job.pid())), std::string::npos) << bundle;
+  for (const Json& t : out["threads"])
+    EXPECT_TRUE(t["top"].is_string()) << "every thread has an innermost frame: " << t;
+
+  // analyze of a capture: the main thread is listed as such, not as a crashed one.
+  testing::CliOutput analyzed =
+      testing::RunCli(GT_GPUTRIAGE_BIN, {"analyze", bundle}, {"GPUTRIAGE_HOME=" + dir_ + "/home"});
+  EXPECT_NE(analyzed.out.find("thread " + std::to_string(job.pid()) + " \"hung_job\" (main thread):"),
+            std::string::npos)
+      << analyzed.out;
+  EXPECT_EQ(analyzed.out.find("(crashed)"), std::string::npos) << analyzed.out;
 
   // The bundle: every thread's stack, named.
   Json process = Json::parse(ReadAll(bundle + "/process.json"), nullptr, false);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -468,6 +469,18 @@ TEST(CliTest, LiveDoctorOnThisMachine) {
     EXPECT_TRUE(HasFinding(j["findings"], "gpu.none_found"));
     EXPECT_EQ(run.exit_code, 1);
   }
+  // Each collector's own time, software's parts too; the text output names the slowest part.
+  const Json& ms = j["snapshot"]["collector_ms"];
+  ASSERT_TRUE(ms.is_object()) << j["snapshot"].dump().substr(0, 400);
+  for (const char* name : {"pci", "host", "kernel_log", "software", "software.toolchain", "software.cuda"}) {
+    EXPECT_TRUE(ms.contains(name) && ms[name].is_number()) << name << ": " << ms.dump();
+  }
+  CliRun text = Gputriage({"doctor"}, {"GPUTRIAGE_ROOT="});
+  std::smatch slowest;
+  ASSERT_TRUE(
+      std::regex_search(text.out, slowest, std::regex(R"(snapshot took [0-9]+ ms \(slowest: ([a-z_.]+) [0-9]+ ms\))")))
+      << text.out;
+  EXPECT_NE(slowest[1], "software") << "a section with parts is not the slowest collector, one of its parts is";
 }
 
 // A real kernel-log record written to /dev/kmsg (root only) shows up in a live doctor run.

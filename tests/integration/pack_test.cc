@@ -128,7 +128,7 @@ class PackTest : public ::testing::Test {
 
   // A null dereference under `run`, from a shell that first prints secrets to stderr: the
   // environment's (GT_TEST_PASSWORD), its own argv's (--api-key VALUE, echoed as a command line) and
-  // a GitHub token. (Not "api key: VALUE": a key with a space in it is not one the rules know.)
+  // a GitHub token.
   std::string CrashWithSecrets(std::vector<std::string> run_options) {
     std::vector<std::string> args = {"run", "--quiet", "--bundle-dir", bundles_};
     args.insert(args.end(), run_options.begin(), run_options.end());
@@ -245,6 +245,42 @@ TEST_F(PackTest, PackedBundleHoldsNoSecretAndAnalyzesAsItsDirectory) {
   ASSERT_TRUE(piped.ok());
   EXPECT_EQ(piped->exit_code, 1) << piped->stderr_tail;
   EXPECT_NE(piped->stdout_data.find("null_deref"), std::string::npos) << piped->stdout_data;
+}
+
+// telemetry.csv is packed (written back from its parsed samples): lines as the H100 machine's
+// NVML sampler wrote them in a real run (2026-12-05), and one line the parser cannot read, which
+// stays out.
+TEST_F(PackTest, TelemetryIsPackedFromItsParsedSamples) {
+  std::string bundle = CrashWithSecrets({"--no-telemetry"});
+  ASSERT_FALSE(bundle.empty());
+  const std::string good =
+      "t_s,device,temperature_c,power_w,sm_clock_mhz,memory_clock_mhz,memory_used_mib,throttle_reasons\n"
+      "0.022,0,32,71.2,345,2619,0.0,gpu_idle\n"
+      "0.222,0,32,71.1,345,2619,0.0,gpu_idle\n"
+      "23.222,0,40,125.0,1980,2619,1228.8,\n";
+  std::ofstream(bundle + "/telemetry.csv", std::ios::binary) << good << "23.4,0,hot " << kToken << ",1,1,1,1,\n";
+  std::string packed = tmp_ / "telemetry.tar.zst";
+  CliRun pack = Gputriage({"bundles", "pack", bundle, "-o", packed, "--json"});
+  ASSERT_EQ(pack.exit_code, 0) << pack.err;
+  Json result = JsonOf(pack);
+  bool member = false;
+  for (const Json& m : result["members"]) {
+    if (m["name"] == fs::path(bundle).filename().string() + "/telemetry.csv") {
+      member = true;
+      EXPECT_EQ(m["changed"], true) << "the unreadable line was dropped";
+    }
+  }
+  EXPECT_TRUE(member) << result.dump(1);
+  for (const Json& l : result["left_out"]) EXPECT_NE(l["item"], "telemetry.csv") << l;
+  std::string all = Decompressed(packed);
+  EXPECT_NE(all.find(good), std::string::npos) << "the readable samples, as they were";
+  EXPECT_EQ(all.find(kToken), std::string::npos);
+  std::string html = tmp_ / "telemetry.html";
+  CliRun packed_report = Gputriage({"report", packed, "--format", "html", "-o", html});
+  ASSERT_EQ(packed_report.exit_code, 0) << packed_report.err;
+  std::string page = ReadAll(html);
+  EXPECT_NE(page.find("<h3>GPU telemetry</h3>"), std::string::npos);
+  EXPECT_EQ(page.find("The bundle has no GPU telemetry"), std::string::npos) << "the report plots the packed samples";
 }
 
 TEST_F(PackTest, HostileArchivesAreRefusedWithTheMemberNamed) {

@@ -3,6 +3,7 @@
 // real H200 capture placed in its bundle. The page is parsed by python3's html.parser: tags
 // balanced, nothing that runs or loads, the timeline's markers all there, no secret.
 #include <time.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -264,6 +265,137 @@ TEST(ReportHtml, ARealBundleWithKernelLogRecords) {
   Json report = Json::parse(json.out, nullptr, false);
   ASSERT_TRUE(report.is_object());
   EXPECT_FALSE(report.contains("timeline"));
+}
+
+// `report --baseline FILE`: a real snapshot taken with CUDA_LAUNCH_BLOCKING=1 set, a real run
+// without it: the report names the change; a baseline that cannot be read is a usage error.
+TEST(ReportCli, ChangesSinceABaselineSnapshotFile) {
+  testing::TempDir tmp;
+  const std::vector<std::string> env = {"GPUTRIAGE_HOME=" + (tmp / "home")};
+  std::vector<std::string> baseline_env = env;
+  baseline_env.push_back("CUDA_LAUNCH_BLOCKING=1");
+  Out snapshot = Exec({GT_GPUTRIAGE_BIN, "snapshot", "--json"}, baseline_env);
+  ASSERT_EQ(snapshot.status, 0) << snapshot.err;
+  const std::string baseline = tmp / "good.json";
+  std::ofstream(baseline, std::ios::binary) << snapshot.out;
+  Out run = Exec({GT_GPUTRIAGE_BIN, "run", "--bundle-dir", tmp / "bundles", "--", "sh", "-c", "kill -SEGV $$"}, env);
+  ASSERT_EQ(run.status, 139) << run.err;
+  const std::string bundle = OnlyBundle(tmp / "bundles");
+  Out json = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "json", "--baseline", baseline, bundle}, env);
+  ASSERT_EQ(json.status, 0) << json.err;
+  Json report = Json::parse(json.out, nullptr, false);
+  ASSERT_TRUE(report["baseline"]["changes"].is_array()) << json.out;
+  EXPECT_EQ(report["baseline"]["source"], baseline);
+  bool removed = false;
+  for (const Json& c : report["baseline"]["changes"]) {
+    removed = removed || (c["kind"] == "env_removed" && c["path"] == "env.variables.CUDA_LAUNCH_BLOCKING");
+  }
+  EXPECT_TRUE(removed) << report["baseline"].dump(1);
+  Out md = Exec({GT_GPUTRIAGE_BIN, "report", "--baseline", baseline, bundle}, env);
+  EXPECT_NE(md.out.find("### Changes since the baseline"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("`env.variables.CUDA_LAUNCH_BLOCKING`"), std::string::npos) << md.out;
+  Out missing = Exec({GT_GPUTRIAGE_BIN, "report", "--baseline", tmp / "absent.json", bundle}, env);
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("--baseline: "), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("absent.json"), std::string::npos) << missing.err;
+}
+
+// The page in a real browser (Debian's chromium, headless): it loads with no Content-Security-
+// Policy violation or script error, the SVG renders (a screenshot of the page is larger than the
+// same page without its SVG, and than a blank page), and the DOM the browser built has the
+// timeline's and the telemetry's labels, the repeat series' tables and the collapsible threads.
+std::string Chromium() {
+  for (const char* path : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
+    if (::access(path, X_OK) == 0) return path;
+  }
+  return "";
+}
+
+Out Browser(const std::string& dir, std::vector<std::string> args) {
+  const std::string chromium = Chromium();
+  std::vector<std::string> cmd = {chromium,
+                                  "--headless",
+                                  "--no-sandbox",
+                                  "--disable-gpu",
+                                  "--disable-dev-shm-usage",
+                                  "--hide-scrollbars",
+                                  "--no-first-run",
+                                  "--user-data-dir=" + dir + "/chromium-profile",
+                                  "--enable-logging=stderr",
+                                  "--v=0"};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return Exec(cmd, {"HOME=" + dir});
+}
+
+uintmax_t Screenshot(const std::string& dir, const std::string& page, const std::string& png) {
+  Out shot = Browser(dir, {"--window-size=1200,3000", "--screenshot=" + png, "file://" + page});
+  EXPECT_EQ(shot.status, 0) << shot.err;
+  std::string bytes = ReadAll(png);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << png;
+  return bytes.size();
+}
+
+TEST(ReportHtml, RendersInAHeadlessBrowser) {
+  ASSERT_FALSE(Chromium().empty()) << "no chromium: scripts/install-deps --test installs Debian's chromium";
+  testing::TempDir tmp;
+  const std::vector<std::string> env = {"GPUTRIAGE_HOME=" + (tmp / "home")};
+  // Two runs, both killed by SIGSEGV: one bundle, whose repeat.json has the series.
+  Out run = Exec(
+      {GT_GPUTRIAGE_BIN, "run", "--repeat", "2", "--bundle-dir", tmp / "bundles", "--", "sh", "-c", "kill -SEGV $$"},
+      env);
+  ASSERT_EQ(run.status, 139) << run.err;
+  const std::string bundle = OnlyBundle(tmp / "bundles");
+  ASSERT_FALSE(bundle.empty()) << run.err;
+  // The kernel-log records of a real H200 capture, and telemetry as the H100 machine's NVML
+  // sampler wrote it in a real run (2026-12-05), so both charts have something to draw.
+  Json process = Json::parse(ReadAll(bundle + "/process.json"), nullptr, false);
+  ASSERT_TRUE(process.is_object());
+  std::string raw;
+  for (const Json& r : CapturedRecords(process["pid"].get<int>(), &raw)) process["kernel_log"].push_back(r);
+  std::ofstream(bundle + "/process.json", std::ios::binary) << process.dump(2);
+  std::ofstream(bundle + "/kmsg.log", std::ios::binary | std::ios::app) << raw;
+  std::ofstream(bundle + "/telemetry.csv", std::ios::binary)
+      << "t_s,device,temperature_c,power_w,sm_clock_mhz,memory_clock_mhz,memory_used_mib,throttle_reasons\n"
+         "0.022,0,32,71.2,345,2619,0.0,gpu_idle\n0.222,0,32,71.1,345,2619,0.0,gpu_idle\n"
+         "0.422,0,41,560.3,1980,2619,1228.8,\n0.622,0,45,564.7,1980,2619,1228.8,sw_power_cap\n";
+  const std::string page = tmp / "report.html";
+  Out report = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "html", "-o", page, bundle}, env);
+  ASSERT_EQ(report.status, 0) << report.err;
+  const std::string html = ReadAll(page);
+
+  // Loads: the DOM the browser built, and nothing refused or thrown on the way.
+  Out dom = Browser(tmp.path(), {"--dump-dom", "file://" + page});
+  ASSERT_EQ(dom.status, 0) << dom.err;
+  EXPECT_EQ(dom.err.find("Refused to"), std::string::npos) << "a Content-Security-Policy violation:\n" << dom.err;
+  EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;
+  EXPECT_EQ(dom.err.find("CONSOLE"), std::string::npos) << dom.err;
+  for (const char* label :
+       {">start</text>", ">SIGSEGV</text>", ">bundle</text>", ">seconds from the failure</text>", ">this job</text>",
+        ">other process / no pid</text>", ">Temperature (°C)</text>", ">Power (W)</text>"}) {
+    EXPECT_NE(dom.out.find(label), std::string::npos) << label << " not in the browser's DOM";
+  }
+  EXPECT_NE(dom.out.find("<th align=\"right\">Run</th>"), std::string::npos) << "the repeat series' table";
+  EXPECT_NE(dom.out.find("<details open=\"\"><summary>thread "), std::string::npos) << "the crashed thread, open";
+  EXPECT_NE(dom.out.find("<td>Kernel</td>"), std::string::npos) << "the environment as a table";
+
+  // Renders: screenshots of the page, of its two SVG charts alone, and of a blank page (a white
+  // PNG compresses to almost nothing; drawn lines and text do not).
+  std::string svgs;
+  size_t charts = 0;
+  const std::regex svg_element("<svg[\\s\\S]*?</svg>");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), svg_element); it != std::sregex_iterator(); ++it) {
+    svgs += it->str();
+    ++charts;
+  }
+  EXPECT_EQ(charts, 2u) << "the timeline and the telemetry";
+  const std::string svg_page = tmp / "svg-only.html", blank_page = tmp / "blank.html";
+  std::ofstream(svg_page, std::ios::binary) << "<!DOCTYPE html><html><body>" << svgs << "</body></html>";
+  std::ofstream(blank_page, std::ios::binary) << "<!DOCTYPE html><html><body></body></html>";
+  uintmax_t full = Screenshot(tmp.path(), page, tmp / "full.png");
+  uintmax_t svg_only = Screenshot(tmp.path(), svg_page, tmp / "svg-only.png");
+  uintmax_t blank = Screenshot(tmp.path(), blank_page, tmp / "blank.png");
+  EXPECT_GT(full, blank * 10) << "the page renders: " << full << " bytes against a blank page's " << blank;
+  EXPECT_GT(svg_only, blank * 2) << "the SVG renders: " << svg_only << " bytes against a blank page's " << blank;
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ using core::Json;
 const std::string kCrasher = std::string(GT_CRASHERS_DIR) + "/crasher";
 const std::string kNoPtrace = std::string(GT_CRASHERS_DIR) + "/no_ptrace";
 const std::string kJobTree = std::string(GT_CRASHERS_DIR) + "/job_tree";
+const std::string kRanks = std::string(GT_CRASHERS_DIR) + "/ranks";
 const std::string kPrintIds = std::string(GT_CRASHERS_DIR) + "/print_ids";
 const std::string kLeak = std::string(GT_CRASHERS_DIR) + "/leak";
 
@@ -503,6 +504,52 @@ TEST_F(RunTest, HangStoppedByTimeoutWithStacksFirst) {
   EXPECT_TRUE(AnyFrame(r.process, "wait_forever")) << r.process["threads"].dump(1);
   // The timeout the user gave, not how long stopping the job took.
   EXPECT_NE(r.err.find("gputriage: timed out after 1 s (--timeout 1s)"), std::string::npos) << r.err;
+}
+
+// A two-rank job (tests/crashers/ranks.c): rank 1 dies of SIGSEGV, rank 0 waits for it until the
+// timeout. The run is classified by rank 1's fault, not as a hang, and says which rank failed
+// first and that the timeout followed.
+TEST_F(RunTest, RankThatFailsFirstIsTheCauseNotTheTimeoutThatFollows) {
+  JobRun r = Run({kRanks, "hang"}, {"--timeout", "3s"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 124) << "the timeout still ended the job";
+  EXPECT_TRUE(r.process.value("timed_out", false));
+  EXPECT_EQ(r.process.value("signal", ""), "SIGSEGV");
+  EXPECT_EQ(r.process.value("rank", -1), 1);
+  EXPECT_EQ(r.process.value("local_rank", -1), 1);
+  ASSERT_TRUE(r.process["stopped_at_s"].is_number());
+  EXPECT_LT(r.process["stopped_at_s"].get<double>(), 3.0);
+  EXPECT_EQ(r.process["classification"].value("kind", ""), "null-dereference") << r.process["classification"].dump(1);
+  EXPECT_NE(r.process["classification"].value("category", ""), "hang-timeout");
+  EXPECT_NE(r.process["classification"]["evidence"].dump().find("rank 1"), std::string::npos);
+  // Rank 0's stacks at the timeout, with its rank and where it waited.
+  const Json* rank0 = nullptr;
+  for (const Json& h : r.process["hang_dumps"]) {
+    if (h.value("rank", -1) == 0) rank0 = &h;
+  }
+  ASSERT_NE(rank0, nullptr) << r.process["hang_dumps"].dump(1);
+  EXPECT_TRUE(AnyFrame(*rank0, "wait_for_peer")) << (*rank0)["threads"].dump(1);
+  EXPECT_GT((*rank0)["stopped_at_s"].get<double>(), r.process["stopped_at_s"].get<double>());
+  EXPECT_NE(r.err.find("first failure: rank 1 (pid"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("failed first: SIGSEGV"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 0 (pid"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("waiting at the timeout: still running"), std::string::npos) << r.err;
+}
+
+// Both ranks die: rank 1's SIGSEGV first, rank 0's abort a second later. The first is the run's
+// failure; the second is listed after it.
+TEST_F(RunTest, RanksThatFailInTurnAreOrderedByTime) {
+  JobRun r = Run({kRanks, "abort"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.process.value("signal", ""), "SIGSEGV");
+  EXPECT_EQ(r.process.value("rank", -1), 1);
+  ASSERT_EQ(r.process["other_crashed_processes"].size(), 1u) << r.process.dump(1);
+  const Json& rank0 = r.process["other_crashed_processes"][0];
+  EXPECT_EQ(rank0.value("rank", -1), 0);
+  EXPECT_EQ(rank0.value("signal", ""), "SIGABRT");
+  EXPECT_GT(rank0["stopped_at_s"].get<double>(), r.process["stopped_at_s"].get<double>() + 0.5);
+  EXPECT_NE(r.err.find("failed after it: SIGABRT"), std::string::npos) << r.err;
 }
 
 TEST_F(RunTest, StdinStdoutStderrPassThroughByteExact) {
@@ -1010,6 +1057,16 @@ TEST_F(RunTest, GpuFailuresGroupByTheGpuSignatureAndTheBundleKnowsTheSeries) {
   ASSERT_FALSE(repeat.is_discarded()) << text.str();
   EXPECT_EQ(repeat.value("runs", 0), 3);
   EXPECT_EQ(repeat.value("same_signature", 0), 3);
+  // Run by run, and the counts per signature.
+  ASSERT_EQ(repeat["series"].size(), 3u) << repeat.dump(1);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(repeat["series"][i]["run"], i + 1);
+    EXPECT_EQ(repeat["series"][i]["failed"], true);
+    EXPECT_EQ(repeat["series"][i]["exit_status"], 1);
+    EXPECT_EQ(repeat["series"][i]["signature"], "gpu: cudaErrorAssert in indexFuncSmallIndex");
+  }
+  ASSERT_EQ(repeat["signatures"].size(), 1u);
+  EXPECT_EQ(repeat["signatures"][0]["count"], 3);
 
   core::RunOptions ro;
   ro.timeout = std::chrono::milliseconds(60000);

@@ -464,6 +464,12 @@ def check_everything(c):
                           ">&2; exit 1"], (1,))[1]
     bundles += c.run_job("run --timeout", ["--bundle-dir", bdir, "--no-snapshot", "--timeout", "1"],
                          ["sleep", "30"], (124,))[1]
+    # Two ranks (tests/crashers/ranks.c): rank 1 dies of SIGSEGV, rank 0 waits until the timeout
+    # (process.json's rank, local_rank, stopped_at_s; the report's failure.processes).
+    ranks = os.path.join(c.build_dir, "tests", "crashers", "ranks")
+    if os.path.exists(ranks):
+        bundles += c.run_job("run two ranks, one fails first", ["--bundle-dir", bdir, "--no-snapshot", "--timeout", "2"],
+                             [ranks, "hang"], (124,))[1]
     # capture: a running process (python3 waiting on stdin, two threads), captured and let go; and
     # the JSON error of a pid that is not there.
     job = subprocess.Popen([sys.executable, "-c", "import sys, threading; "
@@ -546,6 +552,11 @@ def check_everything(c):
     for b in bundles:
         c.json_output(["report", "--format", "json", b], "report.schema.json",
                       f"report --format json bundle {os.path.basename(b)}", expect=(0,), json_errors=False)
+    if bundles and "h200" in files:  # --baseline: the changes from the H200's snapshot (or none collected)
+        for b in bundles:
+            c.json_output(["report", "--format", "json", b, "--baseline", files["h200"]], "report.schema.json",
+                          f"report --format json --baseline bundle {os.path.basename(b)}", expect=(0,),
+                          json_errors=False)
     for log in kb_logs[:3] + sorted(glob.glob(os.path.join(fixtures, "python", "faulthandler-*.txt"))):
         args = ["report", "--format", "json", log]
         c.json_output(args, "report.schema.json", expect=(0,), json_errors=False)

@@ -168,6 +168,8 @@ void CollectNvml(const Procfs& procfs, Json& data, Json& gpus, Section& section)
   for (auto& [key, value] : report.system.items()) data[key] = value;
   if (!library->path().empty()) data["nvml_library"] = library->path();
   gpus = std::move(report.gpus);
+  // The snapshot's top-level topology (MergeVendorSection moves it there).
+  if (!report.peers.empty()) data["peers"] = std::move(report.peers);
   for (auto& note : report.notes) section.not_collected.push_back(std::move(note));
   for (auto& finding : report.findings) section.findings.push_back(std::move(finding));
 }

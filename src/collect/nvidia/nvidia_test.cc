@@ -345,5 +345,93 @@ TEST(NvmlHelpers, StructVersionsMatchNvmlH) {
   EXPECT_EQ(nvml::kTemperatureV1Version, 0x0100000Cu);
 }
 
+// nvmlGpuTopologyLevel_t, nvmlGpuP2PStatus_t and nvmlIntNvLinkDeviceType_t values as nvml.h
+// numbers them, in the words nvidia-smi topo -m's legend uses.
+TEST(NvmlHelpers, TopologyAndPeerNames) {
+  EXPECT_EQ(TopologyLevelName(0), "internal");
+  EXPECT_EQ(TopologyLevelName(10), "PIX");
+  EXPECT_EQ(TopologyLevelName(20), "PXB");
+  EXPECT_EQ(TopologyLevelName(30), "PHB");
+  EXPECT_EQ(TopologyLevelName(40), "NODE");
+  EXPECT_EQ(TopologyLevelName(50), "SYS");
+  EXPECT_EQ(TopologyLevelName(35), "level_35");
+  EXPECT_EQ(P2pStatusName(0), "ok");
+  EXPECT_EQ(P2pStatusName(1), "chipset_not_supported");
+  EXPECT_EQ(P2pStatusName(3), "ioh_topology_not_supported");
+  EXPECT_EQ(P2pStatusName(4), "disabled_by_regkey");
+  EXPECT_EQ(P2pStatusName(6), "unknown");
+  EXPECT_EQ(P2pStatusName(9), "status_9");
+  EXPECT_EQ(P2pStatusName(-1), "status_-1");
+  EXPECT_EQ(NvLinkDeviceTypeName(0), "gpu");
+  EXPECT_EQ(NvLinkDeviceTypeName(2), "switch");
+  EXPECT_EQ(NvLinkDeviceTypeName(0xFF), "unknown");
+}
+
+// Probe GPUs as QueryDevice writes them: `links` active links to `remote` of type `type`, and
+// `down` inactive links after them.
+Json ProbeGpu(const std::string& address, int links, const std::string& remote, const std::string& type, int down = 0) {
+  Json gpu{{"pci_address", address}, {"nvlink", Json::array()}};
+  for (int i = 0; i < links + down; ++i) {
+    Json link{{"link", i}, {"active", i < links}};
+    if (i < links) {
+      if (!remote.empty()) link["remote_pci_address"] = remote;
+      link["remote_device_type"] = type;
+    }
+    gpu["nvlink"].push_back(link);
+  }
+  return gpu;
+}
+
+TEST(NvmlPeers, DirectLinksAreCountedOnce) {
+  // Two GPUs joined by a bridge of 4 links: each side names the other.
+  Json a = ProbeGpu("0000:17:00.0", 4, "0000:65:00.0", "gpu", 8);
+  Json b = ProbeGpu("0000:65:00.0", 4, "0000:17:00.0", "gpu", 8);
+  NvLinkBond bond = CountNvLinks(a, b);
+  EXPECT_EQ(bond.links, 4u);
+  EXPECT_FALSE(bond.via_switch);
+  Json peer = PeerJson(a, b, 50, Json{{"read", "ok"}, {"write", "ok"}, {"nvlink", "ok"}});
+  EXPECT_EQ(peer["path"], "NV4");
+  EXPECT_EQ(peer["pcie_path"], "SYS");
+  EXPECT_EQ(peer["nvlinks"], 4);
+  EXPECT_FALSE(peer.contains("via_switch"));
+  EXPECT_EQ(peer["p2p"]["read"], "ok");
+  EXPECT_EQ(peer["source"], "nvml");
+  // One side's remote query failed: the other side's answer still counts.
+  Json a_unknown = ProbeGpu("0000:17:00.0", 4, "", "gpu");
+  EXPECT_EQ(CountNvLinks(a_unknown, b).links, 4u);
+}
+
+TEST(NvmlPeers, LinksIntoSwitchesBondThroughTheFabric) {
+  // An HGX board: every active link goes into an NVSwitch (nvidia-smi topo -m: NV18).
+  Json a = ProbeGpu("0000:18:00.0", 18, "0000:05:00.0", "switch");
+  Json b = ProbeGpu("0000:2a:00.0", 16, "0000:06:00.0", "switch", 2);
+  NvLinkBond bond = CountNvLinks(a, b);
+  EXPECT_EQ(bond.links, 16u);
+  EXPECT_TRUE(bond.via_switch);
+  Json peer = PeerJson(a, b, 40, Json{{"nvlink", "ok"}});
+  EXPECT_EQ(peer["path"], "NV16");
+  EXPECT_EQ(peer["via_switch"], true);
+  // The driver refuses NVLink P2P between them (another fabric partition): the PCIe path stands.
+  Json refused = PeerJson(a, b, 40, Json{{"nvlink", "not_supported"}});
+  EXPECT_EQ(refused["path"], "NODE");
+  EXPECT_FALSE(refused.contains("nvlinks"));
+}
+
+TEST(NvmlPeers, PcieOnlyPairs) {
+  Json a{{"pci_address", "0000:3b:00.0"}};
+  Json b{{"pci_address", "0000:5e:00.0"}};
+  EXPECT_EQ(CountNvLinks(a, b).links, 0u);
+  Json peer = PeerJson(a, b, 20, Json{{"read", "ok"}, {"write", "ok"}});
+  EXPECT_EQ(peer["path"], "PXB");
+  EXPECT_EQ(peer["pcie_path"], "PXB");
+  // Neither the common ancestor nor P2P answered: no path is invented.
+  Json unknown = PeerJson(a, b, std::nullopt, Json::object());
+  EXPECT_FALSE(unknown.contains("path"));
+  EXPECT_FALSE(unknown.contains("p2p"));
+  // Only one of the two has links into switches: no fabric between them.
+  Json c = ProbeGpu("0000:18:00.0", 18, "0000:05:00.0", "switch");
+  EXPECT_EQ(CountNvLinks(c, a).links, 0u);
+}
+
 }  // namespace
 }  // namespace gputriage::nvidia

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstring>
@@ -172,15 +173,20 @@ void SetIfNotEmpty(Json& parent, const char* key, Json child) {
   if (!child.empty()) parent[key] = std::move(child);
 }
 
+// nvmlPciInfo_t's address as the PCI scan writes it: its bus id string, else built from its
+// domain, bus and device numbers.
+std::optional<std::string> PciInfoAddress(nvml::PciInfo& pci) {
+  pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+  std::optional<std::string> address = NormalizePciBusId(pci.bus_id);
+  if (!address) address = NormalizePciBusId(fmt::format("{:x}:{:x}:{:x}.0", pci.domain, pci.bus, pci.device));
+  return address;
+}
+
 void ReadPci(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   if (lib.DeviceGetPciInfo == nullptr) return;
   nvml::PciInfo pci{};
   if (!reader.Ok(lib.DeviceGetPciInfo(reader.device(), &pci), "nvmlDeviceGetPciInfo_v3")) return;
-  pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
-  std::optional<std::string> address = NormalizePciBusId(pci.bus_id);
-  if (!address) {
-    address = NormalizePciBusId(fmt::format("{:x}:{:x}:{:x}.0", pci.domain, pci.bus, pci.device));
-  }
+  std::optional<std::string> address = PciInfoAddress(pci);
   if (address) {
     gpu["pci_address"] = *address;
     reader.set_label(*address);
@@ -359,6 +365,24 @@ void ReadModes(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   }
 }
 
+// Where an active link goes: the far end's PCI address and what it is (a GPU, an NVSwitch).
+void ReadNvLinkRemote(const NvmlLibrary& lib, DeviceReader& reader, unsigned int link, Json& entry) {
+  if (lib.DeviceGetNvLinkRemotePciInfo != nullptr) {
+    nvml::PciInfo pci{};
+    if (reader.Ok(lib.DeviceGetNvLinkRemotePciInfo(reader.device(), link, &pci),
+                  "nvmlDeviceGetNvLinkRemotePciInfo_v2")) {
+      core::SetIf(entry, "remote_pci_address", PciInfoAddress(pci));
+    }
+  }
+  if (lib.DeviceGetNvLinkRemoteDeviceType != nullptr) {
+    int type = 0;
+    if (reader.Ok(lib.DeviceGetNvLinkRemoteDeviceType(reader.device(), link, &type),
+                  "nvmlDeviceGetNvLinkRemoteDeviceType")) {
+      entry["remote_device_type"] = NvLinkDeviceTypeName(type);
+    }
+  }
+}
+
 void ReadNvLinks(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
   if (lib.DeviceGetNvLinkState == nullptr) return;
   Json links = Json::array();
@@ -369,7 +393,9 @@ void ReadNvLinks(const NvmlLibrary& lib, DeviceReader& reader, Json& gpu) {
     // and a GPU without NVLink answers NOT_SUPPORTED for link 0.
     if (code == nvml::kErrorInvalidArgument || code == nvml::kErrorNotSupported) break;
     if (!reader.Ok(code, "nvmlDeviceGetNvLinkState")) continue;
-    links.push_back(Json{{"link", link}, {"active", active == nvml::kFeatureEnabled}});
+    Json entry{{"link", link}, {"active", active == nvml::kFeatureEnabled}};
+    if (active == nvml::kFeatureEnabled) ReadNvLinkRemote(lib, reader, link, entry);
+    links.push_back(std::move(entry));
   }
   SetIfNotEmpty(gpu, "nvlink", std::move(links));
 }
@@ -415,6 +441,44 @@ Json QueryDevice(const NvmlLibrary& lib, Device device, unsigned int index, Fail
   ReadNvLinks(lib, reader, gpu);
   ReadPcie(lib, reader, gpu);
   return gpu;
+}
+
+// Every pair of GPUs that have PCI addresses: the PCIe common ancestor, peer-to-peer support
+// per capability, and the NVLinks between them.
+Json QueryPeers(const NvmlLibrary& lib, const std::vector<Device>& handles, const Json& gpus, Failures& failures) {
+  Json peers = Json::array();
+  static constexpr std::array<std::pair<int, const char*>, 4> kCaps = {{{nvml::kP2pCapsRead, "read"},
+                                                                        {nvml::kP2pCapsWrite, "write"},
+                                                                        {nvml::kP2pCapsNvLink, "nvlink"},
+                                                                        {nvml::kP2pCapsAtomics, "atomics"}}};
+  for (size_t i = 0; i < handles.size(); ++i) {
+    if (!gpus[i].contains("pci_address")) continue;
+    for (size_t j = i + 1; j < handles.size(); ++j) {
+      if (!gpus[j].contains("pci_address")) continue;
+      std::string pair = fmt::format("{} and {}", gpus[i]["pci_address"].get<std::string>(),
+                                     gpus[j]["pci_address"].get<std::string>());
+      std::optional<int> level;
+      if (lib.DeviceGetTopologyCommonAncestor != nullptr) {
+        int answer = 0;
+        if (failures.Ok(lib.DeviceGetTopologyCommonAncestor(handles[i], handles[j], &answer),
+                        "nvmlDeviceGetTopologyCommonAncestor", pair)) {
+          level = answer;
+        }
+      }
+      Json p2p = Json::object();
+      if (lib.DeviceGetP2PStatus != nullptr) {
+        for (const auto& [index, name] : kCaps) {
+          int status = 0;
+          if (failures.Ok(lib.DeviceGetP2PStatus(handles[i], handles[j], index, &status), "nvmlDeviceGetP2PStatus",
+                          pair)) {
+            p2p[name] = P2pStatusName(status);
+          }
+        }
+      }
+      peers.push_back(PeerJson(gpus[i], gpus[j], level, p2p));
+    }
+  }
+  return peers;
 }
 
 void ReadSystem(const NvmlLibrary& lib, Failures& failures, Json& system) {
@@ -543,6 +607,10 @@ core::Result<NvmlLibrary> NvmlLibrary::Load() {
   dl.BindOptional("nvmlDeviceGetComputeMode", lib.DeviceGetComputeMode);
   dl.BindOptional("nvmlDeviceGetMigMode", lib.DeviceGetMigMode);
   dl.BindOptional("nvmlDeviceGetNvLinkState", lib.DeviceGetNvLinkState);
+  dl.BindOptional("nvmlDeviceGetNvLinkRemotePciInfo_v2", lib.DeviceGetNvLinkRemotePciInfo);
+  dl.BindOptional("nvmlDeviceGetNvLinkRemoteDeviceType", lib.DeviceGetNvLinkRemoteDeviceType);
+  dl.BindOptional("nvmlDeviceGetP2PStatus", lib.DeviceGetP2PStatus);
+  dl.BindOptional("nvmlDeviceGetTopologyCommonAncestor", lib.DeviceGetTopologyCommonAncestor);
   dl.BindOptional("nvmlDeviceGetPcieReplayCounter", lib.DeviceGetPcieReplayCounter);
   dl.BindOptional("nvmlDeviceGetCurrPcieLinkGeneration", lib.DeviceGetCurrPcieLinkGeneration);
   dl.BindOptional("nvmlDeviceGetCurrPcieLinkWidth", lib.DeviceGetCurrPcieLinkWidth);
@@ -574,6 +642,7 @@ NvmlReport QueryNvml(const NvmlLibrary& library, std::string_view kernel_version
   ReadSystem(library, failures, report.system);
 
   unsigned int count = 0;
+  std::vector<Device> handles;  // parallel to report.gpus
   if (failures.Ok(library.DeviceGetCount(&count), "nvmlDeviceGetCount_v2", "")) {
     // doctor compares it with the GPUs bound to the driver on the PCI bus.
     report.system["device_count"] = count;
@@ -584,7 +653,9 @@ NvmlReport QueryNvml(const NvmlLibrary& library, std::string_view kernel_version
         continue;
       }
       report.gpus.push_back(QueryDevice(library, device, index, failures));
+      handles.push_back(device);
     }
+    report.peers = QueryPeers(library, handles, report.gpus, failures);
   }
   library.Shutdown();
   failures.Flush(report.notes);
@@ -616,6 +687,113 @@ std::vector<std::string> ClocksEventReasonNames(uint64_t mask) {
     if ((mask & value) != 0 && (known & value) == 0) names.push_back(fmt::format("{:#x}", value));
   }
   return names;
+}
+
+std::string TopologyLevelName(int level) {
+  switch (level) {
+    case 0:
+      return "internal";
+    case 10:
+      return "PIX";
+    case 20:
+      return "PXB";
+    case 30:
+      return "PHB";
+    case 40:
+      return "NODE";
+    case 50:
+      return "SYS";
+    default:
+      return fmt::format("level_{}", level);
+  }
+}
+
+std::string P2pStatusName(int status) {
+  static constexpr std::array<std::string_view, 7> kNames = {"ok",
+                                                             "chipset_not_supported",
+                                                             "gpu_not_supported",
+                                                             "ioh_topology_not_supported",
+                                                             "disabled_by_regkey",
+                                                             "not_supported",
+                                                             "unknown"};
+  if (status >= 0 && static_cast<size_t>(status) < kNames.size()) return std::string(kNames[status]);
+  return fmt::format("status_{}", status);
+}
+
+std::string NvLinkDeviceTypeName(int type) {
+  switch (type) {
+    case 0:
+      return "gpu";
+    case 1:
+      return "ibmnpu";
+    case 2:
+      return "switch";
+    default:
+      return "unknown";
+  }
+}
+
+namespace {
+
+struct LinkCounts {
+  uint64_t to_peer = 0;
+  uint64_t to_switch = 0;
+};
+
+LinkCounts CountActiveLinks(const Json& gpu, const std::string& peer_address) {
+  LinkCounts counts;
+  auto links = gpu.find("nvlink");
+  if (links == gpu.end() || !links->is_array()) return counts;
+  for (const Json& link : *links) {
+    if (!link.is_object() || link.value("active", false) != true) continue;
+    std::string remote = link.value("remote_pci_address", "");
+    std::string type = link.value("remote_device_type", "");
+    if (!remote.empty() && remote == peer_address) {
+      ++counts.to_peer;
+    } else if (type == "switch") {
+      ++counts.to_switch;
+    }
+  }
+  return counts;
+}
+
+}  // namespace
+
+NvLinkBond CountNvLinks(const Json& a, const Json& b) {
+  NvLinkBond bond;
+  std::string address_a = a.value("pci_address", "");
+  std::string address_b = b.value("pci_address", "");
+  if (address_a.empty() || address_b.empty()) return bond;
+  LinkCounts from_a = CountActiveLinks(a, address_b);
+  LinkCounts from_b = CountActiveLinks(b, address_a);
+  // Both ends of a direct link answer with each other's address: count one side, the larger
+  // (a GPU whose remote query failed for a link still has the other side's word for it).
+  bond.links = std::max(from_a.to_peer, from_b.to_peer);
+  if (bond.links == 0 && from_a.to_switch > 0 && from_b.to_switch > 0) {
+    bond.links = std::min(from_a.to_switch, from_b.to_switch);
+    bond.via_switch = true;
+  }
+  return bond;
+}
+
+Json PeerJson(const Json& a, const Json& b, std::optional<int> pcie_level, const Json& p2p) {
+  Json peer = Json::object();
+  peer["a"] = a.value("pci_address", "");
+  peer["b"] = b.value("pci_address", "");
+  if (pcie_level) peer["pcie_path"] = TopologyLevelName(*pcie_level);
+  NvLinkBond bond = CountNvLinks(a, b);
+  // Through NVSwitches the pair shares a fabric only when the driver does not refuse NVLink P2P.
+  bool switch_refused = bond.via_switch && p2p.is_object() && p2p.contains("nvlink") && p2p["nvlink"] != "ok";
+  if (bond.links > 0 && !switch_refused) {
+    peer["path"] = fmt::format("NV{}", bond.links);
+    peer["nvlinks"] = bond.links;
+    if (bond.via_switch) peer["via_switch"] = true;
+  } else if (pcie_level) {
+    peer["path"] = TopologyLevelName(*pcie_level);
+  }
+  if (p2p.is_object() && !p2p.empty()) peer["p2p"] = p2p;
+  peer["source"] = "nvml";
+  return peer;
 }
 
 std::string ComputeModeName(int mode) {

@@ -102,6 +102,11 @@ inline constexpr int kRetiredMultipleSingleBit = 0;  // ..._MULTIPLE_SINGLE_BIT_
 inline constexpr int kRetiredDoubleBit = 1;          // ..._DOUBLE_BIT_ECC_ERROR
 inline constexpr unsigned int kMigEnable = 1;        // NVML_DEVICE_MIG_ENABLE
 inline constexpr unsigned int kNvLinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
+// nvmlGpuP2PCapsIndex_t: NVML_P2P_CAPS_INDEX_READ, _WRITE, _NVLINK, _ATOMICS.
+inline constexpr int kP2pCapsRead = 0;
+inline constexpr int kP2pCapsWrite = 1;
+inline constexpr int kP2pCapsNvLink = 2;
+inline constexpr int kP2pCapsAtomics = 3;
 
 }  // namespace nvml
 
@@ -160,6 +165,10 @@ class NvmlLibrary {
   Return (*DeviceGetComputeMode)(Device, int*) = nullptr;
   Return (*DeviceGetMigMode)(Device, unsigned int*, unsigned int*) = nullptr;
   Return (*DeviceGetNvLinkState)(Device, unsigned int, int*) = nullptr;
+  Return (*DeviceGetNvLinkRemotePciInfo)(Device, unsigned int, nvml::PciInfo*) = nullptr;  // _v2
+  Return (*DeviceGetNvLinkRemoteDeviceType)(Device, unsigned int, int*) = nullptr;
+  Return (*DeviceGetP2PStatus)(Device, Device, int, int*) = nullptr;
+  Return (*DeviceGetTopologyCommonAncestor)(Device, Device, int*) = nullptr;
   Return (*DeviceGetPcieReplayCounter)(Device, unsigned int*) = nullptr;
   Return (*DeviceGetCurrPcieLinkGeneration)(Device, unsigned int*) = nullptr;
   Return (*DeviceGetCurrPcieLinkWidth)(Device, unsigned int*) = nullptr;
@@ -184,6 +193,9 @@ struct NvmlReport {
   core::Json system = core::Json::object();
   /// One object per NVML device, layout of docs/snapshot-schema.md (nvidia probe, per GPU).
   core::Json gpus = core::Json::array();
+  /// One object per pair of GPUs with PCI addresses (core::GpuPeer's layout): their PCIe
+  /// common ancestor, NVLinks and peer-to-peer support.
+  core::Json peers = core::Json::array();
   /// Failed calls, de-duplicated by entry point and error ("nvidia.nvml.<function>").
   std::vector<core::NotCollected> notes;
   /// Raised directly: a driver/library version mismatch.
@@ -210,6 +222,37 @@ std::optional<std::string> FormatCudaDriverVersion(int version);
 /// "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
 /// "display_clock_setting"; other bits as "0x200".
 std::vector<std::string> ClocksEventReasonNames(uint64_t mask);
+
+/// nvmlGpuTopologyLevel_t in `nvidia-smi topo -m`'s words: 10 "PIX", 20 "PXB", 30 "PHB",
+/// 40 "NODE", 50 "SYS", 0 "internal" (two GPUs of one board); other values "level_<n>".
+std::string TopologyLevelName(int level);
+
+/// nvmlGpuP2PStatus_t: "ok", "chipset_not_supported", "gpu_not_supported",
+/// "ioh_topology_not_supported", "disabled_by_regkey", "not_supported", "unknown"; other values
+/// "status_<n>".
+std::string P2pStatusName(int status);
+
+/// nvmlIntNvLinkDeviceType_t: "gpu", "ibmnpu", "switch", "unknown" (0xFF and other values).
+std::string NvLinkDeviceTypeName(int type);
+
+/// The active NVLinks between two GPUs of the probe's output (objects with `pci_address` and
+/// `nvlink`: [{link, active, remote_pci_address, remote_device_type}]): the links of `a` whose far
+/// end is `b` and those of `b` whose far end is `a` (each link counted once, from the side that
+/// names the other); when there are none and both GPUs have active links into NVSwitches,
+/// the fewer of the two counts, with `via_switch` (what `nvidia-smi topo -m` shows as NV18 on an
+/// 8-GPU H100 board, where every link goes to a switch).
+struct NvLinkBond {
+  uint64_t links = 0;
+  bool via_switch = false;
+};
+NvLinkBond CountNvLinks(const core::Json& a, const core::Json& b);
+
+/// The peer object of two probe GPUs (see NvmlReport::peers) from the NVML answers for the pair:
+/// `pcie_level` from nvmlDeviceGetTopologyCommonAncestor, `p2p` from nvmlDeviceGetP2PStatus
+/// (read, write, nvlink, atomics, each absent when not answered). `path` is "NV<n>" when NVLinks
+/// join them (through switches only when the NVLink P2P status is not refused), else the PCIe
+/// path.
+core::Json PeerJson(const core::Json& a, const core::Json& b, std::optional<int> pcie_level, const core::Json& p2p);
 
 /// nvmlComputeMode_t as "default", "exclusive_thread", "prohibited", "exclusive_process";
 /// other values as "unknown_<n>".
