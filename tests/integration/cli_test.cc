@@ -176,6 +176,47 @@ TEST(CliTest, SnapshotHumanOutputIsShort) {
   EXPECT_LT(std::count(run.out.begin(), run.out.end(), '\n'), 25) << run.out;
 }
 
+// The topology a snapshot carries (here added to the captured H200 tree's snapshot as a second
+// GPU and the pair NVML would report): `snapshot show` prints one `links` line, and `snapshot
+// diff` reports a pair that lost its NVLinks.
+TEST(CliTest, SnapshotShowsTheLinksBetweenGpusAndDiffSeesOneGoDown) {
+  CliRun taken = Gputriage({"snapshot", "--json", "--root", H200Root()});
+  ASSERT_EQ(taken.exit_code, 0) << taken.err;
+  core::Json snapshot = core::Json::parse(taken.out);
+  core::Json second = snapshot["gpus"][0];
+  second["pci_address"] = "0000:00:07.0";
+  snapshot["gpus"].push_back(second);
+  auto with_peer = [&](const std::string& path, int nvlinks, const std::string& read) {
+    core::Json s = snapshot;
+    core::Json peer{{"a", "0000:00:06.0"},
+                    {"b", "0000:00:07.0"},
+                    {"path", path},
+                    {"pcie_path", "SYS"},
+                    {"p2p", {{"read", read}, {"write", read}}},
+                    {"source", "nvml"}};
+    if (nvlinks > 0) peer["nvlinks"] = nvlinks;
+    s["topology"] = core::Json{{"peers", core::Json::array({peer})}};
+    return s.dump();
+  };
+  testing::TempDir dir;
+  std::string before = dir.path() + "/before.json", after = dir.path() + "/after.json";
+  testing::WriteFile(dir.path(), "/before.json", with_peer("NV18", 18, "ok"));
+  testing::WriteFile(dir.path(), "/after.json", with_peer("SYS", 0, "not_supported"));
+
+  CliRun show = Gputriage({"snapshot", "show", before});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("links     1 GPU pair: NV18 x1; peer access ok for all 1"), std::string::npos) << show.out;
+  CliRun down = Gputriage({"snapshot", "show", after});
+  EXPECT_NE(down.out.find("links     1 GPU pair: SYS x1; peer access refused for 1 of 1"), std::string::npos)
+      << down.out;
+
+  CliRun diff = Gputriage({"snapshot", "diff", before, after});
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  EXPECT_NE(diff.out.find("GPUs 0000:00:06.0 and 0000:00:07.0: NV18, p2p read ok -> SYS, p2p read not_supported"),
+            std::string::npos)
+      << diff.out;
+}
+
 // A probe that blocks in the "driver": the vendor probe helper found next to the binary
 // (gputriage-probe) is a real program that never answers, exactly like a probe stuck in a
 // driver call. (The captured tree's FIFOs no longer block anything: reads are non-blocking.)
