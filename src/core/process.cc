@@ -372,9 +372,14 @@ std::vector<JobProcess> JobProcessTimeline(const ProcessFile& file) {
   return out;
 }
 
-std::string JobProcessLabel(const JobProcess& process) {
-  std::string pid = process.pid ? std::to_string(*process.pid) : "?";
-  return process.rank ? fmt::format("rank {} (pid {})", *process.rank, pid) : "pid " + pid;
+namespace {
+std::string Label(std::optional<int> pid, std::optional<int> rank) {
+  std::string number = pid ? std::to_string(*pid) : "?";
+  return rank ? fmt::format("rank {} (pid {})", *rank, number) : "pid " + number;
 }
+}  // namespace
+
+std::string JobProcessLabel(const JobProcess& process) { return Label(process.pid, process.rank); }
+std::string ProcessLabel(const ProcessReport& process) { return Label(process.pid, process.rank); }
 
 }  // namespace gputriage::core

@@ -192,7 +192,8 @@ struct JobProcess {
 /// when it holds fewer than two processes.
 std::vector<JobProcess> JobProcessTimeline(const ProcessFile& file);
 
-/// "rank 1 (pid 4242)", or "pid 4242" without a rank.
+/// "rank 1 (pid 4242)", or "pid 4242" without a rank ("?" for an unknown pid).
 std::string JobProcessLabel(const JobProcess& process);
+std::string ProcessLabel(const ProcessReport& process);
 
 }  // namespace gputriage::core

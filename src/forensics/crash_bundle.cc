@@ -752,10 +752,8 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
     out += fmt::format("gputriage: job exited with status {}\n", o.ShellStatus());
   }
   if (o.timed_out && p && p->signal) {
-    out += fmt::format("gputriage: first failure: {} died of {}{}\n",
-                       p->rank ? fmt::format("rank {} (pid {})", *p->rank, p->pid.value_or(0))
-                               : fmt::format("pid {}", p->pid.value_or(0)),
-                       SignalName(*p->signal), p->stopped_at_s ? fmt::format(" at +{:.2f} s", *p->stopped_at_s) : "");
+    out += fmt::format("gputriage: first failure: {} died of {}{}\n", core::ProcessLabel(*p), SignalName(*p->signal),
+                       p->stopped_at_s ? fmt::format(" at +{:.2f} s", *p->stopped_at_s) : "");
   }
   if (run.classification) out += fmt::format("  what: {}\n", run.classification->summary);
   for (const core::JobProcess& jp : core::JobProcessTimeline(ProcessFileOf(run))) {
