@@ -26,13 +26,13 @@ constexpr const char* kCurrentBoot = "f00dfeed0123456789abcdef01234567";
 constexpr uint64_t kPreviousBootS = 1796083200;  // 2026-12-01T00:00:00Z
 constexpr uint64_t kCurrentBootS = 1796218671;   // 2026-12-02T13:37:51Z
 
-const catalog::Catalog& Kb() {
+const catalog::Catalog& JournalKb() {
   auto loaded = catalog::BuiltinCatalog();
   EXPECT_TRUE(loaded.ok()) << loaded.error().message;
   return **loaded;
 }
 
-const core::Finding* Find(const std::vector<core::Finding>& findings, const std::string& id) {
+const core::Finding* FindById(const std::vector<core::Finding>& findings, const std::string& id) {
   for (const auto& f : findings) {
     if (f.id == id) return &f;
   }
@@ -89,11 +89,11 @@ TEST(DoctorPreviousBootTest, Xid79AndRingTimeoutFromTheJournalAreRatedAndSaySo) 
   EXPECT_EQ(previous.records->front().boot, "previous");
   EXPECT_EQ(previous.records->front().boot_id, kPreviousBoot);
 
-  std::vector<core::Finding> findings = RunDoctorChecks(snapshot, Kb());
-  const core::Finding* xid = Find(findings, "kmsg.nvidia_xid_79.previous_boot");
+  std::vector<core::Finding> findings = RunDoctorChecks(snapshot, JournalKb());
+  const core::Finding* xid = FindById(findings, "kmsg.nvidia_xid_79.previous_boot");
   ASSERT_NE(xid, nullptr);
   EXPECT_EQ(xid->severity, core::Severity::kCritical);
-  EXPECT_EQ(xid->severity, Kb().xid.at(79).severity);
+  EXPECT_EQ(xid->severity, JournalKb().xid.at(79).severity);
   EXPECT_EQ(xid->title,
             "NVIDIA Xid 79: GPU has fallen off the bus in the previous boot (ended 2026-12-02T11:20:00.000Z), last at "
             "2026-12-02T11:18:20.002Z");
@@ -108,7 +108,7 @@ TEST(DoctorPreviousBootTest, Xid79AndRingTimeoutFromTheJournalAreRatedAndSaySo) 
   EXPECT_EQ(xid->evidence[0].text,
             "[2026-12-02T11:18:20.002Z] NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus.");
 
-  const core::Finding* ring = Find(findings, "kmsg.amdgpu_ring_timeout.previous_boot");
+  const core::Finding* ring = FindById(findings, "kmsg.amdgpu_ring_timeout.previous_boot");
   ASSERT_NE(ring, nullptr);
   EXPECT_EQ(ring->severity, core::Severity::kError);
   EXPECT_EQ(ring->title.rfind("amdgpu ring timeout (a GPU queue stopped making progress) in the previous boot (ended "
@@ -117,8 +117,8 @@ TEST(DoctorPreviousBootTest, Xid79AndRingTimeoutFromTheJournalAreRatedAndSaySo) 
             0u)
       << ring->title;
   // Nothing of that is this boot's.
-  EXPECT_EQ(Find(findings, "kmsg.nvidia_xid_79"), nullptr);
-  EXPECT_EQ(Find(findings, "kmsg.amdgpu_ring_timeout"), nullptr);
+  EXPECT_EQ(FindById(findings, "kmsg.nvidia_xid_79"), nullptr);
+  EXPECT_EQ(FindById(findings, "kmsg.amdgpu_ring_timeout"), nullptr);
 }
 
 TEST(DoctorPreviousBootTest, TheSameXidInBothBootsIsTwoFindings) {
@@ -135,9 +135,9 @@ TEST(DoctorPreviousBootTest, TheSameXidInBothBootsIsTwoFindings) {
       {"gpus", Json::array()},
       {"kernel_log",
        {{"records", {now}}, {"previous_boot", {{"boot_id", kPreviousBoot}, {"records", {before, before}}}}}}};
-  std::vector<core::Finding> findings = RunDoctorChecks(core::SnapshotFromJsonUnchecked(snapshot), Kb());
-  const core::Finding* current = Find(findings, "kmsg.nvidia_xid_43");
-  const core::Finding* earlier = Find(findings, "kmsg.nvidia_xid_43.previous_boot");
+  std::vector<core::Finding> findings = RunDoctorChecks(core::SnapshotFromJsonUnchecked(snapshot), JournalKb());
+  const core::Finding* current = FindById(findings, "kmsg.nvidia_xid_43");
+  const core::Finding* earlier = FindById(findings, "kmsg.nvidia_xid_43.previous_boot");
   ASSERT_NE(current, nullptr);
   ASSERT_NE(earlier, nullptr);
   EXPECT_EQ(current->severity, earlier->severity);

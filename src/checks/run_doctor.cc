@@ -16,12 +16,13 @@ namespace gputriage::checks {
 namespace {
 
 // The coverage check needs torch's library directory; the snapshot's file scan finds torch in
-// the usual site directories only (not a pyenv's or a user site).
-void LocateTorch(core::Snapshot& snapshot) {
+// the usual site directories only (not a pyenv's or a user site). False when the snapshot already
+// had it (python3 was not run).
+bool LocateTorch(core::Snapshot& snapshot) {
   const core::TorchInstall* torch = snapshot.Torch();
-  if (torch != nullptr && torch->lib_dir) return;
+  if (torch != nullptr && torch->lib_dir) return false;
   std::optional<std::string> dir = collect::FindTorchLibDir("python3", std::chrono::milliseconds(3000));
-  if (!dir) return;
+  if (!dir) return true;
   if (!snapshot.software) snapshot.software = core::Software{};
   if (!snapshot.software->python) snapshot.software->python = core::PythonSoftware{};
   if (!snapshot.software->python->torch) {
@@ -29,24 +30,36 @@ void LocateTorch(core::Snapshot& snapshot) {
     snapshot.software->python->torch->path = dir->substr(0, dir->rfind('/'));
   }
   snapshot.software->python->torch->lib_dir = *dir;
+  return true;
 }
 
 }  // namespace
 
 core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::SnapshotOptions& options,
                                      const DoctorOptions& doctor) {
+  DoctorReport report;
+  auto step_start = std::chrono::steady_clock::now();
+  auto step_done = [&](const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    report.step_ms[name] = std::chrono::duration<double, std::milli>(now - step_start).count();
+    step_start = now;
+  };
   core::Result<const catalog::Catalog*> catalog = catalog::BuiltinCatalog();
   if (!catalog.ok()) return core::MakeError("knowledge base: {}", catalog.error().message);
-  DoctorReport report;
+  step_done("knowledge_base");
   report.snapshot = collect::CollectSnapshot(os, options);
-  if (os.live()) LocateTorch(report.snapshot);
+  step_start = std::chrono::steady_clock::now();
+  if (os.live() && LocateTorch(report.snapshot)) step_done("torch_lookup");
   report.findings = RunDoctorChecks(report.snapshot, **catalog);
+  step_done("checks");
   for (core::Finding& f : inspect::LibraryCoverageFindings(report.snapshot)) {
     report.findings.push_back(std::move(f));
   }
+  step_done("coverage");
   for (core::Finding& f : LibraryChecks(report.snapshot, (*catalog)->libraries, os.live())) {
     report.findings.push_back(std::move(f));
   }
+  step_done("libraries");
   if (doctor.validate) {
     if (!os.live()) {
       report.snapshot.not_collected.push_back(
@@ -65,6 +78,7 @@ core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::Snap
         report.findings.push_back(std::move(f));
       }
     }
+    step_done("validate");
   }
   core::SortBySeverity(report.findings);
   return report;

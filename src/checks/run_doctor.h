@@ -2,7 +2,9 @@
 // and whether the installed PyTorch carries GPU code for this node's GPUs.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "collect/snapshot.h"
@@ -18,6 +20,11 @@ struct DoctorReport {
   core::Snapshot snapshot;
   std::vector<core::Finding> findings;               ///< most severe first
   std::optional<core::ValidationReport> validation;  ///< doctor --validate: the level-1 checks
+  /// Wall milliseconds of doctor's steps besides the snapshot: "knowledge_base" (loading the
+  /// built-in catalog), "torch_lookup" (python3, only when the file scan did not find torch),
+  /// "checks" (the node-health rules), "coverage" (PyTorch's GPU code), "libraries" (the GPU
+  /// stack's loader closure), "validate" (--validate).
+  std::map<std::string, double> step_ms;
 };
 
 struct DoctorOptions {

@@ -166,6 +166,7 @@ std::optional<std::string> SelfExecutable() {
 
 #include "collect/env/env.h"
 #include "collect/snapshot.h"
+#include "store/data_home.h"
 #include "store/snapshot_arg.h"
 
 namespace gputriage::cli {
@@ -203,6 +204,11 @@ core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags) {
                  options.python_timeout.count() / 1000.0);
   }
   options.environment = env::CurrentEnvironment();
+  // The toolchain's versions are remembered by program file under the data home; without one
+  // (no HOME, a read-only home) every version is read by running the program.
+  if (os.live()) {
+    if (auto home = store::DataHome(); home.ok()) options.cache_dir = *home + "/cache";
+  }
   return SnapshotSetup{std::move(os), std::move(options)};
 }
 

@@ -9,10 +9,10 @@
 namespace gputriage::collect {
 namespace {
 
-core::OsView H200Root() { return core::OsView::Rooted(std::string(GT_FIXTURES_DIR) + "/h200-root").value(); }
+core::OsView H200View() { return core::OsView::Rooted(std::string(GT_FIXTURES_DIR) + "/h200-root").value(); }
 
 TEST(HostTest, ReadsTheCapturedH200Tree) {
-  core::Section section = CollectHost(H200Root());
+  core::Section section = CollectHost(H200View());
   const core::Json& host = section.data;
   EXPECT_EQ(host["hostname"], "vm");
   EXPECT_EQ(host["kernel"]["release"], "6.18.44-fc-v973-gpu");

@@ -291,6 +291,7 @@ Json CollectSnapshotJson(const core::OsView& os, const SnapshotOptions& options)
   if (os.live()) {
     software_options.library_dirs = DirsOf(options.environment, "LD_LIBRARY_PATH");
     software_options.toolchain.extra_dirs = DirsOf(options.environment, "PATH");
+    if (options.cache_dir) software_options.toolchain.version_cache = *options.cache_dir + "/tool-versions.json";
     software_options.site_dirs = LiveSiteDirectories(os, options.environment);
   }
   Section software =

@@ -31,6 +31,9 @@ struct SnapshotOptions {
   std::chrono::milliseconds python_timeout{30000};
   /// The environment ("NAME=value") to report; used only on the live machine.
   std::vector<std::string> environment;
+  /// A directory where collectors may keep what is slow to read and tied to a file's identity
+  /// (the toolchain's `--version` results: tool-versions.json); none: everything is read anew.
+  std::optional<std::string> cache_dir;
 };
 
 /// Collects a snapshot. Never fails: everything that could not be collected is listed in

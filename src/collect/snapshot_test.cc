@@ -34,10 +34,10 @@ core::Snapshot RoundTrip(const Json& json) {
   return snapshot;
 }
 
-std::string H200Root() { return std::string(GT_FIXTURES_DIR) + "/h200-root"; }
+std::string H200RootDir() { return std::string(GT_FIXTURES_DIR) + "/h200-root"; }
 
 TEST(SnapshotModel, H200TreeRoundTripsAndFillsWhatConsumersRead) {
-  Json json = CollectedJson(H200Root());
+  Json json = CollectedJson(H200RootDir());
   core::Snapshot s = RoundTrip(json);
 
   ASSERT_TRUE(s.host.has_value());
@@ -79,13 +79,13 @@ TEST(SnapshotModel, H200TreeRoundTripsAndFillsWhatConsumersRead) {
   ASSERT_EQ(s.kernel_log->records->size(), 5u);
   EXPECT_EQ(s.kernel_log->records->front().log_class, "nvidia.nvrm");
   EXPECT_EQ(s.kernel_log->counts->at("nvidia.nvrm"), 5u);
-  EXPECT_EQ(s.root, H200Root());
+  EXPECT_EQ(s.root, H200RootDir());
 }
 
 // The NVML probe's answer captured on the H200 (tests/fixtures/nvidia/h200-live), merged into
 // the captured tree's GPU as the snapshot merges it.
 TEST(SnapshotModel, H200NvmlProbeRoundTripsWithItsHealthFields) {
-  Json json = CollectedJson(H200Root());
+  Json json = CollectedJson(H200RootDir());
   Json probe =
       Json::parse(gputriage::testing::ReadFixture("nvidia/h200-live/probe-nvidia.json", {.missing_fails_test = true}));
   Json peers = Json::array();
@@ -115,7 +115,7 @@ TEST(SnapshotModel, H200NvmlProbeRoundTripsWithItsHealthFields) {
 // since the first capture (device_count, compute_capability) reach the typed model, where doctor
 // (nvidia.gpu_not_in_nvml) and inspect's coverage (the GPU's sm_XX) read them.
 TEST(SnapshotModel, H200ProbeOfTodayFillsDeviceCountAndComputeCapability) {
-  Json json = CollectedJson(H200Root());
+  Json json = CollectedJson(H200RootDir());
   Json probe = Json::parse(
       gputriage::testing::ReadFixture("nvidia/h200-live-2026-12-03/probe-nvidia.json", {.missing_fails_test = true}));
   Json peers = Json::array();
@@ -136,7 +136,7 @@ TEST(SnapshotModel, H200ProbeOfTodayFillsDeviceCountAndComputeCapability) {
 // doctor's coverage check reads.
 TEST(SnapshotModel, TorchLibraryDirectoryIsWrittenByTheCollector) {
   TempTree tree;
-  gputriage::testing::CopyTree(H200Root(), tree.root());
+  gputriage::testing::CopyTree(H200RootDir(), tree.root());
   const std::string site = "/usr/lib/python3/dist-packages";
   tree.Write(site + "/torch/version.py",
              "__version__ = '2.11.0+cu130'\ncuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n");

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "collect/version_cache.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 
@@ -158,14 +159,26 @@ std::optional<ToolVersion> ParseToolVersion(std::string_view name, std::string_v
 
 void CollectToolchain(const core::OsView& os, const ToolchainOptions& options, Json& software, core::Section& section) {
   std::vector<Candidate> candidates = FindCandidates(os, options.extra_dirs);
-  // One run per real file: /usr/bin/gcc and /usr/bin/gcc-12 are one program.
+  // One run per real file: /usr/bin/gcc and /usr/bin/gcc-12 are one program. A version
+  // remembered for the same file (options.version_cache) is not read again.
   std::map<std::string, std::shared_future<VersionRun>> runs;
+  std::map<std::string, FileIdentity> ran;  // programs run now, to remember
+  std::optional<VersionCache> cache;
+  if (os.live() && options.version_cache) cache = VersionCache::Load(*options.version_cache);
   if (os.live()) {
     for (const Candidate& c : candidates) {
       std::string real = RealPath(c.path);
-      if (runs.count(real) == 0) {
-        runs[real] = std::async(std::launch::async, [c, options]() { return RunVersion(c, options); }).share();
+      if (runs.count(real) != 0) continue;
+      std::optional<FileIdentity> identity = IdentityOf(real);
+      std::optional<ToolVersion> known = cache && identity ? cache->Find(real, *identity) : std::nullopt;
+      if (known) {
+        std::promise<VersionRun> ready;
+        ready.set_value(VersionRun{known, ""});
+        runs[real] = ready.get_future().share();
+        continue;
       }
+      if (identity) ran[real] = *identity;
+      runs[real] = std::async(std::launch::async, [c, options]() { return RunVersion(c, options); }).share();
     }
   }
   Json compilers = Json::array();
@@ -183,6 +196,13 @@ void CollectToolchain(const core::OsView& os, const ToolchainOptions& options, J
       }
     }
     (c.is_tool ? tools : compilers).push_back(std::move(entry));
+  }
+  if (cache) {
+    for (const auto& [real, identity] : ran) {
+      const VersionRun& run = runs[real].get();
+      if (run.version) cache->Remember(real, identity, *run.version);
+    }
+    (void)cache->Save();  // a cache that cannot be written only costs the next run its time
   }
   software["compilers"] = std::move(compilers);
   software["tools"] = std::move(tools);

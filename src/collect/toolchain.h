@@ -2,7 +2,8 @@
 // amdclang++) and build tools (cmake) at the usual fixed paths and on $PATH, with the version
 // each reports.
 // Versions come from running `PATH --version` under a watchdog, on the live machine only: a
-// rooted view (--root, tests) lists the paths it finds and no version.
+// rooted view (--root, tests) lists the paths it finds and no version. With a version cache, a
+// program whose file has not changed since its last run is not run again.
 #pragma once
 
 #include <chrono>
@@ -37,6 +38,10 @@ struct ToolchainOptions {
   /// Each `--version` run is abandoned (and noted in not_collected) after this long; the runs go
   /// in parallel, so the whole collection takes about this long at worst.
   std::chrono::milliseconds timeout{5000};
+  /// A file where versions are remembered between runs with the identity of the program's file
+  /// (collect/version_cache.h): a program whose file is unchanged is not run again. None: every
+  /// version is read by running the program. Used on the live machine only.
+  std::optional<std::string> version_cache;
 };
 
 /// Fills software["compilers"] and software["tools"] ([{name, path, version, version_line}]);

@@ -1,8 +1,13 @@
 #include "collect/toolchain.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
 
 #include "capture_tree.h"
+#include "collect/version_cache.h"
+#include "core/file.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 
@@ -99,6 +104,77 @@ TEST(ToolchainTest, RootedViewListsPathsWithoutRunningThem) {
   EXPECT_EQ(software["tools"], core::Json::parse(R"([{"name": "cmake", "path": "/usr/bin/cmake"},
                                                      {"name": "cmake", "path": "/opt/torch/.venv/bin/cmake"}])"));
   EXPECT_TRUE(section.not_collected.empty());
+}
+
+// A real program on PATH, run through the version cache: the second collection takes the version
+// from the cache (the program's run counter stays at one), a changed program is run again, and a
+// malformed cache file is read as an empty one and rewritten.
+TEST(ToolchainTest, VersionCacheRunsAProgramAgainOnlyWhenItsFileChanges) {
+  testing::TempDir dir;
+  std::string bin = dir.path() + "/bin";
+  std::string counter = dir.path() + "/runs";
+  auto write_cmake = [&](const std::string& version) {
+    std::string path = bin + "/cmake";
+    std::remove(path.c_str());  // a new file, as an upgrade writes one
+    testing::WriteFile(dir.path(), "/bin/cmake",
+                       "#!/bin/sh\necho run >> '" + counter + "'\necho 'cmake version " + version + "'\n");
+    ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
+  };
+  auto runs = [&]() {
+    auto text = core::ReadFile(counter, 1 << 16);
+    return text.ok() ? core::SplitLines(*text).size() : 0u;
+  };
+  auto cmake_version = [&]() {
+    ToolchainOptions options;
+    options.extra_dirs = {bin};
+    options.version_cache = dir.path() + "/cache/tool-versions.json";
+    core::Json software;
+    core::Section section;
+    CollectToolchain(core::OsView::Live(), options, software, section);
+    for (const core::Json& t : software["tools"]) {
+      if (t["path"] == bin + "/cmake") return t.value("version", std::string("none"));
+    }
+    return std::string("missing");
+  };
+  write_cmake("3.99.1");
+  EXPECT_EQ(cmake_version(), "3.99.1");
+  EXPECT_EQ(runs(), 1u);
+  EXPECT_EQ(cmake_version(), "3.99.1");
+  EXPECT_EQ(runs(), 1u) << "an unchanged program is not run again";
+  write_cmake("3.99.2");
+  EXPECT_EQ(cmake_version(), "3.99.2");
+  EXPECT_EQ(runs(), 2u);
+  std::ofstream(dir.path() + "/cache/tool-versions.json") << "{\"format\": 1, \"programs\": [\x01";
+  EXPECT_EQ(cmake_version(), "3.99.2");
+  EXPECT_EQ(runs(), 3u);
+  EXPECT_EQ(cmake_version(), "3.99.2");
+  EXPECT_EQ(runs(), 3u) << "the malformed cache was rewritten";
+}
+
+// Without a cache every collection runs the program; a cache in a directory that cannot be
+// created changes nothing but the time.
+TEST(ToolchainTest, WithoutAWritableCacheEveryCollectionRunsTheProgram) {
+  testing::TempDir dir;
+  std::string counter = dir.path() + "/runs";
+  testing::WriteFile(dir.path(), "/bin/cmake",
+                     "#!/bin/sh\necho run >> '" + counter + "'\necho 'cmake version 3.1.4'\n");
+  ASSERT_EQ(::chmod((dir.path() + "/bin/cmake").c_str(), 0755), 0);
+  testing::WriteFile(dir.path(), "/file", "not a directory");
+  for (std::optional<std::string> cache :
+       {std::optional<std::string>(), std::optional<std::string>(dir.path() + "/file/sub/tool-versions.json")}) {
+    for (int i = 0; i < 2; ++i) {
+      ToolchainOptions options;
+      options.extra_dirs = {dir.path() + "/bin"};
+      options.version_cache = cache;
+      core::Json software;
+      core::Section section;
+      CollectToolchain(core::OsView::Live(), options, software, section);
+      EXPECT_NE(software.dump().find("3.1.4"), std::string::npos);
+    }
+  }
+  auto text = core::ReadFile(counter, 1 << 16);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(core::SplitLines(*text).size(), 4u);
 }
 
 // The live machine: gcc's version as gcc itself reports it through another option.

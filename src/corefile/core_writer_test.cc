@@ -131,7 +131,7 @@ class StoppedCrash {
   std::string error_;
 };
 
-std::optional<uint64_t> Reg(const CoreThread& thread, const std::string& name) {
+std::optional<uint64_t> RegisterOf(const CoreThread& thread, const std::string& name) {
   for (const auto& reg : thread.registers) {
     if (reg.name == name) return reg.value;
   }
@@ -284,7 +284,7 @@ TEST(CorefileWriterTest, FollowsTheProcesssCoredumpFilter) {
     std::memcpy(&ehdr, bytes.data(), sizeof(ehdr));
     uint64_t rip = 0;
     auto notes = ReadCoreNotesFile(path);
-    if (notes.ok() && !notes->threads.empty()) rip = Reg(notes->threads[0], "rip").value_or(0);
+    if (notes.ok() && !notes->threads.empty()) rip = RegisterOf(notes->threads[0], "rip").value_or(0);
     for (size_t i = 0; i < ehdr.e_phnum; ++i) {
       Elf64_Phdr phdr;
       std::memcpy(&phdr, bytes.data() + ehdr.e_phoff + i * sizeof(phdr), sizeof(phdr));
@@ -414,7 +414,7 @@ TEST(CorefileWriterTest, WritesACoreThatWeAndLibdwflRead) {
   EXPECT_EQ(notes->threads[1].signal, std::nullopt);
   ASSERT_TRUE(notes->args.has_value());
   EXPECT_NE(notes->args->find("gt_corefile_test"), std::string::npos);
-  uint64_t rip = Reg(notes->threads[0], "rip").value_or(0);
+  uint64_t rip = RegisterOf(notes->threads[0], "rip").value_or(0);
   auto crash_function = reinterpret_cast<uint64_t>(&gt_corefile_test_crash);
   EXPECT_GE(rip, crash_function);
   EXPECT_LT(rip, crash_function + 64);

@@ -30,9 +30,8 @@
 namespace gputriage::forensics {
 namespace {
 
-// /proc/PID/status is ~1.5 KB; /proc/cpuinfo ~1.5 KB per CPU (a 1024-CPU host: ~1.5 MB).
+// /proc/PID/status is ~1.5 KB.
 constexpr size_t kMaxStatusBytes = 64u << 10;
-constexpr size_t kMaxCpuinfoBytes = 16u << 20;
 constexpr size_t kMaxCmdlineBytes = 1u << 20;
 constexpr uint64_t kPfKthread = 0x00200000;  // include/linux/sched.h
 
@@ -267,10 +266,6 @@ std::vector<std::string> SeizedProcess::Detach() {
     }
   }
   return problems;
-}
-
-std::set<std::string> HostCpuFlags() {
-  return ParseCpuFlags(core::ReadFile("/proc/cpuinfo", kMaxCpuinfoBytes).value_or(""));
 }
 
 // What one process's capture took, for the manifest.

@@ -26,13 +26,6 @@ using core::ProcessReport;
 using core::ThreadState;
 namespace {
 
-// /proc/cpuinfo is ~1.5 KB per CPU (a 1024-CPU host: ~1.5 MB).
-constexpr size_t kMaxCpuinfoBytes = 16u << 20;
-
-std::set<std::string> ThisCpuFlags() {
-  return ParseCpuFlags(core::ReadFile("/proc/cpuinfo", kMaxCpuinfoBytes).value_or(""));
-}
-
 // --exe must be an executable or shared object: a regular file (never a device or FIFO, which
 // could block or never end) whose first 64 bytes, the only ones read here, are an ELF header of
 // type ET_EXEC or ET_DYN.
@@ -115,7 +108,7 @@ core::Disassembly Disassemble(uint64_t pc, const corefile::CoreMemory& memory, c
       return missing;
     }
   }
-  core::Disassembly d = DisassembleAround(reader, machine, pc, function_start, ThisCpuFlags());
+  core::Disassembly d = DisassembleAround(reader, machine, pc, function_start, HostCpuFlags());
   if (machine != HostArch()) d.missing_on_cpu.clear();  // this CPU is not the one that crashed
   return d;
 }

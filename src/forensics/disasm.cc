@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/file.h"
 #include "core/text.h"
 
 namespace gputriage::forensics {
@@ -96,6 +97,11 @@ void NoteIsa(csh handle, const cs_insn& insn, const std::set<std::string>& cpu_f
 }
 
 }  // namespace
+
+std::set<std::string> HostCpuFlags() {
+  constexpr size_t kMaxCpuinfoBytes = 16u << 20;
+  return ParseCpuFlags(core::ReadFile("/proc/cpuinfo", kMaxCpuinfoBytes).value_or(""));
+}
 
 std::set<std::string> ParseCpuFlags(std::string_view cpuinfo) {
   std::set<std::string> flags;

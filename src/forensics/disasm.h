@@ -21,6 +21,10 @@ using MemoryReader = std::function<std::vector<uint8_t>(uint64_t address, size_t
 /// The flags of the first "flags" (x86) or "Features" (arm64) line of /proc/cpuinfo text.
 std::set<std::string> ParseCpuFlags(std::string_view cpuinfo);
 
+/// This machine's CPU flags: ParseCpuFlags of /proc/cpuinfo (read up to 16 MiB, ~1.5 KB per CPU);
+/// empty when it cannot be read.
+std::set<std::string> HostCpuFlags();
+
 /// The /proc/cpuinfo flag for a Capstone x86 group name ("avx512" -> "avx512f", "sse41" ->
 /// "sse4_1"); empty for groups that are not ISA extensions ("jump", "mode64").
 std::string CpuFlagForGroup(std::string_view capstone_group);

@@ -37,9 +37,8 @@ namespace {
 using core::ScopedFd;
 
 constexpr int kTraceOptions = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
-// /proc/PID/status is ~1.5 KB; /proc/cpuinfo ~1.5 KB per CPU (a 1024-CPU host: ~1.5 MB).
-constexpr size_t kMaxStatusBytes = 64u << 10;
-constexpr size_t kMaxCpuinfoBytes = 16u << 20;
+// /proc/PID/status is ~1.5 KB.
+constexpr size_t kMaxTaskStatusBytes = 64u << 10;
 
 core::Result<std::pair<ScopedFd, ScopedFd>> MakePipe() {
   int fds[2];
@@ -53,16 +52,11 @@ void ContinueIfAlive(int tid, int sig) {
 }
 
 std::optional<int> ReadTgid(int tid) {
-  std::string status = core::ReadFile(fmt::format("/proc/{}/status", tid), kMaxStatusBytes).value_or("");
+  std::string status = core::ReadFile(fmt::format("/proc/{}/status", tid), kMaxTaskStatusBytes).value_or("");
   for (std::string_view line : core::SplitLines(status)) {
     if (line.rfind("Tgid:", 0) == 0) return std::atoi(std::string(line.substr(5)).c_str());
   }
   return std::nullopt;
-}
-
-std::set<std::string> HostCpuFlags() {
-  // ParseCpuFlags stops at the first CPU's flags line.
-  return ParseCpuFlags(core::ReadFile("/proc/cpuinfo", kMaxCpuinfoBytes).value_or(""));
 }
 
 // Keeps the last `limit` bytes of a stream (amortised: trims when twice the limit).

@@ -18,7 +18,7 @@
 namespace gputriage::forensics {
 namespace {
 
-constexpr size_t kMaxStatusBytes = 64u << 10;
+constexpr size_t kMaxProcStatusBytes = 64u << 10;
 constexpr size_t kMaxLineBytes = 4096;
 
 constexpr const char* kNoTraceFix = "rerun with --no-trace (exit status, output and kernel log are still kept)";
@@ -71,7 +71,7 @@ std::string LostPrivilege(const std::string& path, const struct stat& st, long e
 }  // namespace
 
 bool TracerHasCapSysPtrace() {
-  std::string status = core::ReadFile("/proc/self/status", kMaxStatusBytes).value_or("");
+  std::string status = core::ReadFile("/proc/self/status", kMaxProcStatusBytes).value_or("");
   std::vector<std::string> eff = StatusField(status, "CapEff:");
   if (eff.empty()) return false;
   uint64_t caps = std::strtoull(eff[0].c_str(), nullptr, 16);
@@ -90,7 +90,7 @@ std::optional<TraceEffect> PrivilegeLostUnderTrace(int pid, bool tracer_capable)
     return std::nullopt;
   }
   // Uid:/Gid: are "real effective saved filesystem"; the effective ids say what it got.
-  std::string status = core::ReadFile(proc + "/status", kMaxStatusBytes).value_or("");
+  std::string status = core::ReadFile(proc + "/status", kMaxProcStatusBytes).value_or("");
   std::vector<std::string> uids = StatusField(status, "Uid:"), gids = StatusField(status, "Gid:");
   if (uids.size() < 2 || gids.size() < 2) return std::nullopt;
   std::string lost = LostPrivilege(path, st, std::atol(uids[1].c_str()), std::atol(gids[1].c_str()));

@@ -17,6 +17,7 @@
 
 #include "core/byte_reader.h"
 #include "core/text.h"
+#include "inspect/nvidia.h"
 
 namespace gputriage::inspect {
 namespace {
@@ -70,15 +71,15 @@ constexpr std::string_view kCompressedMagic = "CCOB";
 constexpr uint16_t kMethodZlib = 0;
 constexpr uint16_t kMethodZstd = 1;
 
-struct EntryHeader {
+struct BundleEntryHeader {
   uint64_t offset = 0;
   uint64_t size = 0;
   std::string id;
   uint64_t next = 0;  ///< where the next entry header starts
 };
 
-core::Result<EntryHeader> ReadEntryHeader(const ByteReader& reader, uint64_t pos, uint64_t index) {
-  EntryHeader header;
+core::Result<BundleEntryHeader> ReadBundleEntryHeader(const ByteReader& reader, uint64_t pos, uint64_t index) {
+  BundleEntryHeader header;
   auto offset = reader.U64(pos);
   auto size = reader.U64(pos + 8);
   auto id_length = reader.U64(pos + 16);
@@ -124,7 +125,7 @@ core::Result<std::vector<BundleEntry>> ReadPlainBundle(std::string_view data, ui
   uint64_t pos = kBundleEntriesOffset;
   uint64_t extent = 0;
   for (uint64_t i = 0; i < *count; ++i) {
-    GT_ASSIGN_OR_RETURN(EntryHeader header, ReadEntryHeader(reader, pos, i));
+    GT_ASSIGN_OR_RETURN(BundleEntryHeader header, ReadBundleEntryHeader(reader, pos, i));
     pos = header.next;
     BundleEntry entry;
     entry.id = header.id;
@@ -451,7 +452,7 @@ std::optional<uint64_t> PlainBundleEnd(std::string_view head, uint64_t available
   }
   uint64_t pos = kBundleEntriesOffset, end = 0;
   for (uint64_t i = 0; i < *count; ++i) {
-    auto header = ReadEntryHeader(reader, pos, i);
+    auto header = ReadBundleEntryHeader(reader, pos, i);
     if (!header.ok()) {
       *need_more = head.size() < available;
       return std::nullopt;
@@ -923,16 +924,6 @@ class KernelFields {
   const msgpack::object& map_;
   std::string context_;
 };
-
-/// `symbol` demangled when it is an Itanium C++ name that demangles, else as it is. Very long
-/// names are left alone (the demangler recurses on their structure).
-std::string Demangle(const std::string& symbol) {
-  if (symbol.rfind("_Z", 0) != 0 || symbol.size() > 4096) return symbol;
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
-                                                   std::free);
-  return status == 0 && demangled ? std::string(demangled.get()) : symbol;
-}
 
 core::Result<void> ReadKernelSizes(const KernelFields& fields, Kernel* kernel) {
   struct U32Field {

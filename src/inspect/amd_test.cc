@@ -176,7 +176,7 @@ void ExpectMatchesReadelf(const CodeObject& object, const Oracle& oracle) {
 // Byte surgery on real inputs.
 
 template <typename T>
-T Get(const std::string& bytes, size_t offset) {
+T GetAt(const std::string& bytes, size_t offset) {
   T value;
   std::memcpy(&value, bytes.data() + offset, sizeof(T));
   return value;
@@ -195,7 +195,7 @@ void Append(std::string* bytes, T value) {
 /// Offset of entry `index`'s header (offset, size, id length, id) in a plain bundle.
 size_t EntryHeaderAt(const std::string& bundle, uint64_t index) {
   size_t at = 32;
-  for (uint64_t i = 0; i < index; ++i) at += 24 + Get<uint64_t>(bundle, at + 16);
+  for (uint64_t i = 0; i < index; ++i) at += 24 + GetAt<uint64_t>(bundle, at + 16);
   return at;
 }
 
@@ -270,9 +270,9 @@ std::string MakeCcob(const std::string& plain, uint16_t version, uint16_t method
 std::string WithMetadata(std::string elf, const std::string& msgpack) {
   size_t name_at = elf.find(std::string("AMDGPU\0", 7));
   EXPECT_NE(name_at, std::string::npos);
-  EXPECT_EQ(Get<uint32_t>(elf, name_at - 12), 7u);  // namesz
-  EXPECT_EQ(Get<uint32_t>(elf, name_at - 4), 32u);  // NT_AMDGPU_METADATA
-  uint32_t old_size = Get<uint32_t>(elf, name_at - 8);
+  EXPECT_EQ(GetAt<uint32_t>(elf, name_at - 12), 7u);  // namesz
+  EXPECT_EQ(GetAt<uint32_t>(elf, name_at - 4), 32u);  // NT_AMDGPU_METADATA
+  uint32_t old_size = GetAt<uint32_t>(elf, name_at - 8);
   EXPECT_LE(msgpack.size(), old_size);
   size_t desc_at = name_at + 8;
   std::fill(elf.begin() + desc_at, elf.begin() + desc_at + old_size, '\0');
@@ -532,7 +532,7 @@ TEST(AmdHipFatbin, CompressedAndPlainBundlesInOneSection) {
   EXPECT_FALSE(objects[3].compressed);
   EXPECT_EQ(objects[3].format, "hsaco-v3");
   uint64_t entry_offset =
-      Get<uint64_t>(ReadInput("kernels-gfx906-v3.bundle"), EntryHeaderAt(ReadInput("kernels-gfx906-v3.bundle"), 1));
+      GetAt<uint64_t>(ReadInput("kernels-gfx906-v3.bundle"), EntryHeaderAt(ReadInput("kernels-gfx906-v3.bundle"), 1));
   EXPECT_EQ(objects[3].origin, fmt::format("lib.so:.hip_fatbin+{:#x}", plain_at + entry_offset));
 }
 
@@ -623,7 +623,7 @@ TEST(AmdHipFatbin, LyingEntryOffsetSparesTheOthers) {
   ASSERT_TRUE(entries.ok());
   std::string section = std::string(0x1000, '\0') + bundle;  // a bundle at +0x1000
   size_t header = 0x1000 + EntryHeaderAt(bundle, 2);
-  uint64_t size = Get<uint64_t>(section, header + 8);
+  uint64_t size = GetAt<uint64_t>(section, header + 8);
   Put<uint64_t>(&section, header, 0x9999999);
   std::vector<CodeObject> objects = ReadHipFatbin(section, "app:.hip_fatbin");
   ASSERT_EQ(objects.size(), 3u);
@@ -666,7 +666,7 @@ TEST(AmdHipFatbin, TruncatedBundles) {
             "0x19 bytes and 0x20 bytes follow the count");
   // Cut inside the id of entry 2.
   size_t header2 = EntryHeaderAt(bundle, 2);
-  uint64_t id2_length = Get<uint64_t>(bundle, header2 + 16);
+  uint64_t id2_length = GetAt<uint64_t>(bundle, header2 + 16);
   objects = ReadHipFatbin(bundle.substr(0, header2 + 24 + 4), "cut");
   ASSERT_EQ(objects.size(), 1u);
   EXPECT_EQ(objects[0].error,
@@ -718,8 +718,8 @@ TEST(AmdHipFatbin, TruncatedCodeObjectAmongGoodOnes) {
   ASSERT_EQ(objects.size(), 3u);
   EXPECT_FALSE(objects[0].error);
   EXPECT_FALSE(objects[2].error);
-  uint64_t shoff = Get<uint64_t>(gfx1030, 40);
-  uint16_t shnum = Get<uint16_t>(gfx1030, 60);
+  uint64_t shoff = GetAt<uint64_t>(gfx1030, 40);
+  uint16_t shnum = GetAt<uint16_t>(gfx1030, 60);
   EXPECT_EQ(objects[1].error,
             fmt::format("section headers at {:#x} ({} of 0x40 bytes) lie beyond the {:#x} bytes of the file "
                         "(bundle entry hipv4-amdgcn-amd-amdhsa--gfx1030)",
@@ -850,7 +850,7 @@ TEST(AmdCodeObject, TruncatedAndForeignInputs) {
   CodeObject object = ReadAmdgpuCodeObject(moved, "x");
   EXPECT_EQ(object.error, fmt::format("section headers at {:#x} ({} of 0x40 bytes) lie beyond the {:#x} bytes "
                                       "of the file",
-                                      moved.size() - 64, Get<uint16_t>(elf, 60), moved.size()));
+                                      moved.size() - 64, GetAt<uint16_t>(elf, 60), moved.size()));
 }
 
 TEST(AmdCodeObject, LyingNoteHeader) {

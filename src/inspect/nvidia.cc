@@ -195,6 +195,9 @@ struct EntryBuffers {
 }  // namespace
 
 std::string Demangle(const std::string& symbol) {
+  // Only Itanium C++ names ("i" alone would demangle to "int"); very long names are left alone
+  // (the demangler recurses on their structure).
+  if (symbol.rfind("_Z", 0) != 0 || symbol.size() > 4096) return symbol;
   int status = 0;
   std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
                                                 &std::free);

@@ -71,7 +71,8 @@ CodeObject ReadCubin(std::string_view elf, std::string_view origin, uint32_t arc
 /// PTX text: its entry points and their .maxntid.
 CodeObject ReadPtx(std::string_view text, std::string_view origin, uint32_t arch = 0, std::string_view suffix = "");
 
-/// "_Z3addPfPKfi" -> "add(float*, float const*, int)"; the input when it does not demangle.
+/// "_Z3addPfPKfi" -> "add(float*, float const*, int)"; the input when it is not an Itanium C++
+/// name (no "_Z" prefix), is over 4 KiB or does not demangle. Used for AMD and NVIDIA kernels.
 std::string Demangle(const std::string& symbol);
 
 }  // namespace gputriage::inspect

@@ -11,12 +11,12 @@
 namespace gputriage::inspect {
 namespace {
 
-const std::string kSource = GT_SOURCE_DIR;
+const std::string kRankingSourceDir = GT_SOURCE_DIR;
 // Real GPU code, committed (fuzz/corpus/*/SOURCE.md): nvcc's fatbin with sm_80 and sm_90 SASS
 // and compute_90 PTX whose kernel has a 512-byte stack frame, and hipcc's gfx1030 code object
 // whose kernel spills VGPRs.
-const std::string kFatbin = kSource + "/fuzz/corpus/fatbin/fatbin-speed.fatbin";
-const std::string kGfx1030 = kSource + "/fuzz/corpus/amdgpu_note/gfx1030-v4.co";
+const std::string kFatbin = kRankingSourceDir + "/fuzz/corpus/fatbin/fatbin-speed.fatbin";
+const std::string kGfx1030 = kRankingSourceDir + "/fuzz/corpus/amdgpu_note/gfx1030-v4.co";
 
 // FileFindings::Finish over every code object of a real file, against `gpus`.
 FileFindingsOf FindingsOf(const std::string& path, const std::vector<MachineGpu>& gpus,
@@ -69,7 +69,8 @@ TEST(ClassifyVendorLibrary, InspectFileReadsTheSoname) {
   auto summary = InspectFile(libz, {}, [](CodeObject&&, std::string&&) {});
   ASSERT_TRUE(summary.ok()) << summary.error().message;
   EXPECT_EQ(summary->soname, "libz.so.1");
-  auto cubin = InspectFile(kSource + "/fuzz/corpus/fatbin/sm_90.cubin", {}, [](CodeObject&&, std::string&&) {});
+  auto cubin =
+      InspectFile(kRankingSourceDir + "/fuzz/corpus/fatbin/sm_90.cubin", {}, [](CodeObject&&, std::string&&) {});
   ASSERT_TRUE(cubin.ok());
   EXPECT_FALSE(cubin->soname);
 }

@@ -24,7 +24,7 @@ namespace {
 
 using core::Json;
 
-const std::string kSource = GT_SOURCE_DIR;
+const std::string kRunSourceDir = GT_SOURCE_DIR;
 
 std::string ReplaceAll(std::string text, std::string_view from, std::string_view to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
@@ -35,10 +35,10 @@ std::string ReplaceAll(std::string text, std::string_view from, std::string_view
 
 // tests/fixtures/inspect/NAME with this checkout's path and this build's version.
 std::string Golden(const std::string& name) {
-  auto text = core::ReadFile(kSource + "/tests/fixtures/inspect/" + name, 1 << 20);
+  auto text = core::ReadFile(kRunSourceDir + "/tests/fixtures/inspect/" + name, 1 << 20);
   EXPECT_TRUE(text.ok()) << text.error().message;
   if (!text.ok()) return "";
-  return ReplaceAll(ReplaceAll(*text, "@SRC@", kSource), "@TOOL_VERSION@", core::kToolVersion);
+  return ReplaceAll(ReplaceAll(*text, "@SRC@", kRunSourceDir), "@TOOL_VERSION@", core::kToolVersion);
 }
 
 struct Written {
@@ -62,15 +62,15 @@ Written Inspect(InspectRequest request) {
 }
 
 std::vector<std::string> Seeds() {
-  return {kSource + "/fuzz/corpus/fatbin/sm_90.cubin", kSource + "/fuzz/corpus/fatbin/fatbin-speed.fatbin",
-          kSource + "/fuzz/corpus/amdgpu_note/gfx1030-v4.co"};
+  return {kRunSourceDir + "/fuzz/corpus/fatbin/sm_90.cubin", kRunSourceDir + "/fuzz/corpus/fatbin/fatbin-speed.fatbin",
+          kRunSourceDir + "/fuzz/corpus/amdgpu_note/gfx1030-v4.co"};
 }
 
 // The golden files' mixed case: --kernel pressure, an H200 and a gfx1100, a damaged fatbin and a
 // missing file.
 InspectRequest Mixed(bool json) {
   InspectRequest request{.paths = Seeds(), .kernel = "pressure", .json = json, .snapshot_used = true};
-  request.paths.push_back(kSource + "/fuzz/corpus/fatbin/fatbin-speed-truncated.fatbin");
+  request.paths.push_back(kRunSourceDir + "/fuzz/corpus/fatbin/fatbin-speed-truncated.fatbin");
   request.paths.push_back("/nonexistent");
   Json snapshot = Json::parse(R"({"schema_version":1,"gpus":[
       {"pci_address":"0000:00:06.0","nvidia":{"compute_capability":"9.0"}},
@@ -109,9 +109,9 @@ TEST(InspectFiles, TextIsWhatInspectHasAlwaysPrinted) {
   EXPECT_EQ(mixed.out, Golden("mixed-kernel-pressure.txt"));
   // The damaged fatbin is named too: it could not be read fully.
   EXPECT_EQ(mixed.errors,
-            (std::vector<std::string>{kSource + "/fuzz/corpus/fatbin/fatbin-speed-truncated.fatbin: 1 "
-                                                "problem(s): the file could not be read fully (see the errors "
-                                                "and problems listed for it)",
+            (std::vector<std::string>{kRunSourceDir + "/fuzz/corpus/fatbin/fatbin-speed-truncated.fatbin: 1 "
+                                                      "problem(s): the file could not be read fully (see the errors "
+                                                      "and problems listed for it)",
                                       "/nonexistent: No such file or directory"}));
   EXPECT_TRUE(mixed.outcome.file_failed);
   EXPECT_TRUE(mixed.outcome.file_damaged);
@@ -120,14 +120,14 @@ TEST(InspectFiles, TextIsWhatInspectHasAlwaysPrinted) {
 }
 
 TEST(InspectFiles, AProcesssOtherFilesPassSilently) {
-  InspectRequest request{.paths = {kSource + "/README.md", "/nonexistent", Seeds()[0]}, .from_process = true};
+  InspectRequest request{.paths = {kRunSourceDir + "/README.md", "/nonexistent", Seeds()[0]}, .from_process = true};
   request.check_coverage = false;
   Written written = Inspect(request);
   EXPECT_TRUE(written.errors.empty());
   EXPECT_TRUE(written.outcome.file_failed);
   EXPECT_EQ(written.out.rfind(Seeds()[0] + ": cubin, 1 GPU code object(s)\n", 0), 0u) << written.out;
 
-  Written none = Inspect({.paths = {kSource + "/README.md"}});
+  Written none = Inspect({.paths = {kRunSourceDir + "/README.md"}});
   EXPECT_EQ(none.out, "this machine's GPUs: none found (architecture coverage not checked)\n");
   ASSERT_EQ(none.errors.size(), 1u);
   EXPECT_NE(none.errors[0].find("README.md"), std::string::npos) << none.errors[0];

@@ -11,7 +11,7 @@
 namespace gputriage::kb {
 namespace {
 
-std::vector<AcaBank> Assemble(std::string_view text) {
+std::vector<AcaBank> AssembleAca(std::string_view text) {
   AcaAssembler assembler(catalog::BuiltinCatalog().value()->aca);
   uint64_t n = 0;
   for (std::string_view line : core::SplitLines(text)) assembler.Line(line, ++n, "dmesg");
@@ -19,7 +19,7 @@ std::vector<AcaBank> Assemble(std::string_view text) {
 }
 
 TEST(AcaBanks, TwoPoisonedSmuBanksOfAnMi300x) {
-  std::vector<AcaBank> banks = Assemble(gputriage::testing::ReadFixture(
+  std::vector<AcaBank> banks = AssembleAca(gputriage::testing::ReadFixture(
       "kernel_log/amdgpu-mi300x-athub-uncorrectable-aca-hardware-error-entries-multi-gpu-eventid.txt",
       {.missing_fails_test = true}));
   ASSERT_EQ(banks.size(), 2u);
@@ -46,7 +46,7 @@ TEST(AcaBanks, TwoPoisonedSmuBanksOfAnMi300x) {
 }
 
 TEST(AcaBanks, NewerFormatAndGarbageAroundIt) {
-  std::vector<AcaBank> banks = Assemble(
+  std::vector<AcaBank> banks = AssembleAca(
       "amdgpu 0000:05:00.0: {3}[Hardware Error]: ACA[01/02].STATUS=0xb000000000000000\n"
       "amdgpu 0000:05:00.0: {3}[Hardware Error]: ACA[01/02].IPID=0x0000009600000000\n"
       "amdgpu 0000:05:00.0: {3}[Hardware Error]: ACA[02/02].STATUS=0x8000000000000000\n"

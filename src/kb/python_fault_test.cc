@@ -18,7 +18,7 @@ std::string Fixture(const std::string& name) {
   return text.str();
 }
 
-PythonFaultAssembler Assemble(const std::string& text) {
+PythonFaultAssembler AssemblePythonFault(const std::string& text) {
   PythonFaultAssembler assembler;
   uint64_t n = 0;
   for (std::string_view line : core::Split(text, '\n')) assembler.Line(line, ++n, "stderr.tail");
@@ -28,7 +28,7 @@ PythonFaultAssembler Assemble(const std::string& text) {
 // A real report (CPython 3.11, two threads): the current thread's stack, innermost first; the
 // other thread counted, its frames not mixed in.
 TEST(PythonFault, TheCurrentThreadsStackOfARealReport) {
-  PythonFaultAssembler a = Assemble(Fixture("faulthandler-segv-two-threads.txt"));
+  PythonFaultAssembler a = AssemblePythonFault(Fixture("faulthandler-segv-two-threads.txt"));
   ASSERT_TRUE(a.fault());
   const PythonFault& f = *a.fault();
   EXPECT_EQ(f.error, "Segmentation fault");
@@ -52,7 +52,7 @@ TEST(PythonFault, TheCurrentThreadsStackOfARealReport) {
 }
 
 TEST(PythonFault, AbortWithOneThread) {
-  PythonFaultAssembler a = Assemble(Fixture("faulthandler-abort.txt"));
+  PythonFaultAssembler a = AssemblePythonFault(Fixture("faulthandler-abort.txt"));
   ASSERT_TRUE(a.fault());
   EXPECT_EQ(a.fault()->error, "Aborted");
   EXPECT_EQ(a.fault()->other_threads, 0);
@@ -64,7 +64,7 @@ TEST(PythonFault, AbortWithOneThread) {
 // faulthandler frames; the report ends at a line that is neither; "???" line numbers and very deep
 // stacks are handled; CRLF endings too.
 TEST(PythonFault, EdgesOfTheFormat) {
-  PythonFaultAssembler a = Assemble(
+  PythonFaultAssembler a = AssemblePythonFault(
       "Traceback (most recent call last):\n"
       "  File \"x.py\", line 3, in f\n"
       "Fatal Python error: Bus error\r\n"
@@ -83,12 +83,13 @@ TEST(PythonFault, EdgesOfTheFormat) {
   std::string deep = "Fatal Python error: Segmentation fault\n\nCurrent thread 0x1 (most recent call first):\n";
   for (int i = 0; i < 100; ++i) deep += "  File \"r.py\", line " + std::to_string(i + 1) + " in r\n";
   deep += "  ...\n";
-  PythonFaultAssembler d = Assemble(deep);
+  PythonFaultAssembler d = AssemblePythonFault(deep);
   ASSERT_TRUE(d.fault());
   EXPECT_EQ(d.fault()->frames.size(), PythonFaultAssembler::kMaxFrames);
   EXPECT_EQ(d.fault()->frames_dropped, 100 - PythonFaultAssembler::kMaxFrames);
 
-  PythonFaultAssembler none = Assemble("RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  PythonFaultAssembler none =
+      AssemblePythonFault("RuntimeError: CUDA error: an illegal memory access was encountered\n");
   EXPECT_FALSE(none.fault());
 }
 

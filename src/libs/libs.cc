@@ -18,12 +18,6 @@
 namespace gputriage::libs {
 namespace {
 
-std::string RealPath(const std::string& path) {
-  std::error_code ec;
-  auto p = std::filesystem::canonical(path, ec);
-  return ec ? path : p.string();
-}
-
 void Finish(core::LibraryReport& report, const catalog::LibraryTables& catalog, bool loaded) {
   ClassifyLibraries(report.libraries, catalog);
   report.findings = LibraryFindings(report, catalog, loaded);

@@ -36,11 +36,15 @@ std::string Absolute(const std::string& path) {
   return ec ? path : p.lexically_normal().string();
 }
 
+}  // namespace
+
 std::string RealPath(const std::string& path) {
   std::error_code ec;
   fs::path p = fs::canonical(path, ec);
   return ec ? path : p.string();
 }
+
+namespace {
 
 std::string DirName(const std::string& path) {
   size_t slash = path.rfind('/');

@@ -46,6 +46,10 @@ struct Closure {
 /// an unreadable root or library is an entry of `errors`, the rest is still resolved.
 Closure ResolveClosure(const std::vector<std::string>& roots, const ResolveOptions& options);
 
+/// `path` with every symbolic link and ".." resolved (std::filesystem::canonical); `path` itself
+/// when that fails.
+std::string RealPath(const std::string& path);
+
 /// `ldd -r`'s undefined symbols and missing symbol versions of a closure resolved with symbols.
 std::vector<core::UndefinedSymbol> UndefinedSymbols(const Closure& closure);
 

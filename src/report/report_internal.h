@@ -28,4 +28,9 @@ std::string MarkdownHead(const core::Json& report);
 /// The sections, Environment to Next steps.
 std::string MarkdownBody(const core::Json& report);
 
+// The SVG charts' shared arithmetic (timeline.cc, telemetry_chart.cc): an axis step of 1, 2 or 5
+// times a power of ten, about span/6 (1 for an empty span), and a coordinate as the SVG gets it.
+double NiceStep(double span);
+std::string SvgNumber(double v);
+
 }  // namespace gputriage::report

@@ -9,13 +9,14 @@
 #include <map>
 #include <set>
 
+#include "report/report_internal.h"
 #include "report/timeline.h"
 
 namespace gputriage::report {
 
 namespace {
 
-constexpr double kLeft = 150, kRight = 20, kTop = 8, kPanel = 70, kGap = 18, kMarks = 22, kAxis = 34;
+constexpr double kChartLeft = 150, kChartRight = 20, kChartTop = 8, kPanel = 70, kGap = 18, kMarks = 22, kAxis = 34;
 // Colours for GPUs 0..7 (then repeating): distinguishable, and none is the failure's red.
 constexpr const char* kColours[] = {"#0969da", "#1a7f37", "#8250df", "#bc4c00",
                                     "#1b7c83", "#9a6700", "#bf3989", "#57606a"};
@@ -47,18 +48,6 @@ const std::vector<Quantity>& Quantities() {
   return kQuantities;
 }
 
-double NiceStep(double span) {
-  if (span <= 0) return 1;
-  double raw = span / 6;
-  double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= m * p) return m * p;
-  }
-  return 10 * p;
-}
-
-std::string Num(double v) { return fmt::format("{:.1f}", v); }
-
 std::string Value(double v) {
   if (std::fabs(v) >= 100 || v == std::floor(v)) return fmt::format("{:.0f}", v);
   return fmt::format("{:.1f}", v);
@@ -70,13 +59,13 @@ TelemetryChart LayoutTelemetry(const std::vector<core::TelemetrySample>& samples
                                double width) {
   TelemetryChart c;
   c.width = width;
-  c.x0 = kLeft;
-  c.x1 = width - kRight;
+  c.x0 = kChartLeft;
+  c.x1 = width - kChartRight;
   c.samples = samples.size();
   c.axis_title = relative_to_failure ? "seconds from the failure" : "seconds from the job's start";
   std::set<int> devices;
   if (samples.empty()) {
-    c.height = kTop;
+    c.height = kChartTop;
     return c;
   }
   c.t_min = c.t_max = samples.front().t_s;
@@ -89,7 +78,7 @@ TelemetryChart LayoutTelemetry(const std::vector<core::TelemetrySample>& samples
   if (c.t_max - c.t_min < 1) c.t_max = c.t_min + 1;
   c.devices = devices.size();
   auto x_of = [&](double t) { return c.x0 + (t - c.t_min) / (c.t_max - c.t_min) * (c.x1 - c.x0); };
-  double y = kTop;
+  double y = kChartTop;
   for (const Quantity& q : Quantities()) {
     std::map<int, std::vector<std::pair<double, double>>> values;  // device -> (t, value)
     double lo = 0, hi = 0;
@@ -143,56 +132,57 @@ std::string RenderTelemetrySvg(const TelemetryChart& c) {
   std::string svg = fmt::format(
       R"(<svg class="telemetry" viewBox="0 0 {0} {1}" width="{0}" height="{1}" role="img" aria-label="GPU telemetry during the run" font-family="system-ui, sans-serif" font-size="11">)"
       "\n",
-      Num(c.width), Num(c.height));
+      SvgNumber(c.width), SvgNumber(c.height));
   for (const TelemetryPanel& p : c.panels) {
     svg += fmt::format(R"(<g class="panel"><text x="6" y="{}" fill="#24292f" font-weight="600">{}</text>)",
-                       Num(p.y0 + 12), EscapeHtml(p.title));
-    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" fill="#57606a">{}</text>)", Num(c.x0 - 6),
-                       Num(p.y0 + 10), Value(p.max));
-    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" fill="#57606a">{}</text>)", Num(c.x0 - 6), Num(p.y1),
-                       Value(p.min));
-    svg += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#d0d7de"/>)", Num(c.x0),
-                       Num(p.y0), Num(c.x1 - c.x0), Num(p.y1 - p.y0));
+                       SvgNumber(p.y0 + 12), EscapeHtml(p.title));
+    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" fill="#57606a">{}</text>)", SvgNumber(c.x0 - 6),
+                       SvgNumber(p.y0 + 10), Value(p.max));
+    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" fill="#57606a">{}</text>)", SvgNumber(c.x0 - 6),
+                       SvgNumber(p.y1), Value(p.min));
+    svg += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#d0d7de"/>)", SvgNumber(c.x0),
+                       SvgNumber(p.y0), SvgNumber(c.x1 - c.x0), SvgNumber(p.y1 - p.y0));
     for (const auto& [device, points] : p.lines) {
       std::string d;
-      for (const auto& [x, y] : points) d += (d.empty() ? "M" : " L") + Num(x) + " " + Num(y);
+      for (const auto& [x, y] : points) d += (d.empty() ? "M" : " L") + SvgNumber(x) + " " + SvgNumber(y);
       const char* colour = kColours[static_cast<size_t>(device) % std::size(kColours)];
       svg += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="1.5"><title>GPU {}</title></path>)", d,
                          colour, device);
       if (points.size() == 1) {
-        svg += fmt::format(R"(<circle cx="{}" cy="{}" r="2.5" fill="{}"/>)", Num(points[0].first),
-                           Num(points[0].second), colour);
+        svg += fmt::format(R"(<circle cx="{}" cy="{}" r="2.5" fill="{}"/>)", SvgNumber(points[0].first),
+                           SvgNumber(points[0].second), colour);
       }
     }
     svg += "</g>\n";
   }
-  svg += fmt::format(R"(<text x="6" y="{}" fill="#24292f" font-weight="600">Slowdown</text>)", Num(c.marks_y + 4));
+  svg +=
+      fmt::format(R"(<text x="6" y="{}" fill="#24292f" font-weight="600">Slowdown</text>)", SvgNumber(c.marks_y + 4));
   if (c.marks.empty() && c.samples > 0) {
-    svg += fmt::format(R"(<text x="{}" y="{}" fill="#8c959f" font-style="italic">none</text>)", Num(c.x0 + 6),
-                       Num(c.marks_y + 4));
+    svg += fmt::format(R"(<text x="{}" y="{}" fill="#8c959f" font-style="italic">none</text>)", SvgNumber(c.x0 + 6),
+                       SvgNumber(c.marks_y + 4));
   }
   for (const TelemetryMark& m : c.marks) {
     svg += fmt::format(
         R"(<g class="slowdown"><rect x="{}" y="{}" width="3" height="12" fill="#cf222e"/><title>{}</title></g>)",
-        Num(m.x - 1.5), Num(c.marks_y - 6), EscapeHtml(m.text));
+        SvgNumber(m.x - 1.5), SvgNumber(c.marks_y - 6), EscapeHtml(m.text));
   }
   svg += "\n";
   if (c.failure_x && !c.panels.empty()) {
     svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#cf222e" stroke-dasharray="4 3"/>)"
                        "\n",
-                       Num(*c.failure_x), Num(c.panels.front().y0), Num(c.marks_y + 8));
+                       SvgNumber(*c.failure_x), SvgNumber(c.panels.front().y0), SvgNumber(c.marks_y + 8));
   }
   double axis_y = c.height - kAxis + 6;
-  svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#57606a"/>)", Num(c.x0), Num(axis_y), Num(c.x1),
-                     Num(axis_y));
+  svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#57606a"/>)", SvgNumber(c.x0), SvgNumber(axis_y),
+                     SvgNumber(c.x1), SvgNumber(axis_y));
   for (const auto& [x, label] : c.ticks) {
-    svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#57606a"/>)", Num(x), Num(axis_y),
-                       Num(axis_y + 4));
-    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" fill="#57606a">{}</text>)", Num(x), Num(axis_y + 15),
-                       label);
+    svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#57606a"/>)", SvgNumber(x),
+                       SvgNumber(axis_y), SvgNumber(axis_y + 4));
+    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" fill="#57606a">{}</text>)", SvgNumber(x),
+                       SvgNumber(axis_y + 15), label);
   }
-  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" fill="#57606a">{}</text>)", Num(c.x1), Num(axis_y + 28),
-                     EscapeHtml(c.axis_title));
+  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" fill="#57606a">{}</text>)", SvgNumber(c.x1),
+                     SvgNumber(axis_y + 28), EscapeHtml(c.axis_title));
   // The legend: which colour is which GPU.
   std::set<int> devices;
   for (const TelemetryPanel& p : c.panels) {
@@ -203,7 +193,7 @@ std::string RenderTelemetrySvg(const TelemetryChart& c) {
     const char* colour = kColours[static_cast<size_t>(device) % std::size(kColours)];
     svg += fmt::format(
         R"(<rect x="{}" y="{}" width="10" height="3" fill="{}"/><text x="{}" y="{}" fill="#24292f">GPU {}</text>)",
-        Num(lx), Num(axis_y + 24), colour, Num(lx + 14), Num(axis_y + 29), device);
+        SvgNumber(lx), SvgNumber(axis_y + 24), colour, SvgNumber(lx + 14), SvgNumber(axis_y + 29), device);
     lx += 60;
   }
   svg += "\n</svg>\n";

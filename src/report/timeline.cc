@@ -307,16 +307,6 @@ class Scale {
   bool log_;
 };
 
-// 1, 2 or 5 times a power of ten, about span/6.
-double NiceStep(double span) {
-  const double raw = span / 6;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (m * magnitude >= raw) return m * magnitude;
-  }
-  return 10 * magnitude;
-}
-
 std::string TickLabel(double t, double step, bool relative) {
   if (relative && std::abs(t) < step * 1e-6) return "0";
   const std::string sign = relative && t > 0 ? "+" : "";
@@ -579,8 +569,6 @@ TimelineLayout LayoutTimeline(const Timeline& tl, const TimelineOptions& options
 
 namespace {
 
-std::string Num(double v) { return fmt::format("{:.1f}", v); }
-
 std::string KindClass(TimelineKind kind) {
   switch (kind) {
     case TimelineKind::kStart:
@@ -598,19 +586,19 @@ std::string KindClass(TimelineKind kind) {
 }
 
 std::string Shape(const TimelineMarker& m) {
-  const std::string x = Num(m.x), y = Num(m.y);
+  const std::string x = SvgNumber(m.x), y = SvgNumber(m.y);
   switch (m.kind) {
     case TimelineKind::kStart:
       return fmt::format(R"(<circle cx="{}" cy="{}" r="5" fill="#57606a"/>)", x, y);
     case TimelineKind::kFailure:
-      return fmt::format(R"(<path d="M{0} {1}l8 8l-8 8l-8-8z" fill="#cf222e"/>)", x, Num(m.y - 8));
+      return fmt::format(R"(<path d="M{0} {1}l8 8l-8 8l-8-8z" fill="#cf222e"/>)", x, SvgNumber(m.y - 8));
     case TimelineKind::kBundle:
-      return fmt::format(R"(<rect x="{}" y="{}" width="9" height="9" fill="#0969da"/>)", Num(m.x - 4.5),
-                         Num(m.y - 4.5));
+      return fmt::format(R"(<rect x="{}" y="{}" width="9" height="9" fill="#0969da"/>)", SvgNumber(m.x - 4.5),
+                         SvgNumber(m.y - 4.5));
     case TimelineKind::kJobRecord:
-      return fmt::format(R"(<path d="M{0} {1}l6 6l-6 6l-6-6z" fill="#bc4c00"/>)", x, Num(m.y - 6));
+      return fmt::format(R"(<path d="M{0} {1}l6 6l-6 6l-6-6z" fill="#bc4c00"/>)", x, SvgNumber(m.y - 6));
     case TimelineKind::kOtherRecord:
-      return fmt::format(R"(<path d="M{0} {1}l6 11h-12z" fill="#8250df"/>)", x, Num(m.y - 6));
+      return fmt::format(R"(<path d="M{0} {1}l6 11h-12z" fill="#8250df"/>)", x, SvgNumber(m.y - 6));
   }
   return "";
 }
@@ -621,54 +609,67 @@ std::string RenderTimelineSvg(const TimelineLayout& layout) {
   std::string svg = fmt::format(
       R"(<svg class="timeline" viewBox="0 0 {0} {1}" width="{0}" height="{1}" role="img" aria-label="Timeline of the run, t = 0 at the failure" font-family="system-ui, sans-serif" font-size="11">)"
       "\n",
-      Num(layout.width), Num(layout.height));
+      SvgNumber(layout.width), SvgNumber(layout.height));
   if (layout.untimed_band) {
     const auto [b0, b1] = *layout.untimed_band;
-    svg +=
-        fmt::format(R"(<rect x="{}" y="2" width="{}" height="{}" fill="#f6f8fa"/>)"
-                    R"(<text x="{}" y="{}" text-anchor="middle" fill="#57606a">no time</text>)"
-                    "\n",
-                    Num(b0 - 6), Num(b1 - b0 + 12), Num(layout.height - 4), Num((b0 + b1) / 2), Num(layout.height - 8));
+    svg += fmt::format(R"(<rect x="{}" y="2" width="{}" height="{}" fill="#f6f8fa"/>)"
+                       R"(<text x="{}" y="{}" text-anchor="middle" fill="#57606a">no time</text>)"
+                       "\n",
+                       SvgNumber(b0 - 6), SvgNumber(b1 - b0 + 12), SvgNumber(layout.height - 4),
+                       SvgNumber((b0 + b1) / 2), SvgNumber(layout.height - 8));
   }
   for (const TimelineLane& lane : layout.lanes) {
-    svg += fmt::format(R"(<text x="6" y="{}" fill="#24292f" font-weight="600">{}</text>)", Num(lane.y + 4),
+    svg += fmt::format(R"(<text x="6" y="{}" fill="#24292f" font-weight="600">{}</text>)", SvgNumber(lane.y + 4),
                        EscapeHtml(lane.name));
-    svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#d0d7de"/>)", Num(kLeft), Num(lane.y),
-                       Num(layout.width - kRight), Num(lane.y));
+    svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#d0d7de"/>)", SvgNumber(kLeft),
+                       SvgNumber(lane.y), SvgNumber(layout.width - kRight), SvgNumber(lane.y));
     if (lane.empty) {
-      svg += fmt::format(R"(<text x="{}" y="{}" fill="#8c959f" font-style="italic">none</text>)", Num(kLeft + 6),
-                         Num(lane.y - 6));
+      svg += fmt::format(R"(<text x="{}" y="{}" fill="#8c959f" font-style="italic">none</text>)", SvgNumber(kLeft + 6),
+                         SvgNumber(lane.y - 6));
     }
     svg += "\n";
   }
   if (layout.failure_x) {
     svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#cf222e" stroke-dasharray="4 3"/>)"
                        "\n",
-                       Num(*layout.failure_x), Num(layout.failure_y0), Num(layout.failure_y1));
+                       SvgNumber(*layout.failure_x), SvgNumber(layout.failure_y0), SvgNumber(layout.failure_y1));
   }
   for (const TimelineAxis& axis : layout.axes) {
-    svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#57606a"/>)", Num(axis.x0), Num(axis.y),
-                       Num(axis.x1), Num(axis.y));
+    svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#57606a"/>)", SvgNumber(axis.x0),
+                       SvgNumber(axis.y), SvgNumber(axis.x1), SvgNumber(axis.y));
     for (const auto& [x, label] : axis.ticks) {
       svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#57606a"/>)"
                          R"(<text x="{0}" y="{3}" text-anchor="middle" fill="#57606a">{4}</text>)",
-                         Num(x), Num(axis.y), Num(axis.y + 4), Num(axis.y + 15), EscapeHtml(label));
+                         SvgNumber(x), SvgNumber(axis.y), SvgNumber(axis.y + 4), SvgNumber(axis.y + 15),
+                         EscapeHtml(label));
     }
     svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" fill="#24292f">{}</text>)",
-                       Num((axis.x0 + axis.x1) / 2), Num(axis.y + 30), EscapeHtml(axis.title));
+                       SvgNumber((axis.x0 + axis.x1) / 2), SvgNumber(axis.y + 30), EscapeHtml(axis.title));
     svg += "\n";
   }
   for (const TimelineMarker& m : layout.markers) {
     svg += fmt::format(R"(<g class="marker {}"><title>{}</title>{})", KindClass(m.kind), EscapeHtml(m.text), Shape(m));
     if (m.label_row) {
       const double label_y = m.y - 11 - *m.label_row * kLabelRowHeight;
-      svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" fill="#24292f">{}</text>)", Num(m.label_x),
-                         Num(label_y), EscapeHtml(m.label));
+      svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" fill="#24292f">{}</text>)", SvgNumber(m.label_x),
+                         SvgNumber(label_y), EscapeHtml(m.label));
     }
     svg += "</g>\n";
   }
   svg += "</svg>\n";
   return svg;
 }
+
+double NiceStep(double span) {
+  if (span <= 0) return 1;
+  const double raw = span / 6;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * magnitude >= raw) return m * magnitude;
+  }
+  return 10 * magnitude;
+}
+
+std::string SvgNumber(double v) { return fmt::format("{:.1f}", v); }
 
 }  // namespace gputriage::report

@@ -37,7 +37,6 @@ constexpr std::string_view kBundleKind = "gputriage.crash-bundle";
 // Bundles are two levels deep at most today (a hidden recorder directory); anything far deeper
 // is not something `run` wrote.
 constexpr int kMaxRemoveDepth = 32;
-constexpr int kBusyTimeoutMs = 5000;
 
 bool NewerThan(const BundleRow& a, const BundleRow& b) {
   if (a.created_at != b.created_at) return a.created_at > b.created_at;
@@ -51,7 +50,7 @@ Json OptionalNumber(const std::optional<T>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
-bool AllDigits(std::string_view text) {
+bool IsRowNumber(std::string_view text) {
   return !text.empty() && text.size() <= 18 &&
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -439,7 +438,7 @@ Json BundleRowsToJson(const BundleIndexListing& listing, size_t limit) {
 
 Result<BundleDetails> LoadBundleArg(const std::string& db_path, const std::string& arg) {
   if (arg.empty()) return MakeErrorCode(core::ErrorCode::kInvalidArgument, "no bundle named (an id or a directory)");
-  if (AllDigits(arg)) {
+  if (IsRowNumber(arg)) {
     int64_t id = static_cast<int64_t>(*core::ParseU64(arg, 10));
     Result<BundleIndexListing> listing = ReadListing(db_path);
     if (!listing.ok()) return core::Error{listing.error().message, core::ErrorCode::kIo, listing.error().sys_errno};
@@ -655,7 +654,7 @@ Result<PruneResult> PruneBundles(const std::string& db_path, const PruneCriteria
   std::optional<sqlite::Connection> writer;
   if (!dry_run) {
     GT_ASSIGN_OR_RETURN(sqlite::Connection connection, sqlite::Connection::Open(db_path));
-    sqlite3_busy_timeout(connection.get(), kBusyTimeoutMs);
+    sqlite3_busy_timeout(connection.get(), sqlite::kBusyTimeoutMs);
     writer = std::move(connection);
   }
   for (PruneChoice& choice : chosen) {

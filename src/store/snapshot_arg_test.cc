@@ -12,7 +12,7 @@ namespace {
 using core::Json;
 using testing::TempDir;
 
-Json Snapshot(const std::string& hostname, const std::string& collected_at) {
+Json SnapshotJson(const std::string& hostname, const std::string& collected_at) {
   return Json{{"schema_version", 1},
               {"tool_version", "0.1.0"},
               {"collected_at", collected_at},
@@ -38,7 +38,7 @@ class LoadSnapshotArgTest : public ::testing::Test {
     std::vector<int64_t> ids;
     for (int day = 1; day <= 3; ++day) {
       auto id = store_->Save(core::SnapshotFromJsonUnchecked(
-          Snapshot(fmt::format("day-{}", day), fmt::format("2026-12-0{}T08:00:00Z", day))));
+          SnapshotJson(fmt::format("day-{}", day), fmt::format("2026-12-0{}T08:00:00Z", day))));
       EXPECT_TRUE(id.ok());
       ids.push_back(id.value_or(-1));
     }
@@ -70,7 +70,7 @@ TEST_F(LoadSnapshotArgTest, UnknownIdNamesTheDatabase) {
 }
 
 TEST_F(LoadSnapshotArgTest, PreviousNeedsTwoSnapshots) {
-  ASSERT_TRUE(store_->Save(core::SnapshotFromJsonUnchecked(Snapshot("only", "2026-12-01T08:00:00Z"))).ok());
+  ASSERT_TRUE(store_->Save(core::SnapshotFromJsonUnchecked(SnapshotJson("only", "2026-12-01T08:00:00Z"))).ok());
   auto snapshot = LoadSnapshotArg(&*store_, "previous");
   ASSERT_FALSE(snapshot.ok());
   EXPECT_EQ(snapshot.error().message, "'previous' needs two stored snapshots; " + store_->path() + " has 1");
@@ -83,7 +83,7 @@ TEST_F(LoadSnapshotArgTest, StoredSnapshotsNeedAStore) {
 }
 
 TEST_F(LoadSnapshotArgTest, StoredSnapshotWithANewerSchemaIsRefused) {
-  Json future = Snapshot("future", "2026-12-05T08:00:00Z");
+  Json future = SnapshotJson("future", "2026-12-05T08:00:00Z");
   future["schema_version"] = core::kSnapshotSchemaVersion + 1;
   auto id = store_->Save(core::SnapshotFromJsonUnchecked(future));
   ASSERT_TRUE(id.ok());
@@ -96,7 +96,7 @@ TEST_F(LoadSnapshotArgTest, StoredSnapshotWithANewerSchemaIsRefused) {
 }
 
 TEST_F(LoadSnapshotArgTest, ReadsAJsonFile) {
-  std::string path = WriteFile(tmp_, "node-a.json", Snapshot("from-file", "x").dump(2));
+  std::string path = WriteFile(tmp_, "node-a.json", SnapshotJson("from-file", "x").dump(2));
   EXPECT_EQ(Hostname(LoadSnapshotArg(&*store_, path)), "from-file");
   EXPECT_EQ(Hostname(LoadSnapshotArg(nullptr, path)), "from-file");
 }
@@ -217,7 +217,7 @@ TEST(LoadSnapshotArgFromDefaultStore, ReadsTheDataHomesDatabase) {
   auto store = SnapshotStore::OpenDefault();
   ASSERT_TRUE(store.ok()) << store.error().message;
   EXPECT_EQ(store->path(), home / "snapshots.db");
-  auto id = store->Save(core::SnapshotFromJsonUnchecked(Snapshot("node-7", "2026-12-01T08:00:00Z")));
+  auto id = store->Save(core::SnapshotFromJsonUnchecked(SnapshotJson("node-7", "2026-12-01T08:00:00Z")));
   ASSERT_TRUE(id.ok());
   auto latest = LoadSnapshotArgFromDefaultStore("latest");
   ASSERT_TRUE(latest.ok()) << latest.error().message;
@@ -233,7 +233,7 @@ TEST(LoadSnapshotArgFromDefaultStore, WithoutADatabaseOnlyFilesResolve) {
   EXPECT_FALSE(SnapshotStore::OpenDefault().ok());
   EXPECT_EQ(LoadSnapshotArgFromDefaultStore("latest").error().message,
             "'latest' names a stored snapshot, but no snapshot database is open");
-  std::string file = WriteFile(tmp, "s.json", Snapshot("node-8", "2026-12-01T08:00:00Z").dump());
+  std::string file = WriteFile(tmp, "s.json", SnapshotJson("node-8", "2026-12-01T08:00:00Z").dump());
   auto loaded = LoadSnapshotArgFromDefaultStore(file);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   EXPECT_EQ(loaded->host->hostname, "node-8");

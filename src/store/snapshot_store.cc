@@ -15,6 +15,7 @@
 #include "core/redact.h"
 #include "core/text.h"
 #include "store/data_home.h"
+#include "store/sqlite.h"
 
 namespace gputriage::store {
 namespace {
@@ -60,8 +61,6 @@ constexpr Migration kMigrations[] = {
      "CREATE INDEX bundles_signature ON bundles(signature);"},
 };
 
-constexpr int kBusyTimeoutMs = 5000;
-
 Result<int64_t> ReadUserVersion(const sqlite::Connection& connection) {
   GT_ASSIGN_OR_RETURN(auto statement, sqlite::Statement::Prepare(connection, "PRAGMA user_version"));
   GT_ASSIGN_OR_RETURN(bool row, statement.Step("cannot read the schema version"));
@@ -100,7 +99,7 @@ Result<std::string> TryEnableWal(const sqlite::Connection& connection, int* code
 // database, SQLite can answer SQLITE_BUSY without consulting the busy handler, so retry for
 // as long as the busy timeout would have waited. Returns the journal mode now in effect.
 Result<std::string> EnableWal(const sqlite::Connection& connection) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(sqlite::kBusyTimeoutMs);
   while (true) {
     int code = SQLITE_OK;
     Result<std::string> mode = TryEnableWal(connection, &code);
@@ -305,7 +304,7 @@ Result<SnapshotStore> SnapshotStore::OpenDefault() {
 
 Result<SnapshotStore> SnapshotStore::OpenReadOnly(const std::string& db_path) {
   GT_ASSIGN_OR_RETURN(auto connection, sqlite::Connection::OpenReadOnly(db_path));
-  sqlite3_busy_timeout(connection.get(), kBusyTimeoutMs);
+  sqlite3_busy_timeout(connection.get(), sqlite::kBusyTimeoutMs);
   Result<int64_t> version = ReadUserVersion(connection);
   if (!version.ok() && ReadableOnlyAsImmutable(connection, db_path)) {
     GT_ASSIGN_OR_RETURN(connection, sqlite::Connection::OpenImmutable(db_path));
@@ -338,7 +337,7 @@ SnapshotStore SnapshotStore::OpenDefaultReadOnlyOrUnavailable() {
 
 Result<SnapshotStore> SnapshotStore::Open(const std::string& db_path) {
   GT_ASSIGN_OR_RETURN(auto connection, sqlite::Connection::Open(db_path));
-  sqlite3_busy_timeout(connection.get(), kBusyTimeoutMs);
+  sqlite3_busy_timeout(connection.get(), sqlite::kBusyTimeoutMs);
   // The first statement reads the file header: a file that is not a database fails here.
   Result<std::string> mode = EnableWal(connection);
   if (!mode.ok()) return mode.error();

@@ -15,6 +15,9 @@
 
 namespace gputriage::store::sqlite {
 
+/// How long a connection waits for another process's lock (sqlite3_busy_timeout).
+inline constexpr int kBusyTimeoutMs = 5000;
+
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };

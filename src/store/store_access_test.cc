@@ -27,7 +27,7 @@ using testing::TempDir;
 
 constexpr uid_t kNobody = 65534;
 
-core::Snapshot Snapshot(const std::string& hostname, const std::string& collected_at) {
+core::Snapshot AccessSnapshot(const std::string& hostname, const std::string& collected_at) {
   return core::SnapshotFromJsonUnchecked(Json{{"schema_version", 1},
                                               {"collected_at", collected_at},
                                               {"host", {{"hostname", hostname}}},
@@ -35,7 +35,7 @@ core::Snapshot Snapshot(const std::string& hostname, const std::string& collecte
                                               {"findings", Json::array()}});
 }
 
-unsigned ModeOf(const std::string& path) {
+unsigned AccessModeOf(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0xFFFF;
 }
@@ -95,8 +95,8 @@ std::string MakeDatabase(const std::string& dir) {
   std::string path = dir + "/snapshots.db";
   auto store = SnapshotStore::Open(path);
   EXPECT_TRUE(store.ok()) << store.error().message;
-  EXPECT_TRUE(store->Save(Snapshot("node-a", "2026-12-01T10:00:00Z")).ok());
-  EXPECT_TRUE(store->Save(Snapshot("node-b", "2026-12-02T10:00:00Z")).ok());
+  EXPECT_TRUE(store->Save(AccessSnapshot("node-a", "2026-12-01T10:00:00Z")).ok());
+  EXPECT_TRUE(store->Save(AccessSnapshot("node-b", "2026-12-02T10:00:00Z")).ok());
   return path;
 }
 
@@ -123,11 +123,11 @@ TEST(StoreFiles, DatabaseAndItsJournalsAreOwnerOnlyWhateverTheUmask) {
     std::string path = tmp / "snapshots.db";
     auto store = SnapshotStore::Open(path);
     ASSERT_TRUE(store.ok()) << store.error().message;
-    ASSERT_TRUE(store->Save(Snapshot("node", "2026-12-02T10:00:00Z")).ok());
-    EXPECT_EQ(ModeOf(path), 0600u) << "umask " << mask;
+    ASSERT_TRUE(store->Save(AccessSnapshot("node", "2026-12-02T10:00:00Z")).ok());
+    EXPECT_EQ(AccessModeOf(path), 0600u) << "umask " << mask;
     // The connection is open: the WAL and its index exist now.
-    EXPECT_EQ(ModeOf(path + "-wal"), 0600u) << "umask " << mask;
-    EXPECT_EQ(ModeOf(path + "-shm"), 0600u) << "umask " << mask;
+    EXPECT_EQ(AccessModeOf(path + "-wal"), 0600u) << "umask " << mask;
+    EXPECT_EQ(AccessModeOf(path + "-shm"), 0600u) << "umask " << mask;
   }
 }
 
@@ -152,7 +152,7 @@ void SaveSecrets(const std::string& path) {
   EXPECT_EQ(store->CountBundlesWithSignature(*row.signature).value_or(-1), 1);
   EXPECT_EQ(store->CountBundlesWithSignature(*rows->front().signature).value_or(-1), 1);
 
-  core::Snapshot snapshot = Snapshot("node", "2026-12-02T10:00:00Z");
+  core::Snapshot snapshot = AccessSnapshot("node", "2026-12-02T10:00:00Z");
   snapshot.env = core::Environment{};
   snapshot.env->variables = std::map<std::string, std::string>{{"HF_TOKEN", "hunter2"}, {"NCCL_DEBUG", "INFO"}};
   auto id = store->Save(snapshot);

@@ -11,6 +11,7 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "integration_util.h"
 
 namespace gputriage {
 namespace {
@@ -18,9 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using core::Json;
 
-const std::string kCrasher = std::string(GT_CRASHERS_DIR) + "/crasher";
-
-struct CliRun {
+struct BundlesCliRun {
   int exit_code = -1;
   std::string out;
   std::string err;
@@ -28,13 +27,13 @@ struct CliRun {
 
 class BundlesTest : public ::testing::Test {
  protected:
-  CliRun Gputriage(std::vector<std::string> args) {
+  BundlesCliRun Gputriage(std::vector<std::string> args) {
     args.insert(args.begin(), GT_GPUTRIAGE_BIN);
     core::RunOptions options;
     options.timeout = std::chrono::milliseconds(60000);
     options.extra_env = {"GPUTRIAGE_HOME=" + home_};
     auto outcome = core::RunWithTimeout(args, options);
-    CliRun run;
+    BundlesCliRun run;
     if (!outcome.ok()) {
       ADD_FAILURE() << outcome.error().message;
       return run;
@@ -49,13 +48,13 @@ class BundlesTest : public ::testing::Test {
   void Crash(std::vector<std::string> job) {
     std::vector<std::string> args = {"run", "--quiet", "--no-snapshot", "--bundle-dir", bundles_, "--"};
     args.insert(args.end(), job.begin(), job.end());
-    CliRun run = Gputriage(args);
+    BundlesCliRun run = Gputriage(args);
     ASSERT_NE(run.exit_code, 0) << run.err;
     ASSERT_EQ(run.err.find("not indexed"), std::string::npos) << run.err;
   }
 
   Json JsonOf(const std::vector<std::string>& args, int expected_exit = 0) {
-    CliRun run = Gputriage(args);
+    BundlesCliRun run = Gputriage(args);
     EXPECT_EQ(run.exit_code, expected_exit) << run.err;
     Json j = Json::parse(run.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << "not JSON: " << run.out << "\nstderr: " << run.err;
@@ -74,14 +73,14 @@ class BundlesTest : public ::testing::Test {
 };
 
 TEST_F(BundlesTest, NoDatabaseYetIsSaidAndNothingIsCreated) {
-  CliRun list = Gputriage({"bundles", "list"});
+  BundlesCliRun list = Gputriage({"bundles", "list"});
   EXPECT_EQ(list.exit_code, 0) << list.err;
   EXPECT_EQ(list.out, "no crash bundles yet: there is no bundle index at " + home_ +
                           "/snapshots.db (`gputriage run -- CMD` writes and indexes a bundle when the job fails)\n");
   Json j = JsonOf({"bundles", "list", "--json"});
   EXPECT_EQ(j["total_bundles"], 0);
   EXPECT_EQ(j["groups"], Json::array());
-  CliRun prune = Gputriage({"bundles", "prune", "--keep", "0"});
+  BundlesCliRun prune = Gputriage({"bundles", "prune", "--keep", "0"});
   EXPECT_EQ(prune.exit_code, 0) << prune.err;
   EXPECT_EQ(prune.out, "nothing to prune: there is no bundle index at " + home_ + "/snapshots.db\n");
   EXPECT_FALSE(fs::exists(home_ + "/snapshots.db"));
@@ -90,7 +89,7 @@ TEST_F(BundlesTest, NoDatabaseYetIsSaidAndNothingIsCreated) {
 TEST_F(BundlesTest, AnEmptyIndexIsSaid) {
   // A snapshot saved creates the database; it holds no bundle.
   ASSERT_EQ(Gputriage({"snapshot", "--save", "--root", std::string(GT_FIXTURES_DIR) + "/h200-root"}).exit_code, 0);
-  CliRun list = Gputriage({"bundles", "list", "--all"});
+  BundlesCliRun list = Gputriage({"bundles", "list", "--all"});
   EXPECT_EQ(list.exit_code, 0) << list.err;
   EXPECT_EQ(list.out.rfind("no crash bundles in " + home_ + "/snapshots.db", 0), 0u) << list.out;
 }
@@ -120,7 +119,7 @@ TEST_F(BundlesTest, ListGroupsBySignatureShowAndPrune) {
   EXPECT_EQ(limited["groups"].size(), 1u);
   EXPECT_EQ(limited["total_groups"], 2);
 
-  CliRun text = Gputriage({"bundles", "list"});
+  BundlesCliRun text = Gputriage({"bundles", "list"});
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.out.find("3 bundles in 2 groups by signature, newest first"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("newest: " + std::to_string(nulls["newest"]["id"].get<int64_t>()) + "  " + newest_path),
@@ -136,7 +135,7 @@ TEST_F(BundlesTest, ListGroupsBySignatureShowAndPrune) {
 
   // show by id and by path.
   std::string id = std::to_string(all["bundles"][0]["id"].get<int64_t>());
-  CliRun show = Gputriage({"bundles", "show", id});
+  BundlesCliRun show = Gputriage({"bundles", "show", id});
   EXPECT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("bundle     " + newest_path + "  (index id " + id), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("ended      signal SIGSEGV, exit status 139"), std::string::npos) << show.out;
@@ -165,7 +164,7 @@ TEST_F(BundlesTest, ListGroupsBySignatureShowAndPrune) {
   EXPECT_EQ(dry["bundles"][0]["reasons"][0], "not among the newest 1");
   EXPECT_EQ(BundleDirs(), 3u);
   EXPECT_EQ(JsonOf({"bundles", "list", "--all", "--json"})["total_bundles"], 3);
-  CliRun pruned = Gputriage({"bundles", "prune", "--keep", "1"});
+  BundlesCliRun pruned = Gputriage({"bundles", "prune", "--keep", "1"});
   EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
   EXPECT_NE(pruned.out.find("2 bundles removed"), std::string::npos) << pruned.out;
   EXPECT_EQ(BundleDirs(), 1u);
@@ -174,7 +173,7 @@ TEST_F(BundlesTest, ListGroupsBySignatureShowAndPrune) {
   Json after = JsonOf({"bundles", "list", "--all", "--json"});
   ASSERT_EQ(after["total_bundles"], 1);
   EXPECT_EQ(after["bundles"][0]["path"], newest_path);
-  CliRun old_id = Gputriage({"bundles", "show", dry["bundles"][0]["id"].dump()});
+  BundlesCliRun old_id = Gputriage({"bundles", "show", dry["bundles"][0]["id"].dump()});
   EXPECT_EQ(old_id.exit_code, 2);
   EXPECT_NE(old_id.err.find("no bundle with id"), std::string::npos) << old_id.err;
 }
@@ -187,7 +186,7 @@ TEST_F(BundlesTest, ShowRedactsTheCommandLine) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"bundles", "show", id}, std::vector<std::string>{"bundles", "show", id, "--json"},
         std::vector<std::string>{"bundles", "list", "--all", "--json"}}) {
-    CliRun run = Gputriage(args);
+    BundlesCliRun run = Gputriage(args);
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_EQ(run.out.find("hunter2"), std::string::npos) << run.out;
     EXPECT_EQ(run.out.find("ghp_abc"), std::string::npos) << run.out;
@@ -196,35 +195,35 @@ TEST_F(BundlesTest, ShowRedactsTheCommandLine) {
 }
 
 TEST_F(BundlesTest, ShowNamesWhatIsWrong) {
-  CliRun no_db = Gputriage({"bundles", "show", "3"});
+  BundlesCliRun no_db = Gputriage({"bundles", "show", "3"});
   EXPECT_EQ(no_db.exit_code, 2);
   EXPECT_EQ(no_db.err,
             "gputriage: bundles show: no bundle with id 3: no bundle index at " + home_ + "/snapshots.db yet\n");
   std::string missing = tmp_ / "nowhere";
-  CliRun gone = Gputriage({"bundles", "show", missing});
+  BundlesCliRun gone = Gputriage({"bundles", "show", missing});
   EXPECT_EQ(gone.exit_code, 2);
   EXPECT_EQ(gone.err, "gputriage: bundles show: " + missing + ": No such file or directory\n");
   fs::create_directories(tmp_ / "plain");
-  CliRun plain = Gputriage({"bundles", "show", tmp_ / "plain"});
+  BundlesCliRun plain = Gputriage({"bundles", "show", tmp_ / "plain"});
   EXPECT_EQ(plain.exit_code, 2);
   EXPECT_EQ(plain.err, "gputriage: bundles show: " + (tmp_ / "plain") + ": not a crash bundle (no manifest.json)\n");
 
   Crash({kCrasher, "null"});
   std::string bundle = JsonOf({"bundles", "list", "--json"})["groups"][0]["newest"]["path"];
   std::ofstream(bundle + "/process.json") << "{\"signal\": ";
-  CliRun damaged = Gputriage({"bundles", "show", bundle});
+  BundlesCliRun damaged = Gputriage({"bundles", "show", bundle});
   EXPECT_EQ(damaged.exit_code, 2);
   EXPECT_EQ(damaged.err.rfind("gputriage: bundles show: " + bundle + "/process.json: ", 0), 0u) << damaged.err;
 }
 
 TEST_F(BundlesTest, PruneNeedsACriterionAndRefusesWhatIsNotABundle) {
-  CliRun none = Gputriage({"bundles", "prune"});
+  BundlesCliRun none = Gputriage({"bundles", "prune"});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("say what to remove: --older-than AGE"), std::string::npos) << none.err;
-  CliRun bad_age = Gputriage({"bundles", "prune", "--older-than", "30"});
+  BundlesCliRun bad_age = Gputriage({"bundles", "prune", "--older-than", "30"});
   EXPECT_EQ(bad_age.exit_code, 2);
   EXPECT_EQ(bad_age.err, "gputriage: bundles prune: --older-than '30' is not an age (examples: 36h, 30d, 2w)\n");
-  CliRun bad_size = Gputriage({"bundles", "prune", "--max-size", "lots"});
+  BundlesCliRun bad_size = Gputriage({"bundles", "prune", "--max-size", "lots"});
   EXPECT_EQ(bad_size.exit_code, 2);
 
   Crash({kCrasher, "null"});
@@ -234,7 +233,7 @@ TEST_F(BundlesTest, PruneNeedsACriterionAndRefusesWhatIsNotABundle) {
   // The older bundle's manifest.json is gone: it no longer looks like a bundle and stays.
   std::string older = all["bundles"][1]["path"];
   fs::remove(older + "/manifest.json");
-  CliRun prune = Gputriage({"bundles", "prune", "--older-than", "0s"});
+  BundlesCliRun prune = Gputriage({"bundles", "prune", "--older-than", "0s"});
   EXPECT_EQ(prune.exit_code, 3);
   EXPECT_NE(prune.out.find("refused"), std::string::npos) << prune.out;
   EXPECT_NE(prune.out.find("not a crash bundle (no manifest.json)"), std::string::npos) << prune.out;
@@ -251,7 +250,7 @@ TEST_F(BundlesTest, PruneByAgeKeepsRecentBundles) {
   Json dry = JsonOf({"bundles", "prune", "--older-than", "1h", "--dry-run", "--json"});
   EXPECT_EQ(dry["bundles"], Json::array());
   EXPECT_EQ(dry["indexed"], 1);
-  CliRun text = Gputriage({"bundles", "prune", "--older-than", "1h"});
+  BundlesCliRun text = Gputriage({"bundles", "prune", "--older-than", "1h"});
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.out.find("nothing to prune: none of the 1 indexed bundle in"), std::string::npos) << text.out;
   EXPECT_EQ(BundleDirs(), 1u);
@@ -271,31 +270,31 @@ TEST_F(BundlesTest, PruneTakesItsRetentionFromTheConfigFile) {
   EXPECT_TRUE(wider["bundles"].empty()) << wider.dump();
   // A misspelt key is an error naming the file, not a prune without a criterion.
   std::ofstream(home_ + "/config.toml") << "[bundles.prune]\nkeep-newest = 1\n";
-  CliRun bad = Gputriage({"bundles", "prune", "--dry-run"});
+  BundlesCliRun bad = Gputriage({"bundles", "prune", "--dry-run"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find(home_ + "/config.toml"), std::string::npos) << bad.err;
   EXPECT_EQ(BundleDirs(), 2u);
 }
 
 TEST_F(BundlesTest, HelpNamesEverySubcommand) {
-  CliRun help = Gputriage({"bundles", "--help"});
+  BundlesCliRun help = Gputriage({"bundles", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   for (const char* word : {"list", "show", "prune", "pack"}) EXPECT_NE(help.out.find(word), std::string::npos) << word;
-  CliRun prune = Gputriage({"bundles", "prune", "--help"});
+  BundlesCliRun prune = Gputriage({"bundles", "prune", "--help"});
   EXPECT_EQ(prune.exit_code, 0);
   for (const char* word : {"--older-than", "--keep", "--max-size", "--dry-run", "--json"}) {
     EXPECT_NE(prune.out.find(word), std::string::npos) << word;
   }
-  CliRun nothing = Gputriage({"bundles"});
+  BundlesCliRun nothing = Gputriage({"bundles"});
   EXPECT_EQ(nothing.exit_code, 2);
   EXPECT_EQ(nothing.err,
             "gputriage: bundles: name a subcommand: list, show, prune or pack (see gputriage bundles --help)\n");
-  CliRun unknown = Gputriage({"bundles", "frobnicate", "3"});
+  BundlesCliRun unknown = Gputriage({"bundles", "frobnicate", "3"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_EQ(unknown.err,
             "gputriage: bundles: unknown subcommand 'frobnicate': the subcommands are list, show, prune and pack "
             "(see gputriage bundles --help)\n");
-  CliRun bad_option = Gputriage({"bundles", "list", "--bogus"});
+  BundlesCliRun bad_option = Gputriage({"bundles", "list", "--bogus"});
   EXPECT_EQ(bad_option.exit_code, 2);
   EXPECT_NE(bad_option.err.find("--bogus"), std::string::npos) << bad_option.err;
 }

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "core/model.h"
+#include "integration_util.h"
 #include "run_cli.h"
 
 namespace gputriage {
@@ -24,13 +25,6 @@ namespace fs = std::filesystem;
 using core::Json;
 
 const std::string kHungJob = std::string(GT_CRASHERS_DIR) + "/hung_job";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A line from `fd`, waiting at most `timeout_ms`; "" on timeout or EOF.
 std::string ReadLine(int fd, int timeout_ms) {

@@ -16,21 +16,13 @@
 
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "integration_util.h"
 
 namespace gputriage {
 namespace {
 
 namespace fs = std::filesystem;
 using core::Json;
-
-const std::string kCrasher = std::string(GT_CRASHERS_DIR) + "/crasher";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 core::ProcessOutcome RunOrFail(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
   core::RunOptions ro;

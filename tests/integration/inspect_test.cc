@@ -23,16 +23,16 @@ using core::Json;
 
 using Out = testing::CliOutput;
 
-Out Gt(std::vector<std::string> args) { return testing::RunCli(GT_GPUTRIAGE_BIN, std::move(args)); }
+Out GtInspect(std::vector<std::string> args) { return testing::RunCli(GT_GPUTRIAGE_BIN, std::move(args)); }
 
 TEST(InspectCommand, NotAGpuFileIsAClearError) {
   testing::TempDir tmp;
   std::string junk = tmp / "junk.bin";
   std::ofstream(junk) << "just some bytes\n";
-  Out o = Gt({"inspect", "--no-snapshot", junk});
+  Out o = GtInspect({"inspect", "--no-snapshot", junk});
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.err.find("not an ELF file, fatbin, clang offload bundle or PTX text"), std::string::npos) << o.err;
-  Out missing = Gt({"inspect", "--no-snapshot", tmp / "absent"});
+  Out missing = GtInspect({"inspect", "--no-snapshot", tmp / "absent"});
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos);
 }
@@ -72,12 +72,12 @@ TEST(InspectCommand, ATruncatedOrCorruptElfIsAnErrorNotZeroObjects) {
   for (const Case& c : cases) {
     std::string path = tmp / c.name;
     std::ofstream(path, std::ios::binary) << c.bytes;
-    Out text = Gt({"inspect", "--no-snapshot", path});
+    Out text = GtInspect({"inspect", "--no-snapshot", path});
     EXPECT_EQ(text.status, 2) << c.name << ": " << text.out << text.err;
     EXPECT_EQ(text.out.find("0 GPU code object(s)"), std::string::npos) << c.name << ": " << text.out;
     EXPECT_NE(text.err.find(path + ": "), std::string::npos) << c.name << ": " << text.err;
     EXPECT_NE(text.err.find(c.message), std::string::npos) << c.name << ": " << text.err;
-    Out json = Gt({"inspect", "--json", "--no-snapshot", path});
+    Out json = GtInspect({"inspect", "--json", "--no-snapshot", path});
     EXPECT_EQ(json.status, 2) << c.name;
     Json j = Json::parse(json.out, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << c.name << ": " << json.out;
@@ -105,12 +105,12 @@ TEST(InspectCommand, DamagedGpuCodeExitsNonZero) {
   std::string path = tmp / "corrupt.o";
   std::ofstream(path, std::ios::binary) << corrupt;
 
-  Out text = Gt({"inspect", "--no-snapshot", path});
+  Out text = GtInspect({"inspect", "--no-snapshot", path});
   EXPECT_EQ(text.status, 2) << text.out << text.err;
   EXPECT_NE(text.out.find(path + ": host-elf, 3 GPU code object(s)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("error: cannot decompress"), std::string::npos) << text.out;
   EXPECT_NE(text.err.find(path + ": 1 of 3 GPU code object(s) damaged"), std::string::npos) << text.err;
-  Out json = Gt({"inspect", "--json", "--no-snapshot", path});
+  Out json = GtInspect({"inspect", "--json", "--no-snapshot", path});
   EXPECT_EQ(json.status, 2);
   Json j = Json::parse(json.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << json.out;
@@ -123,7 +123,7 @@ TEST(InspectCommand, DamagedGpuCodeExitsNonZero) {
   PutAt<uint64_t>(lying, magic + 8, uint64_t{1} << 40);
   std::string lying_path = tmp / "lying.o";
   std::ofstream(lying_path, std::ios::binary) << lying;
-  Out lies = Gt({"inspect", "--no-snapshot", lying_path});
+  Out lies = GtInspect({"inspect", "--no-snapshot", lying_path});
   EXPECT_EQ(lies.status, 2) << lies.out << lies.err;
   EXPECT_NE(lies.out.find("problem: " + lying_path + ":.nv_fatbin: fatbin container at"), std::string::npos)
       << lies.out;
@@ -132,7 +132,7 @@ TEST(InspectCommand, DamagedGpuCodeExitsNonZero) {
 
 // The JSON contract on a host object carrying an LZ4-compressed fatbin.
 TEST(InspectCommand, JsonContractOnANvccFatbin) {
-  Out o = Gt({"inspect", "--json", "--no-snapshot", kInputs + "/fatbin-speed.o"});
+  Out o = GtInspect({"inspect", "--json", "--no-snapshot", kInputs + "/fatbin-speed.o"});
   Json j = Json::parse(o.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << o.out.substr(0, 500) << o.err;
   EXPECT_EQ(o.status, 0) << o.err;
@@ -163,22 +163,22 @@ TEST(InspectCommand, CoverageAgainstTheSnapshotsGpus) {
                                .dump();
     return path;
   };
-  Out h200 = Gt({"inspect", "--snapshot", snapshot("9.0"), kInputs + "/fatbin-size.o"});
+  Out h200 = GtInspect({"inspect", "--snapshot", snapshot("9.0"), kInputs + "/fatbin-size.o"});
   EXPECT_EQ(h200.status, 0) << h200.out << h200.err;
   EXPECT_NE(h200.out.find("sm_90 cubin"), std::string::npos) << h200.out;
-  Out blackwell = Gt({"inspect", "--json", "--snapshot", snapshot("12.0"), kInputs + "/fatbin-size.o"});
+  Out blackwell = GtInspect({"inspect", "--json", "--snapshot", snapshot("12.0"), kInputs + "/fatbin-size.o"});
   Json j = Json::parse(blackwell.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << blackwell.out;
   std::vector<std::string> ids;
   for (const Json& f : j["findings"]) ids.push_back(f["id"]);
   EXPECT_EQ(ids, (std::vector<std::string>{"inspect.ptx_only", "inspect.stack_frame"})) << j["findings"].dump();
-  Out turing = Gt({"inspect", "--json", "--snapshot", snapshot("7.5"), kInputs + "/fatbin-size.o"});
+  Out turing = GtInspect({"inspect", "--json", "--snapshot", snapshot("7.5"), kInputs + "/fatbin-size.o"});
   EXPECT_EQ(turing.status, 1) << "no code for sm_75 is an error";
 }
 
 // --kernel lists the matching kernels with their numbers.
 TEST(InspectCommand, KernelFilter) {
-  Out o = Gt({"inspect", "--no-snapshot", "--kernel", "bounded_add", kInputs + "/sm_90.cubin"});
+  Out o = GtInspect({"inspect", "--no-snapshot", "--kernel", "bounded_add", kInputs + "/sm_90.cubin"});
   EXPECT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.out.find("bounded_add(float*, float const*, int)  regs 10 shared 0 local 0 max_threads 256 params 20"),
             std::string::npos)
@@ -212,7 +212,7 @@ TEST(InspectCommand, PidInspectsTheLibrariesAProcessMapped) {
     seen.append(buf, static_cast<size_t>(n));
   }
   ASSERT_NE(seen.find("ready"), std::string::npos) << "the python child did not start: " << seen;
-  Out o = Gt({"inspect", "--json", "--no-snapshot", "--pid", std::to_string(child)});
+  Out o = GtInspect({"inspect", "--json", "--no-snapshot", "--pid", std::to_string(child)});
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   close(fds[0]);
@@ -226,7 +226,7 @@ TEST(InspectCommand, PidInspectsTheLibrariesAProcessMapped) {
     EXPECT_EQ(f["code_objects"][0]["arch"], "sm_90");
   }
   EXPECT_TRUE(found) << "libkernels.so is among the process's files";
-  Out none = Gt({"inspect", "--pid", "999999999"});
+  Out none = GtInspect({"inspect", "--pid", "999999999"});
   EXPECT_EQ(none.status, 2);
   EXPECT_NE(none.err.find("/proc/999999999/maps"), std::string::npos) << none.err;
 }
@@ -246,7 +246,7 @@ TEST(InspectCommand, VendorLibraryInternalsAreFoldedUnlessVerbose) {
   std::string snap = tmp / "gfx1100.json";
   std::ofstream(snap)
       << Json{{"schema_version", 1}, {"gpus", {{{"pci_address", "0000:03:00.0"}, {"gfx_arch", "gfx1100"}}}}}.dump();
-  Out text = Gt({"inspect", "--snapshot", snap, lib});
+  Out text = GtInspect({"inspect", "--snapshot", snap, lib});
   EXPECT_EQ(text.status, 1) << text.err;  // the missing architecture is an error
   size_t missing = text.out.find("[error] " + lib + ": no code object for the gfx1100 (0000:03:00.0) GPU\n");
   ASSERT_NE(missing, std::string::npos) << text.out;
@@ -260,7 +260,7 @@ TEST(InspectCommand, VendorLibraryInternalsAreFoldedUnlessVerbose) {
   EXPECT_EQ(text.out.find("spill registers to scratch memory"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("use LDS near"), std::string::npos) << text.out;
 
-  Out verbose = Gt({"inspect", "--verbose", "--snapshot", snap, lib});
+  Out verbose = GtInspect({"inspect", "--verbose", "--snapshot", snap, lib});
   EXPECT_EQ(verbose.status, 1);
   EXPECT_EQ(verbose.out.find("fact(s) about its own kernels folded"), std::string::npos) << verbose.out;
   size_t v_missing = verbose.out.find("[error] " + lib + ": no code object for the gfx1100");
@@ -277,7 +277,7 @@ TEST(InspectCommand, VendorLibraryInternalsAreFoldedUnlessVerbose) {
 
   // A kernel filter that matches nothing keeps the document small (every kernel still counts
   // for the findings).
-  Out json = Gt({"inspect", "--json", "--kernel", "no kernel is called this", "--snapshot", snap, lib});
+  Out json = GtInspect({"inspect", "--json", "--kernel", "no kernel is called this", "--snapshot", snap, lib});
   Json j = Json::parse(json.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << json.err;
   ASSERT_EQ(j["findings"].size(), 3u) << j["findings"].dump();
@@ -302,7 +302,7 @@ const std::string kHip = GT_HIP_INPUTS_DIR;
 
 // A hipcc-built host object: a code object per target id, with the AMD kernel fields.
 TEST(InspectCommand, JsonContractOnAHipccObject) {
-  Out o = Gt({"inspect", "--json", "--no-snapshot", kHip + "/kernels.o"});
+  Out o = GtInspect({"inspect", "--json", "--no-snapshot", kHip + "/kernels.o"});
   Json j = Json::parse(o.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << o.out.substr(0, 300) << o.err;
   const Json& objects = j["files"][0]["code_objects"];
@@ -324,7 +324,7 @@ TEST(InspectCommand, JsonContractOnAHipccObject) {
   std::string snap = tmp / "gfx1100.json";
   std::ofstream(snap)
       << Json{{"schema_version", 1}, {"gpus", {{{"pci_address", "0000:03:00.0"}, {"gfx_arch", "gfx1100"}}}}}.dump();
-  Out missing = Gt({"inspect", "--json", "--snapshot", snap, kHip + "/kernels.o"});
+  Out missing = GtInspect({"inspect", "--json", "--snapshot", snap, kHip + "/kernels.o"});
   EXPECT_EQ(missing.status, 1);
   Json m = Json::parse(missing.out, nullptr, false);
   ASSERT_FALSE(m.is_discarded());
@@ -336,10 +336,10 @@ TEST(InspectCommand, JsonContractOnAHipccObject) {
 // --disasm through llvm-objdump on a standalone code object; a bundle is refused with the
 // command that extracts one.
 TEST(InspectCommand, DisasmThroughLlvmObjdump) {
-  Out bundled = Gt({"inspect", "--disasm", "--kernel", "lds_reverse", kHip + "/kernels.o"});
+  Out bundled = GtInspect({"inspect", "--disasm", "--kernel", "lds_reverse", kHip + "/kernels.o"});
   EXPECT_EQ(bundled.status, 2);
   EXPECT_NE(bundled.err.find("clang-offload-bundler --unbundle"), std::string::npos) << bundled.err;
-  Out o = Gt({"inspect", "--disasm", "--kernel", "lds_reverse", kHip + "/kernels-gfx90a.co"});
+  Out o = GtInspect({"inspect", "--disasm", "--kernel", "lds_reverse", kHip + "/kernels-gfx90a.co"});
   if (o.status == 2 && o.err.find("needs llvm-objdump") != std::string::npos) GTEST_SKIP() << o.err;
   EXPECT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.out.find("s_endpgm"), std::string::npos) << o.out.substr(0, 1000);

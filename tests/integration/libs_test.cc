@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 using Out = testing::CliOutput;
 
-Out Gt(std::vector<std::string> args, std::vector<std::string> env = {}) {
+Out GtLibs(std::vector<std::string> args, std::vector<std::string> env = {}) {
   return testing::RunCli(GT_GPUTRIAGE_BIN, std::move(args), std::move(env));
 }
 
@@ -32,7 +32,7 @@ TEST(LibsCommand, JsonContractAndAMissingDependency) {
   fs::copy_file(kLibs + "/libgtuser.so", tmp / "lib/libgtuser.so");
   fs::copy_file(kLibs + "/v1/libgtabi.so.1", tmp / "lib/libgtabi.so.1");
   // libgtgone.so left out: a missing dependency, an error-level finding, exit status 1.
-  Out o = Gt({"libs", "--json", tmp / "bin/gtprog"}, {"LD_LIBRARY_PATH=" + std::string(tmp / "lib")});
+  Out o = GtLibs({"libs", "--json", tmp / "bin/gtprog"}, {"LD_LIBRARY_PATH=" + std::string(tmp / "lib")});
   EXPECT_EQ(o.status, 1) << o.err;
   Json j = Json::parse(o.out);
   for (const char* key : {"libraries", "undefined_symbols", "shadowed", "findings"})
@@ -53,12 +53,12 @@ TEST(LibsCommand, JsonContractAndAMissingDependency) {
   bool missing = false;
   for (const Json& f : j["findings"]) missing = missing || f["id"] == "libs.missing_library";
   EXPECT_TRUE(missing);
-  Out text = Gt({"libs", tmp / "bin/gtprog"}, {"LD_LIBRARY_PATH=" + std::string(tmp / "lib")});
+  Out text = GtLibs({"libs", tmp / "bin/gtprog"}, {"LD_LIBRARY_PATH=" + std::string(tmp / "lib")});
   EXPECT_NE(text.out.find("libgtgone.so => not found"), std::string::npos) << text.out;
 }
 
 TEST(LibsCommand, DiffContractAndExitStatus) {
-  Out o = Gt({"libs", "diff", "--json", kLibs + "/v1/libgtabi.so.1", kLibs + "/v2/libgtabi.so.1"});
+  Out o = GtLibs({"libs", "diff", "--json", kLibs + "/v1/libgtabi.so.1", kLibs + "/v2/libgtabi.so.1"});
   EXPECT_EQ(o.status, 1);
   Json j = Json::parse(o.out);
   EXPECT_EQ(j["abi_break"], true);
@@ -70,28 +70,28 @@ TEST(LibsCommand, DiffContractAndExitStatus) {
   }
   EXPECT_EQ(j["removed"][0]["symbol"], "gt_abi_b");
   EXPECT_EQ(j["removed"][0]["version"], "GTABI_1.0");
-  Out same = Gt({"libs", "diff", kLibs + "/v1/libgtabi.so.1", kLibs + "/v1/libgtabi.so.1"});
+  Out same = GtLibs({"libs", "diff", kLibs + "/v1/libgtabi.so.1", kLibs + "/v1/libgtabi.so.1"});
   EXPECT_EQ(same.status, 0);
   EXPECT_NE(same.out.find("no ABI break"), std::string::npos);
 }
 
 TEST(LibsCommand, BadInputsAreClearErrors) {
-  Out none = Gt({"libs"});
+  Out none = GtLibs({"libs"});
   EXPECT_EQ(none.status, 2);
   EXPECT_NE(none.err.find("give PATH"), std::string::npos) << none.err;
   testing::TempDir tmp;
   std::ofstream(tmp / "notelf.so") << "garbage, not ELF";
-  Out bad = Gt({"libs", tmp / "notelf.so", "/bin/true"});
+  Out bad = GtLibs({"libs", tmp / "notelf.so", "/bin/true"});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.out.find(std::string(tmp / "notelf.so") + ": not an ELF file"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("libc.so.6"), std::string::npos);  // /bin/true is still reported
-  Out diff = Gt({"libs", "diff", tmp / "notelf.so", "/bin/true"});
+  Out diff = GtLibs({"libs", "diff", tmp / "notelf.so", "/bin/true"});
   EXPECT_EQ(diff.status, 2);
   EXPECT_NE(diff.err.find("notelf.so"), std::string::npos);
 }
 
 TEST(LibsCommand, TraceRunsTheCommandUnderTheAuditInterface) {
-  Out o = Gt({"libs", "--trace", "--json", "--", "/bin/true"});
+  Out o = GtLibs({"libs", "--trace", "--json", "--", "/bin/true"});
   ASSERT_EQ(o.status, 0) << o.err;
   Json j = Json::parse(o.out);
   bool libc = false;

@@ -15,6 +15,7 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "integration_util.h"
 
 namespace gputriage {
 namespace {
@@ -22,25 +23,16 @@ namespace {
 namespace fs = std::filesystem;
 using core::Json;
 
-const std::string kCrasher = std::string(GT_CRASHERS_DIR) + "/crasher";
-
 // Secrets planted in the job: in its environment (printed to stderr), its argv and its stderr.
 const std::string kEnvSecret = "plantedEnvSecret4242";
 const std::string kArgvSecret = "plantedArgvSecret9191";
 const std::string kToken = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
 
-struct CliRun {
+struct PackCliRun {
   int exit_code = -1;
   std::string out;
   std::string err;
 };
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct TarMember {
   std::string name;
@@ -97,7 +89,7 @@ std::string Replace(std::string text, const std::string& from, const std::string
 
 class PackTest : public ::testing::Test {
  protected:
-  CliRun Gputriage(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  PackCliRun Gputriage(std::vector<std::string> args, std::vector<std::string> env = {}) {
     args.insert(args.begin(), GT_GPUTRIAGE_BIN);
     core::RunOptions options;
     options.timeout = std::chrono::milliseconds(120000);
@@ -105,7 +97,7 @@ class PackTest : public ::testing::Test {
     options.extra_env = {"GPUTRIAGE_HOME=" + home_};
     options.extra_env.insert(options.extra_env.end(), env.begin(), env.end());
     auto outcome = core::RunWithTimeout(args, options);
-    CliRun run;
+    PackCliRun run;
     if (!outcome.ok()) {
       ADD_FAILURE() << outcome.error().message;
       return run;
@@ -143,12 +135,12 @@ class PackTest : public ::testing::Test {
         kArgvSecret,
         kCrasher};
     args.insert(args.end(), job.begin(), job.end());
-    CliRun run = Gputriage(args, {"GT_TEST_PASSWORD=" + kEnvSecret});
+    PackCliRun run = Gputriage(args, {"GT_TEST_PASSWORD=" + kEnvSecret});
     EXPECT_EQ(run.exit_code, 139) << run.err;
     return NewestBundle();
   }
 
-  Json JsonOf(const CliRun& run) {
+  Json JsonOf(const PackCliRun& run) {
     Json j = Json::parse(run.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << "not JSON: " << run.out << "\nstderr: " << run.err;
     return j;
@@ -170,7 +162,7 @@ TEST_F(PackTest, PackedBundleHoldsNoSecretAndAnalyzesAsItsDirectory) {
   ASSERT_NE(ReadAll(bundle + "/manifest.json").find(kArgvSecret), std::string::npos);
 
   std::string packed = tmp_ / "bug.tar.zst";
-  CliRun pack = Gputriage({"bundles", "pack", bundle, "-o", packed, "--json"});
+  PackCliRun pack = Gputriage({"bundles", "pack", bundle, "-o", packed, "--json"});
   ASSERT_EQ(pack.exit_code, 0) << pack.err;
   Json result = JsonOf(pack);
   EXPECT_EQ(result["output"], packed);
@@ -207,7 +199,7 @@ TEST_F(PackTest, PackedBundleHoldsNoSecretAndAnalyzesAsItsDirectory) {
     EXPECT_NE(std::find(names.begin(), names.end(), top + "/" + file), names.end()) << file;
   }
   // Packing again gives the same bytes; an existing output is refused without --force.
-  CliRun again = Gputriage({"bundles", "pack", bundle, "-o", packed});
+  PackCliRun again = Gputriage({"bundles", "pack", bundle, "-o", packed});
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_EQ(again.err, "gputriage: bundles pack: " + packed + ": already exists (--force replaces it)\n");
   std::string first = ReadAll(packed);
@@ -218,8 +210,8 @@ TEST_F(PackTest, PackedBundleHoldsNoSecretAndAnalyzesAsItsDirectory) {
   }
 
   // analyze and report read the archive as they read the directory (paths aside).
-  CliRun dir_analysis = Gputriage({"analyze", bundle, "--json"});
-  CliRun packed_analysis = Gputriage({"analyze", packed, "--json"});
+  PackCliRun dir_analysis = Gputriage({"analyze", bundle, "--json"});
+  PackCliRun packed_analysis = Gputriage({"analyze", packed, "--json"});
   ASSERT_EQ(dir_analysis.exit_code, 1) << dir_analysis.err;
   ASSERT_EQ(packed_analysis.exit_code, 1) << packed_analysis.err;
   // The archive's stderr.tail is the redacted one, shorter: the only difference is its size.
@@ -230,8 +222,8 @@ TEST_F(PackTest, PackedBundleHoldsNoSecretAndAnalyzesAsItsDirectory) {
   dir_json["input"].erase("bytes");
   EXPECT_EQ(Replace(packed_json.dump(1), packed, "INPUT"), Replace(dir_json.dump(1), bundle, "INPUT"));
   EXPECT_NE(packed_analysis.out.find("null_deref"), std::string::npos);
-  CliRun dir_report = Gputriage({"report", bundle, "--format", "json"});
-  CliRun packed_report = Gputriage({"report", packed, "--format", "json"});
+  PackCliRun dir_report = Gputriage({"report", bundle, "--format", "json"});
+  PackCliRun packed_report = Gputriage({"report", packed, "--format", "json"});
   ASSERT_EQ(dir_report.exit_code, 0) << dir_report.err;
   ASSERT_EQ(packed_report.exit_code, 0) << packed_report.err;
   EXPECT_EQ(Replace(JsonOf(packed_report).dump(1), packed, "INPUT"),
@@ -260,7 +252,7 @@ TEST_F(PackTest, TelemetryIsPackedFromItsParsedSamples) {
       "23.222,0,40,125.0,1980,2619,1228.8,\n";
   std::ofstream(bundle + "/telemetry.csv", std::ios::binary) << good << "23.4,0,hot " << kToken << ",1,1,1,1,\n";
   std::string packed = tmp_ / "telemetry.tar.zst";
-  CliRun pack = Gputriage({"bundles", "pack", bundle, "-o", packed, "--json"});
+  PackCliRun pack = Gputriage({"bundles", "pack", bundle, "-o", packed, "--json"});
   ASSERT_EQ(pack.exit_code, 0) << pack.err;
   Json result = JsonOf(pack);
   bool member = false;
@@ -276,7 +268,7 @@ TEST_F(PackTest, TelemetryIsPackedFromItsParsedSamples) {
   EXPECT_NE(all.find(good), std::string::npos) << "the readable samples, as they were";
   EXPECT_EQ(all.find(kToken), std::string::npos);
   std::string html = tmp_ / "telemetry.html";
-  CliRun packed_report = Gputriage({"report", packed, "--format", "html", "-o", html});
+  PackCliRun packed_report = Gputriage({"report", packed, "--format", "html", "-o", html});
   ASSERT_EQ(packed_report.exit_code, 0) << packed_report.err;
   std::string page = ReadAll(html);
   EXPECT_NE(page.find("<h3>GPU telemetry</h3>"), std::string::npos);
@@ -304,7 +296,7 @@ TEST_F(PackTest, HostileArchivesAreRefusedWithTheMemberNamed) {
   add("b/stderr.tail", AE_IFLNK, "", "/etc/shadow");
   archive_write_close(a);
   archive_write_free(a);
-  CliRun run = Gputriage({"analyze", evil});
+  PackCliRun run = Gputriage({"analyze", evil});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_EQ(run.err, "gputriage: " + evil + ": member 'b/stderr.tail' is a symbolic link; not a packed crash bundle\n");
 
@@ -327,7 +319,7 @@ TEST_F(PackTest, HostileArchivesAreRefusedWithTheMemberNamed) {
 TEST_F(PackTest, RunCoreWritesCoreZstThatAnalyzeAndDebuggersRead) {
   std::vector<std::string> args = {"run",    "--quiet", "--no-snapshot", "--core", "--bundle-dir",
                                    bundles_, "--",      kCrasher,        "null"};
-  CliRun run = Gputriage(args);
+  PackCliRun run = Gputriage(args);
   ASSERT_EQ(run.exit_code, 139) << run.err;
   std::string bundle = NewestBundle();
   ASSERT_TRUE(fs::exists(bundle + "/core.zst")) << bundle;
@@ -342,7 +334,7 @@ TEST_F(PackTest, RunCoreWritesCoreZstThatAnalyzeAndDebuggersRead) {
   }
 
   std::string core_zst = bundle + "/core.zst";
-  CliRun analysis = Gputriage({"analyze", core_zst, "--json"});
+  PackCliRun analysis = Gputriage({"analyze", core_zst, "--json"});
   ASSERT_EQ(analysis.exit_code, 1) << analysis.err;
   Json j = JsonOf(analysis);
   ASSERT_EQ(j["processes"].size(), 1u) << analysis.out;
@@ -362,7 +354,7 @@ TEST_F(PackTest, RunCoreWritesCoreZstThatAnalyzeAndDebuggersRead) {
   std::string systemd = tmp_ / "core.crasher.1000.0123456789abcdef0123456789abcdef.4242.1765000000000000.zst";
   auto comp = core::RunWithTimeout({"sh", "-c", "zstd -q -c < \"$0\" > \"$1\"", raw, systemd}, options);
   ASSERT_TRUE(comp.ok() && comp->exit_code == 0);
-  CliRun sd = Gputriage({"analyze", systemd, "--json"});
+  PackCliRun sd = Gputriage({"analyze", systemd, "--json"});
   ASSERT_EQ(sd.exit_code, 1) << sd.err;
   EXPECT_NE(sd.out.find("null_deref"), std::string::npos);
 
@@ -376,14 +368,14 @@ TEST_F(PackTest, RunCoreWritesCoreZstThatAnalyzeAndDebuggersRead) {
   std::string zst = ReadAll(core_zst);
   std::string cut = tmp_ / "cut.zst";
   std::ofstream(cut, std::ios::binary) << zst.substr(0, zst.size() / 2);
-  CliRun truncated = Gputriage({"analyze", cut});
+  PackCliRun truncated = Gputriage({"analyze", cut});
   EXPECT_EQ(truncated.exit_code, 2);
   EXPECT_EQ(truncated.err.rfind("gputriage: " + cut + ": truncated zstd stream after ", 0), 0u) << truncated.err;
   std::string bad = tmp_ / "bad.zst";
   std::string corrupt = zst;
   for (size_t i = zst.size() / 2; i < zst.size() / 2 + 256 && i < zst.size(); ++i) corrupt[i] ^= 0x5a;
   std::ofstream(bad, std::ios::binary) << corrupt;
-  CliRun damaged = Gputriage({"analyze", bad});
+  PackCliRun damaged = Gputriage({"analyze", bad});
   EXPECT_EQ(damaged.exit_code, 2);
   EXPECT_EQ(damaged.err.rfind("gputriage: " + bad + ": corrupt zstd data after ", 0), 0u) << damaged.err;
 
@@ -394,7 +386,7 @@ TEST_F(PackTest, RunCoreWritesCoreZstThatAnalyzeAndDebuggersRead) {
   ASSERT_TRUE(fs::exists(raw_bundle + "/core"));
   EXPECT_FALSE(fs::exists(raw_bundle + "/core.zst"));
   std::string packed = tmp_ / "p.tar.zst";
-  CliRun pack = Gputriage({"bundles", "pack", bundle, "-o", packed, "--json"});
+  PackCliRun pack = Gputriage({"bundles", "pack", bundle, "-o", packed, "--json"});
   ASSERT_EQ(pack.exit_code, 0) << pack.err;
   Json left = JsonOf(pack)["left_out"];
   ASSERT_EQ(left.size(), 1u) << left.dump();

@@ -13,6 +13,7 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "integration_util.h"
 #include "store/snapshot_store.h"
 
 namespace gputriage {
@@ -21,16 +22,14 @@ namespace {
 namespace fs = std::filesystem;
 using core::Json;
 
-const std::string kCrasher = std::string(GT_CRASHERS_DIR) + "/crasher";
-
-struct Out {
+struct PrivacyOut {
   int status = -1;
   std::string out, err;
 };
 
 // gputriage with `args`, GPUTRIAGE_HOME=`home`; as nobody (through setpriv) when `unprivileged`
 // and this test runs as root (root reads and writes whatever the permissions say).
-Out Gt(std::vector<std::string> args, const std::string& home, bool unprivileged = false) {
+PrivacyOut GtPrivate(std::vector<std::string> args, const std::string& home, bool unprivileged = false) {
   args.insert(args.begin(), GT_GPUTRIAGE_BIN);
   if (unprivileged && ::geteuid() == 0) {
     args.insert(args.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
@@ -40,7 +39,7 @@ Out Gt(std::vector<std::string> args, const std::string& home, bool unprivileged
   ro.max_stderr_bytes = 1 << 20;
   ro.extra_env = {"GPUTRIAGE_HOME=" + home};
   auto r = core::RunWithTimeout(args, ro);
-  Out o;
+  PrivacyOut o;
   if (!r.ok()) {
     o.err = r.error().message;
     return o;
@@ -49,13 +48,6 @@ Out Gt(std::vector<std::string> args, const std::string& home, bool unprivileged
   o.out = r->stdout_data;
   o.err = r->stderr_tail;
   return o;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // A Hugging Face token whose digit runs the signature's normalisation shortens ("Xy1234" ->
@@ -72,7 +64,7 @@ void ExpectNoSecret(const std::string& text, const std::string& what) {
   }
 }
 
-std::string NewestBundle(const std::string& dir) {
+std::string LastBundleIn(const std::string& dir) {
   std::string newest;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.is_directory() && entry.path().filename().string()[0] != '.') newest = entry.path().string();
@@ -87,18 +79,18 @@ TEST(Secrets, ReportAndAnalyzeOfALogShowNoSecretAnywhere) {
                      << "worker 3: loss became nan at step 1200 while pushing to https://ml:S3cretPw0rd@metrics."
                      << "example.org/run with " << HfToken() << "\n";
   for (const char* format : {"md", "html", "json"}) {
-    Out report = Gt({"report", "--format", format, log}, tmp / "home");
+    PrivacyOut report = GtPrivate({"report", "--format", format, log}, tmp / "home");
     EXPECT_EQ(report.status, 0) << report.err;
     ExpectNoSecret(report.out, std::string("report --format ") + format);
     EXPECT_NE(report.out.find("redacted"), std::string::npos) << report.out;  // html writes &lt;redacted&gt;
   }
-  Out human = Gt({"analyze", log}, tmp / "home");
+  PrivacyOut human = GtPrivate({"analyze", log}, tmp / "home");
   ExpectNoSecret(human.out, "analyze");
   EXPECT_NE(human.out.find("signature: worker N: loss became nan at step N while pushing to https://ml:<redacted>@"),
             std::string::npos)
       << human.out;
   EXPECT_NE(human.out.find("search: https://github.com/search?type=issues&q="), std::string::npos) << human.out;
-  Out json = Gt({"analyze", "--json", log}, tmp / "home");
+  PrivacyOut json = GtPrivate({"analyze", "--json", log}, tmp / "home");
   ExpectNoSecret(json.out, "analyze --json");
 }
 
@@ -108,27 +100,27 @@ TEST(Secrets, ACrashedJobsCommandLineIsRedactedWhereverItIsShownOrStored) {
   const std::string bundles = tmp / "bundles";
   // A MySQL client's name: its -pPASSWORD is a password too.
   fs::create_symlink(kCrasher, tmp / "mysql");
-  Out run = Gt({"run", "--bundle-dir", bundles, "--no-snapshot", "--", tmp / "mysql", "null", "-u", "root",
-                "-pS3cretPw", "--password", "hunter2pw", "--api-key", "K3yV4lue"},
-               home);
+  PrivacyOut run = GtPrivate({"run", "--bundle-dir", bundles, "--no-snapshot", "--", tmp / "mysql", "null", "-u",
+                              "root", "-pS3cretPw", "--password", "hunter2pw", "--api-key", "K3yV4lue"},
+                             home);
   ASSERT_NE(run.status, 0) << run.err;
-  const std::string bundle = NewestBundle(bundles);
+  const std::string bundle = LastBundleIn(bundles);
   ASSERT_FALSE(bundle.empty()) << run.err;
 
-  Out human = Gt({"analyze", bundle}, home);
+  PrivacyOut human = GtPrivate({"analyze", bundle}, home);
   ExpectNoSecret(human.out, "analyze");
   EXPECT_NE(human.out.find("mysql null -u root -p<redacted> --password <redacted> --api-key <redacted>\""),
             std::string::npos)
       << human.out;
-  Out json = Gt({"analyze", "--json", bundle}, home);
+  PrivacyOut json = GtPrivate({"analyze", "--json", bundle}, home);
   ExpectNoSecret(json.out, "analyze --json");
   for (const char* format : {"md", "html", "json"}) {
-    Out report = Gt({"report", "--format", format, bundle}, home);
+    PrivacyOut report = GtPrivate({"report", "--format", format, bundle}, home);
     EXPECT_EQ(report.status, 0) << report.err;
     ExpectNoSecret(report.out, std::string("report --format ") + format);
   }
   // The reproduction command: redacted, then quoted for sh.
-  Out md = Gt({"report", bundle}, home);
+  PrivacyOut md = GtPrivate({"report", bundle}, home);
   EXPECT_NE(md.out.find("/mysql null -u root '-p<redacted>' --password '<redacted>' --api-key '<redacted>'\n"),
             std::string::npos)
       << md.out;
@@ -155,13 +147,14 @@ TEST(Terminal, EscapeSequencesFromTheJobDoNotReachTheTerminal) {
       "x\x1b]0;pwned\a\x1b[2J\xc2\x9b"
       "31m";
   fs::create_symlink(kCrasher, tmp / name);
-  Out run = Gt({"run", "--bundle-dir", tmp / "bundles", "--no-snapshot", "--", tmp / name, "null"}, tmp / "home");
+  PrivacyOut run =
+      GtPrivate({"run", "--bundle-dir", tmp / "bundles", "--no-snapshot", "--", tmp / name, "null"}, tmp / "home");
   ASSERT_NE(run.status, 0) << run.err;
-  const std::string bundle = NewestBundle(tmp / "bundles");
+  const std::string bundle = LastBundleIn(tmp / "bundles");
   ASSERT_FALSE(bundle.empty());
   const std::string log = tmp / "log";
   std::ofstream(log) << "RuntimeError: CUDA error: out of memory \x1b]0;title\a at \x1b[1;1H\n";
-  Out human = Gt({"analyze", bundle, log}, tmp / "home");
+  PrivacyOut human = GtPrivate({"analyze", bundle, log}, tmp / "home");
   EXPECT_EQ(human.err.find('\x1b'), std::string::npos);
   for (const std::string& text : {human.out, human.err}) {
     EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
@@ -170,12 +163,12 @@ TEST(Terminal, EscapeSequencesFromTheJobDoNotReachTheTerminal) {
   }
   EXPECT_NE(human.out.find("]0;pwned"), std::string::npos) << human.out;  // shown, made harmless
   // JSON escapes them instead, and stays JSON.
-  Out json = Gt({"analyze", "--json", bundle, log}, tmp / "home");
+  PrivacyOut json = GtPrivate({"analyze", "--json", bundle, log}, tmp / "home");
   EXPECT_EQ(json.out.find('\x1b'), std::string::npos);
   EXPECT_NE(json.out.find("\\u001b]0;pwned"), std::string::npos) << json.out.substr(0, 2000);
   EXPECT_FALSE(Json::parse(json.out, nullptr, false).is_discarded());
   // An error message naming a file names it harmlessly too.
-  Out missing = Gt({"analyze", tmp / "no\x1b[2Jsuch"}, tmp / "home");
+  PrivacyOut missing = GtPrivate({"analyze", tmp / "no\x1b[2Jsuch"}, tmp / "home");
   EXPECT_EQ(missing.status, 2);
   EXPECT_EQ(missing.err.find('\x1b'), std::string::npos) << missing.err;
   EXPECT_NE(missing.err.find("[2Jsuch"), std::string::npos) << missing.err;
@@ -187,7 +180,7 @@ TEST(ReadOnlyStore, ListShowAndDiffReadADatabaseThatCannotBeWritten) {
   const std::string home = tmp / "home";
   const std::string root = std::string(GT_FIXTURES_DIR) + "/h200-root";
   for (int i = 0; i < 2; ++i) {
-    Out saved = Gt({"snapshot", "--save", "--root", root}, home);
+    PrivacyOut saved = GtPrivate({"snapshot", "--save", "--root", root}, home);
     ASSERT_EQ(saved.status, 0) << saved.err;
   }
   const std::string db = home + "/snapshots.db";
@@ -197,28 +190,28 @@ TEST(ReadOnlyStore, ListShowAndDiffReadADatabaseThatCannotBeWritten) {
   }
   // The owner's directory made read-only: no -shm can be created next to the database.
   ASSERT_EQ(::chmod(home.c_str(), 0555), 0);
-  Out list = Gt({"snapshot", "list"}, home, /*unprivileged=*/true);
+  PrivacyOut list = GtPrivate({"snapshot", "list"}, home, /*unprivileged=*/true);
   EXPECT_EQ(list.status, 0) << list.err;
   EXPECT_NE(list.out.find("    2  "), std::string::npos) << list.out;
-  Out show = Gt({"snapshot", "show", "latest"}, home, true);
+  PrivacyOut show = GtPrivate({"snapshot", "show", "latest"}, home, true);
   EXPECT_EQ(show.status, 0) << show.err;
   EXPECT_NE(show.out.find("host "), std::string::npos) << show.out;
-  Out diff = Gt({"snapshot", "diff", "previous", "latest"}, home, true);
+  PrivacyOut diff = GtPrivate({"snapshot", "diff", "previous", "latest"}, home, true);
   EXPECT_EQ(diff.status, 0) << diff.err;
   // A read-only file in a writable directory.
   ASSERT_EQ(::chmod(home.c_str(), 0755), 0);
   ASSERT_EQ(::chmod(db.c_str(), 0444), 0);
-  Out list_file = Gt({"snapshot", "list", "--json"}, home, true);
+  PrivacyOut list_file = GtPrivate({"snapshot", "list", "--json"}, home, true);
   EXPECT_EQ(list_file.status, 0) << list_file.err;
   EXPECT_EQ(Json::parse(list_file.out, nullptr, false)["snapshots"].size(), 2u) << list_file.out;
   // A database the user cannot read: show and diff say why, naming it.
   ASSERT_EQ(::chmod(db.c_str(), ::geteuid() == 0 ? 0200 : 0000), 0);
-  Out denied = Gt({"snapshot", "show", "1"}, home, true);
+  PrivacyOut denied = GtPrivate({"snapshot", "show", "1"}, home, true);
   EXPECT_EQ(denied.status, 2);
   EXPECT_NE(denied.err.find(db + ": cannot open: unable to open database file (SQLite code 14: Permission denied)"),
             std::string::npos)
       << denied.err;
-  Out denied_diff = Gt({"snapshot", "diff", "1", "2"}, home, true);
+  PrivacyOut denied_diff = GtPrivate({"snapshot", "diff", "1", "2"}, home, true);
   EXPECT_NE(denied_diff.err.find(db + ": cannot open"), std::string::npos) << denied_diff.err;
   ::chmod(db.c_str(), 0600);
 }

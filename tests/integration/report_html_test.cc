@@ -16,6 +16,7 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "integration_util.h"
 
 namespace gputriage {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using core::Json;
 
-constexpr std::string_view kToken = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+constexpr std::string_view kHtmlToken = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
 
 struct Out {
   int status = -1;
@@ -45,13 +46,6 @@ Out Exec(const std::vector<std::string>& args, const std::vector<std::string>& e
   o.out = r->stdout_data;
   o.err = r->stderr_tail;
   return o;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::string OnlyBundle(const std::string& dir) {
@@ -182,7 +176,7 @@ TEST(ReportHtml, ARealBundleWithKernelLogRecords) {
   const std::vector<std::string> env = {"GPUTRIAGE_HOME=" + (tmp / "home")};
   const std::string script = std::string("echo '<script>alert(1)</script>' >&2; ") +
                              "echo '<img src=x onerror=alert(1)>' >&2; echo '[x](javascript:alert(1))' >&2; " +
-                             "echo secret " + std::string(kToken) + " >&2; kill -SEGV $$";
+                             "echo secret " + std::string(kHtmlToken) + " >&2; kill -SEGV $$";
   Out run =
       Exec({GT_GPUTRIAGE_BIN, "run", "--bundle-dir", tmp / "bundles", "--no-snapshot", "--", "sh", "-c", script}, env);
   ASSERT_EQ(run.status, 139) << run.err;
@@ -207,8 +201,8 @@ TEST(ReportHtml, ARealBundleWithKernelLogRecords) {
 
   Out html = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "html", bundle}, env);
   ASSERT_EQ(html.status, 0) << html.err;
-  EXPECT_EQ(html.out.find(kToken), std::string::npos);
-  EXPECT_EQ(html.out.find(kToken.substr(0, 12)), std::string::npos);
+  EXPECT_EQ(html.out.find(kHtmlToken), std::string::npos);
+  EXPECT_EQ(html.out.find(kHtmlToken.substr(0, 12)), std::string::npos);
   EXPECT_EQ(html.out.find("<script"), std::string::npos);
   EXPECT_NE(html.out.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos) << html.out;
   EXPECT_NE(html.out.find("secret &lt;redacted&gt;"), std::string::npos) << html.out;

@@ -19,6 +19,7 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "integration_util.h"
 #include "store/snapshot_store.h"
 
 namespace gputriage {
@@ -27,7 +28,6 @@ namespace {
 namespace fs = std::filesystem;
 using core::Json;
 
-const std::string kCrasher = std::string(GT_CRASHERS_DIR) + "/crasher";
 const std::string kNoPtrace = std::string(GT_CRASHERS_DIR) + "/no_ptrace";
 const std::string kJobTree = std::string(GT_CRASHERS_DIR) + "/job_tree";
 const std::string kRanks = std::string(GT_CRASHERS_DIR) + "/ranks";
@@ -40,13 +40,6 @@ struct JobRun {
   std::string bundle;  // newest bundle directory, "" when none
   Json process, manifest;
 };
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // --json prints its document after the job's own stdout, starting on a line of its own.
 Json TrailingJson(const std::string& out) {

@@ -119,10 +119,6 @@ std::optional<uint64_t> Sum(const std::vector<const KfdGpuNode*>& nodes, Field f
   return total;
 }
 
-void SetHex(core::Json& obj, const char* key, std::optional<uint64_t> value, int width) {
-  if (value) obj[key] = fmt::format("0x{:0{}x}", *value, width);
-}
-
 void AddKfdFacts(const GpuEntry& gpu, core::Json& out) {
   const KfdGpuNode& first = *gpu.nodes.front();
   const KfdGpuSummary& s = first.summary;

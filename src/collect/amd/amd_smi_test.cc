@@ -134,7 +134,7 @@ TEST(CollectSmi, WithoutAmdSmiRocmSmiAnswersAndTheNoteSaysWhy) {
     if (note.item != "amd.amd_smi") continue;
     noted = true;
     EXPECT_THAT(note.reason, StartsWith("AMD SMI: cannot load libgt_no_such_amd_smi.so: cannot open shared object"));
-    EXPECT_THAT(note.reason, testing::EndsWith("; ROCm SMI was asked instead"));
+    EXPECT_THAT(note.reason, ::testing::EndsWith("; ROCm SMI was asked instead"));
   }
   EXPECT_TRUE(noted);
 }
@@ -158,7 +158,7 @@ TEST(CollectSmi, NeitherLibraryLoads) {
   EXPECT_EQ(section.not_collected[0].item, "amd.smi");
   EXPECT_THAT(section.not_collected[0].reason, StartsWith("ROCm SMI: cannot load libgt_no_such_rocm_smi.so"));
   EXPECT_EQ(section.not_collected[1].item, "amd.amd_smi");
-  EXPECT_THAT(section.not_collected[1].reason, testing::EndsWith("; ROCm SMI did not load either"));
+  EXPECT_THAT(section.not_collected[1].reason, ::testing::EndsWith("; ROCm SMI did not load either"));
 }
 
 }  // namespace

@@ -2,18 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "collect/amd/problem_list.h"
 #include "core/text.h"
 
 namespace gputriage::amd {
 
-namespace {
-constexpr size_t kMaxQuoteBytes = 40;
-}  // namespace
-
-std::string QuoteForNote(std::string_view text) {
-  std::string_view cut = text.substr(0, kMaxQuoteBytes);
-  return fmt::format("\"{}{}\"", core::SanitizeUtf8(cut), text.size() > cut.size() ? "..." : "");
-}
+std::string QuoteForNote(std::string_view text) { return QuoteProblemText(text); }
 
 void AttributeReader::Note(std::string_view item, std::string_view path, std::string reason) {
   if (!noted_paths_.emplace(path).second) return;

@@ -65,11 +65,11 @@ void ReadIoLinks(AttributeReader& reader, uint64_t node, const std::string& node
   }
 }
 
+}  // namespace
+
 void SetHex(core::Json& obj, const char* key, std::optional<uint64_t> value, int width) {
   if (value) obj[key] = fmt::format("0x{:0{}x}", *value, width);
 }
-
-}  // namespace
 
 KfdTopology ReadKfdTopology(AttributeReader& reader) {
   KfdTopology topology;

@@ -48,6 +48,9 @@ struct KfdTopology {
 /// caller to report together with what it finds wrong with the values. Never fails.
 KfdTopology ReadKfdTopology(AttributeReader& reader);
 
+/// obj[key] = "0x" and `value` in hexadecimal, `width` digits at least; nothing when unset.
+void SetHex(core::Json& obj, const char* key, std::optional<uint64_t> value, int width);
+
 /// {"nodes": [...], "io_links": [...]} as in docs/snapshot-schema.md ("amd" probe).
 core::Json KfdTopologyToJson(const KfdTopology& topology);
 

@@ -17,11 +17,11 @@ using ::testing::HasSubstr;
 using testing::ReadFixture;
 using testing::SplitDashedBlocks;
 
-constexpr const char* kMi300a = "kfd-nodes-properties-4x-mi300a-6xcd-cat-all-nodes.txt";
+constexpr const char* kMi300aNodes = "kfd-nodes-properties-4x-mi300a-6xcd-cat-all-nodes.txt";
 
 std::vector<KfdProperties> Mi300aNodes() {
   std::vector<KfdProperties> nodes;
-  for (const std::string& block : SplitDashedBlocks(ReadFixture(kMi300a))) {
+  for (const std::string& block : SplitDashedBlocks(ReadFixture(kMi300aNodes))) {
     nodes.push_back(ParseKfdProperties(block));
   }
   return nodes;
@@ -90,7 +90,7 @@ TEST(KfdProperties, TruncatedRvsTraceLacksTheIdentity) {
 }
 
 TEST(KfdProperties, TruncatedMidLineKeepsTheLinesBefore) {
-  std::string node = SplitDashedBlocks(ReadFixture(kMi300a))[4];
+  std::string node = SplitDashedBlocks(ReadFixture(kMi300aNodes))[4];
   std::string cut = node.substr(0, node.find("gfx_target_version") + 8);  // "gfx_targ"
   KfdProperties props = ParseKfdProperties(cut);
   EXPECT_EQ(props.Get("simd_per_cu"), 4u);

@@ -14,12 +14,12 @@ using gputriage::testing::TempTree;
 using testing::MaterialiseSensors;
 using testing::ReadFixture;
 
-constexpr const char* kDriverLink = "../../../../bus/pci/drivers/amdgpu";
+constexpr const char* kAmdgpuDriverLink = "../../../../bus/pci/drivers/amdgpu";
 
 TEST(AmdgpuSampler, SamplesHwmonTemperatureAndPower) {
   TempTree tree;
   std::string dir = "/sys/bus/pci/devices/0000:03:00.0";
-  tree.Link(dir + "/driver", kDriverLink);
+  tree.Link(dir + "/driver", kAmdgpuDriverLink);
   MaterialiseSensors(tree, dir + "/hwmon/hwmon0",
                      ReadFixture("hwmon-lm-sensors-amdgpu-rx7900xt-edge-junction-mem-ppt.txt"));
   core::Result<core::OsView> os = core::OsView::Rooted(tree.root());
@@ -41,8 +41,8 @@ TEST(AmdgpuSampler, SamplesCurrentSclkAndVramUsed) {
   MaterializeGrepDot(ReadFixture("grep-dot-drm-card1-device-pp_dpm_sclk-mclk-pcie-power-profile-excerpt.txt"),
                      tree.root());
   MaterializeCat(ReadFixture("mem_info_vram_used-and-total-cat-nixos.txt"), tree.root());
-  tree.Link("/sys/class/drm/card0/device/driver", kDriverLink);
-  tree.Link("/sys/class/drm/card1/device/driver", kDriverLink);
+  tree.Link("/sys/class/drm/card0/device/driver", kAmdgpuDriverLink);
+  tree.Link("/sys/class/drm/card1/device/driver", kAmdgpuDriverLink);
   core::Result<core::OsView> os = core::OsView::Rooted(tree.root());
   ASSERT_TRUE(os.ok());
   AmdgpuSampler sampler(*os);

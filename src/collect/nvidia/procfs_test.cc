@@ -12,7 +12,7 @@ namespace gputriage::nvidia {
 namespace {
 
 // A fixture's captured text: everything after its "# source:" line.
-std::string Capture(const std::string& name) { return gputriage::testing::ReadCapture("nvidia/" + name); }
+std::string ProcfsCapture(const std::string& name) { return gputriage::testing::ReadCapture("nvidia/" + name); }
 
 // A file of the captured H200 tree (tests/fixtures/h200-root), as it is.
 std::string H200File(const std::string& path) {
@@ -21,7 +21,7 @@ std::string H200File(const std::string& path) {
 }
 
 TEST(ParseVersionFile, OpenModule565) {
-  DriverVersionInfo info = ParseVersionFile(Capture("version-open-565.57.01-ubuntu24.04.txt"));
+  DriverVersionInfo info = ParseVersionFile(ProcfsCapture("version-open-565.57.01-ubuntu24.04.txt"));
   EXPECT_EQ(info.version_line,
             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  "
             "(dvs-builder@U16-A24-9-2)  Thu Oct 10 12:15:00 UTC 2024");
@@ -33,7 +33,7 @@ TEST(ParseVersionFile, OpenModule565) {
 }
 
 TEST(ParseVersionFile, TrailingSpacesAreNotPartOfTheValues) {
-  DriverVersionInfo info = ParseVersionFile(Capture("version-open-525.60.11-arch-trailing-spaces.txt"));
+  DriverVersionInfo info = ParseVersionFile(ProcfsCapture("version-open-525.60.11-arch-trailing-spaces.txt"));
   EXPECT_EQ(info.version_line,
             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  525.60.11  Release Build  "
             "(archlinux-builder@localhost)");
@@ -43,7 +43,7 @@ TEST(ParseVersionFile, TrailingSpacesAreNotPartOfTheValues) {
 }
 
 TEST(ParseVersionFile, JetsonAarch64WithL4tNumbering) {
-  DriverVersionInfo info = ParseVersionFile(Capture("version-open-aarch64-jetson-35.3.1.txt"));
+  DriverVersionInfo info = ParseVersionFile(ProcfsCapture("version-open-aarch64-jetson-35.3.1.txt"));
   EXPECT_EQ(info.driver_version, "35.3.1");
   EXPECT_EQ(info.kernel_module, "open");
   EXPECT_EQ(info.arch, "aarch64");
@@ -52,7 +52,7 @@ TEST(ParseVersionFile, JetsonAarch64WithL4tNumbering) {
 }
 
 TEST(ParseVersionFile, LineCutShortStillYieldsTheVersion) {
-  DriverVersionInfo info = ParseVersionFile(Capture("version-open-515.43.04-first-line-cut.txt"));
+  DriverVersionInfo info = ParseVersionFile(ProcfsCapture("version-open-515.43.04-first-line-cut.txt"));
   EXPECT_EQ(info.version_line,
             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  515.43.04  Release Build  "
             "(roo");
@@ -96,7 +96,7 @@ TEST(ParseVersionFile, GarbageIsReportedNotGuessed) {
 }
 
 TEST(ParseInformationFile, NvidiaL4) {
-  GpuInformation info = ParseInformationFile(Capture("information-l4-0000-70-00.0.txt"));
+  GpuInformation info = ParseInformationFile(ProcfsCapture("information-l4-0000-70-00.0.txt"));
   EXPECT_TRUE(info.problems.empty());
   ASSERT_EQ(info.fields.size(), 10u);
   EXPECT_EQ(info.fields[0], std::make_pair(std::string("Model"), std::string("NVIDIA L4")));
@@ -129,7 +129,7 @@ TEST(ParseInformationFile, H200WithGpuFirmware) {
 }
 
 TEST(ParseInformationFile, TruncatedCaptureKeepsWhatWasThere) {
-  std::string full = Capture("information-l4-0000-70-00.0.txt");
+  std::string full = ProcfsCapture("information-l4-0000-70-00.0.txt");
   std::string cut = full.substr(0, full.find("GPU UUID") + 6);  // ends in "GPU UU"
   GpuInformation info = ParseInformationFile(cut);
   EXPECT_EQ(info.model, "NVIDIA L4");
