@@ -23,7 +23,10 @@ constexpr size_t kMaxEntries = 512;  // far more programs than any PATH holds co
 int64_t Nanoseconds(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
 core::Json IdentityJson(const FileIdentity& id) {
-  return {{"device", id.device}, {"inode", id.inode}, {"size", id.size}, {"mtime_ns", id.mtime_ns},
+  return {{"device", id.device},
+          {"inode", id.inode},
+          {"size", id.size},
+          {"mtime_ns", id.mtime_ns},
           {"ctime_ns", id.ctime_ns}};
 }
 
@@ -85,9 +88,8 @@ core::Result<void> VersionCache::Save() const {
   if (!changed_ || path_.empty()) return {};
   core::Json programs = core::Json::object();
   for (const auto& [program, entry] : entries_) {
-    programs[program] = {{"identity", IdentityJson(entry.identity)},
-                         {"version", entry.version.version},
-                         {"line", entry.version.line}};
+    programs[program] = {
+        {"identity", IdentityJson(entry.identity)}, {"version", entry.version.version}, {"line", entry.version.line}};
   }
   std::string text = core::Json{{"format", kFormat}, {"programs", std::move(programs)}}.dump(1) + "\n";
   size_t slash = path_.rfind('/');
