@@ -7,13 +7,16 @@
 
 #include "libs/components.h"
 #include "libs/libs.h"
+#include "libs/resolve.h"
 
 namespace gputriage::checks {
 std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot) {
   std::vector<std::string> roots;
   std::set<std::string> seen;
   auto add = [&](const std::string& p) {
-    if (access(p.c_str(), R_OK) == 0 && seen.insert(p).second) roots.push_back(p);
+    // One file under several names (/usr/local/cuda, cuda-13 and cuda-13.0 on the H100 machine) is
+    // resolved once.
+    if (access(p.c_str(), R_OK) == 0 && seen.insert(libs::RealPath(p)).second) roots.push_back(p);
   };
   if (const core::TorchInstall* t = snapshot.Torch(); t && t->lib_dir) {
     for (const char* lib : {"libtorch_cuda.so", "libtorch_hip.so"}) add(*t->lib_dir + "/" + lib);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include <fmt/format.h>
 
@@ -44,10 +45,15 @@ core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::Snap
     report.step_ms[name] = std::chrono::duration<double, std::milli>(now - step_start).count();
     step_start = now;
   };
-  core::Result<const catalog::Catalog*> catalog = catalog::BuiltinCatalog();
-  if (!catalog.ok()) return core::MakeError("knowledge base: {}", catalog.error().message);
-  step_done("knowledge_base");
+  // The knowledge base loads while the snapshot is taken: neither needs the other.
+  auto loading = std::async(std::launch::async, [&]() {
+    auto loaded = catalog::BuiltinCatalog();
+    step_done("knowledge_base");
+    return loaded;
+  });
   report.snapshot = collect::CollectSnapshot(os, options);
+  core::Result<const catalog::Catalog*> catalog = loading.get();
+  if (!catalog.ok()) return core::MakeError("knowledge base: {}", catalog.error().message);
   step_start = std::chrono::steady_clock::now();
   if (os.live() && LocateTorch(report.snapshot)) step_done("torch_lookup");
   report.findings = RunDoctorChecks(report.snapshot, **catalog);

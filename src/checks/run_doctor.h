@@ -21,9 +21,9 @@ struct DoctorReport {
   std::vector<core::Finding> findings;               ///< most severe first
   std::optional<core::ValidationReport> validation;  ///< doctor --validate: the level-1 checks
   /// Wall milliseconds of doctor's steps besides the snapshot: "knowledge_base" (loading the
-  /// built-in catalog), "torch_lookup" (python3, only when the file scan did not find torch),
-  /// "checks" (the node-health rules), "coverage" (PyTorch's GPU code), "libraries" (the GPU
-  /// stack's loader closure), "validate" (--validate).
+  /// built-in catalog, at the same time as the snapshot), "torch_lookup" (python3, only when the file scan did not find
+  /// torch), "checks" (the node-health rules), "coverage" (PyTorch's GPU code), "libraries" (the GPU stack's loader
+  /// closure), "validate" (--validate).
   std::map<std::string, double> step_ms;
 };
 

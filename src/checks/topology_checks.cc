@@ -55,12 +55,6 @@ void CheckNvLinks(const core::Gpu& gpu, std::vector<Finding>& out) {
 bool ShouldHaveP2p(const std::string& path) { return path.starts_with("NV") || path == "PIX" || path == "PXB"; }
 
 // The first of read and write that NVML refused, with its status.
-std::optional<std::pair<std::string, std::string>> RefusedAccess(const core::PeerAccess& p2p) {
-  if (p2p.read && *p2p.read != "ok") return std::make_pair(std::string("read"), *p2p.read);
-  if (p2p.write && *p2p.write != "ok") return std::make_pair(std::string("write"), *p2p.write);
-  return std::nullopt;
-}
-
 std::string CauseText(const std::string& status, const std::string& path) {
   if (status == "disabled_by_regkey") {
     return "The driver reports peer-to-peer as disabled by a registry key (an NVreg_RegistryDwords setting of the "
@@ -85,7 +79,7 @@ void CheckPeers(const core::Snapshot& snapshot, std::vector<Finding>& out) {
   };
   for (const core::GpuPeer& peer : *snapshot.topology->peers) {
     if (!peer.path || !peer.p2p || !ShouldHaveP2p(*peer.path)) continue;
-    auto refused = RefusedAccess(*peer.p2p);
+    auto refused = peer.p2p->Refused();
     if (!refused) continue;
     const auto& [access, status] = *refused;
     Finding f;

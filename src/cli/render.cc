@@ -83,7 +83,7 @@ void RenderTopology(const core::Snapshot& snapshot, std::string& out) {
     ++paths[peer.path.value_or("unknown")];
     if (!peer.p2p || (!peer.p2p->read && !peer.p2p->write)) continue;
     ++answered;
-    if ((peer.p2p->read && *peer.p2p->read != "ok") || (peer.p2p->write && *peer.p2p->write != "ok")) ++refused;
+    if (peer.p2p->Refused()) ++refused;
   }
   std::string line = fmt::format("links     {} GPU pair{}:", snapshot.topology->peers->size(),
                                  snapshot.topology->peers->size() == 1 ? "" : "s");

@@ -382,4 +382,11 @@ std::string Label(std::optional<int> pid, std::optional<int> rank) {
 std::string JobProcessLabel(const JobProcess& process) { return Label(process.pid, process.rank); }
 std::string ProcessLabel(const ProcessReport& process) { return Label(process.pid, process.rank); }
 
+std::string JobProcessRoleText(std::string_view role) {
+  if (role == "first_failure") return "failed first";
+  if (role == "failed_after") return "failed after it";
+  if (role == "waiting_at_timeout") return "waiting at the timeout";
+  return std::string(role);
+}
+
 }  // namespace gputriage::core

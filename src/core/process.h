@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -195,5 +196,9 @@ std::vector<JobProcess> JobProcessTimeline(const ProcessFile& file);
 /// "rank 1 (pid 4242)", or "pid 4242" without a rank ("?" for an unknown pid).
 std::string JobProcessLabel(const JobProcess& process);
 std::string ProcessLabel(const ProcessReport& process);
+
+/// A JobProcess role in words: "failed first", "failed after it", "waiting at the timeout"; an
+/// unknown role as it is.
+std::string JobProcessRoleText(std::string_view role);
 
 }  // namespace gputriage::core

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
@@ -893,6 +894,13 @@ struct Environment {
 /// "disabled_by_regkey", "not_supported", "unknown".
 struct PeerAccess {
   std::optional<std::string> read, write, nvlink, atomics;
+  /// The first of read and write whose status is known and not "ok": {"read", "not_supported"};
+  /// nullopt when neither is refused.
+  std::optional<std::pair<std::string, std::string>> Refused() const {
+    if (read && *read != "ok") return std::make_pair(std::string("read"), *read);
+    if (write && *write != "ok") return std::make_pair(std::string("write"), *write);
+    return std::nullopt;
+  }
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("read", s.read);

@@ -759,10 +759,8 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
   for (const core::JobProcess& jp : core::JobProcessTimeline(ProcessFileOf(run))) {
     std::string what = jp.signal ? SignalName(*jp.signal) : std::string("still running");
     std::string when = jp.stopped_at_s ? fmt::format(" at +{:.2f} s", *jp.stopped_at_s) : "";
-    static const std::map<std::string, std::string> kRoles = {{"first_failure", "failed first"},
-                                                              {"failed_after", "failed after it"},
-                                                              {"waiting_at_timeout", "waiting at the timeout"}};
-    out += fmt::format("  process: {} {}: {}{}\n", core::JobProcessLabel(jp), kRoles.at(jp.role), what, when);
+    out += fmt::format("  process: {} {}: {}{}\n", core::JobProcessLabel(jp), core::JobProcessRoleText(jp.role), what,
+                       when);
   }
   if (p && !p->threads.empty() && !p->threads.front().frames.empty()) {
     const ThreadState& t = p->threads.front();

@@ -45,6 +45,7 @@ core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, cons
   } else {
     report.errors.push_back({resolve.config.cache, cache.error().message + " (the cache is not searched)"});
   }
+  if (paths.size() > 1) resolve.memo = std::make_shared<SymbolTableMemo>();
   std::map<std::string, size_t> by_path;
   std::set<std::pair<std::string, std::string>> seen_findings;
   for (const std::string& root : paths) {

@@ -79,9 +79,16 @@ class Resolver {
     size_t n = closure_.objects.size();
     unsigned threads = options_.threads > 0 ? static_cast<unsigned>(options_.threads)
                                             : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::optional<core::Result<ElfDynamic>>> read(n);
+    std::vector<std::shared_ptr<const core::Result<ElfDynamic>>> read(n);
     auto work = [&]() {
-      for (size_t i = next++; i < n; i = next++) read[i] = ReadElfDynamic(*closure_.objects[i].entry.path, true);
+      for (size_t i = next++; i < n; i = next++) {
+        const core::LibraryEntry& e = closure_.objects[i].entry;
+        if (options_.memo) {
+          read[i] = options_.memo->Read(e.realpath.value_or(*e.path));
+        } else {
+          read[i] = std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(*e.path, true));
+        }
+      }
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
@@ -89,9 +96,10 @@ class Resolver {
     for (std::thread& t : pool) t.join();
     for (size_t i = 0; i < n; ++i) {
       if (read[i] && read[i]->ok()) {
-        closure_.objects[i].elf.symbols = std::move((*read[i])->symbols);
-        closure_.objects[i].elf.version_definitions = std::move((*read[i])->version_definitions);
-        closure_.objects[i].elf.keep = std::move((*read[i])->keep);
+        // Copied: a memo's tables serve other closures too (the names point into `keep`).
+        closure_.objects[i].elf.symbols = (*read[i])->symbols;
+        closure_.objects[i].elf.version_definitions = (*read[i])->version_definitions;
+        closure_.objects[i].elf.keep = (*read[i])->keep;
       } else if (read[i]) {
         closure_.errors.push_back({*closure_.objects[i].entry.path, "symbols: " + read[i]->error().message});
       }
@@ -307,6 +315,18 @@ class Resolver {
 };
 
 }  // namespace
+
+std::shared_ptr<const core::Result<ElfDynamic>> SymbolTableMemo::Read(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = read_.find(path);
+    if (it != read_.end()) return it->second;
+  }
+  // Read outside the lock; two threads reading one file at once both read it, the first kept.
+  auto elf = std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(path, true));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return read_.emplace(path, std::move(elf)).first->second;
+}
 
 Closure ResolveClosure(const std::vector<std::string>& roots, const ResolveOptions& options) {
   Resolver resolver(options);

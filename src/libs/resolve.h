@@ -9,6 +9,9 @@
 // symbol version) that no object of the closure defines.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,11 +23,24 @@
 
 namespace gputriage::libs {
 
+/// Symbol tables already read, shared by the closures of several roots (libc, libstdc++ and the
+/// CUDA runtime are in most of them): each file's table is read once. Thread-safe.
+class SymbolTableMemo {
+ public:
+  /// ReadElfDynamic(path, true), from memory when `path` (a real path) was read before.
+  std::shared_ptr<const core::Result<ElfDynamic>> Read(const std::string& path);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const core::Result<ElfDynamic>>> read_;
+};
+
 struct ResolveOptions {
   LoaderConfig config;
-  std::optional<LdCache> cache;  ///< absent: the cache could not be read (said in errors)
-  bool symbols = true;           ///< check undefined symbols (reads every .dynsym)
-  int threads = 0;               ///< symbol tables read side by side (0: one per CPU, at most 8)
+  std::optional<LdCache> cache;           ///< absent: the cache could not be read (said in errors)
+  bool symbols = true;                    ///< check undefined symbols (reads every .dynsym)
+  int threads = 0;                        ///< symbol tables read side by side (0: one per CPU, at most 8)
+  std::shared_ptr<SymbolTableMemo> memo;  ///< set: symbol tables shared with other closures
 };
 
 /// One object of a resolved closure: its ELF view and what the report says of it.

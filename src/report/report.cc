@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/process.h"
 #include "core/redact.h"
 #include "core/signals.h"
 #include "core/text.h"
@@ -613,17 +614,14 @@ std::string MarkdownBody(const Json& r) {
   if (f.contains("gpu_signature")) md += fmt::format("GPU signature: `{}`\n\n", Val(f["gpu_signature"]));
   md += MdList(f["verdict_reasons"]);
   if (f.contains("processes") && f["processes"].is_array()) {
-    static const std::map<std::string, std::string> kRoles = {{"first_failure", "**failed first**"},
-                                                              {"failed_after", "failed after it"},
-                                                              {"waiting_at_timeout", "waiting at the timeout"}};
     md +=
         "\nProcesses of the job, in the order they failed:\n\n| Process | Rank | Pid | Signal | Stopped at |\n"
         "|---|---:|---:|---|---:|\n";
     for (const Json& jp : f["processes"]) {
-      auto role = kRoles.find(Val(jp["role"]));
+      std::string role = core::JobProcessRoleText(Val(jp["role"]));
+      if (Val(jp["role"]) == "first_failure") role = "**" + role + "**";
       md +=
-          fmt::format("| {} | {} | {} | {} | {} |\n", role != kRoles.end() ? role->second : Val(jp["role"]),
-                      jp.contains("rank") ? Val(jp["rank"]) : "", Val(jp["pid"]),
+          fmt::format("| {} | {} | {} | {} | {} |\n", role, jp.contains("rank") ? Val(jp["rank"]) : "", Val(jp["pid"]),
                       jp["signal"].is_string() ? Val(jp["signal"]) : "still running",
                       jp["stopped_at_s"].is_number() ? fmt::format("+{:.2f} s", jp["stopped_at_s"].get<double>()) : "");
     }

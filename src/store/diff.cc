@@ -268,7 +268,7 @@ class Differ {
     PeerRank rank;
     rank.nvlinks = peer.nvlinks.value_or(0);
     if (peer.p2p) {
-      rank.p2p_refused = (peer.p2p->read && *peer.p2p->read != "ok") || (peer.p2p->write && *peer.p2p->write != "ok");
+      rank.p2p_refused = peer.p2p->Refused().has_value();
     }
     return rank;
   }
