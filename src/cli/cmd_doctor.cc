@@ -41,18 +41,6 @@ int ExitFor(ExitCodes codes, std::optional<core::Severity> worst) {
   return error ? kExitFindings : kExitOk;
 }
 
-// "; then 41 ms (slowest step: coverage 30 ms)": doctor's own steps besides the snapshot.
-std::string DoctorStepsText(const std::map<std::string, double>& step_ms) {
-  double total = 0;
-  const std::pair<const std::string, double>* slowest = nullptr;
-  for (const auto& step : step_ms) {
-    total += step.second;
-    if (slowest == nullptr || step.second > slowest->second) slowest = &step;
-  }
-  if (slowest == nullptr) return "";
-  return fmt::format("; then {:.0f} ms (slowest step: {} {:.0f} ms)", total, slowest->first, slowest->second);
-}
-
 int RunDoctor(const SnapshotFlags& flags, bool json, bool validate, ExitCodes codes) {
   auto setup = SetUpSnapshot(flags);
   if (!setup.ok()) {

@@ -206,6 +206,17 @@ std::string SlowestCollectorText(const core::Snapshot& snapshot) {
   return max == nullptr ? "" : fmt::format(" (slowest: {} {:.0f} ms)", max->first, max->second);
 }
 
+std::string DoctorStepsText(const std::map<std::string, double>& step_ms) {
+  double total = 0;
+  const std::pair<const std::string, double>* slowest = nullptr;
+  for (const auto& step : step_ms) {
+    total += step.second;
+    if (slowest == nullptr || step.second > slowest->second) slowest = &step;
+  }
+  if (slowest == nullptr) return "";
+  return fmt::format("; then {:.0f} ms (slowest step: {} {:.0f} ms)", total, slowest->first, slowest->second);
+}
+
 std::string RenderSnapshotSummary(const core::Snapshot& snapshot) {
   std::string out;
   RenderHost(snapshot.host.value_or(core::Host{}), out);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ std::string RenderSnapshotSummary(const core::Snapshot& snapshot);
 /// " (slowest: software.toolchain 1061 ms)": the slowest single collector of collector_ms (a
 /// section whose parts are listed, such as "software", is not one); "" when unknown.
 std::string SlowestCollectorText(const core::Snapshot& snapshot);
+/// "; then 41 ms (slowest step: coverage 30 ms)": doctor's own steps besides the snapshot (its
+/// step_ms); "" when there are none.
+std::string DoctorStepsText(const std::map<std::string, double>& step_ms);
 
 /// `snapshot` for the terminal: RenderSnapshotSummary, the findings, how long collecting took,
 /// and the id it was saved under when `saved_id` is given.
