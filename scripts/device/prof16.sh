@@ -43,7 +43,16 @@ for r in roots:
     try: n = len(json.loads(p.stdout)["libraries"])
     except Exception: n = -1
     print(f"{dt:.3f}  {n:3d} libs  {r}")
-for extra in ([], ["--no-symbols"]):
-    t0 = time.monotonic(); subprocess.run([g, "libs", "--json"] + extra + roots, capture_output=True)
+outs = {}
+for extra in ([], [], ["--no-cache"], ["--no-cache"], ["--no-symbols"]):
+    t0 = time.monotonic(); p = subprocess.run([g, "libs", "--json"] + extra + roots, capture_output=True)
     print(f"all together {' '.join(extra)} {time.monotonic()-t0:.3f}")
+    outs[" ".join(extra)] = p.stdout
+print("cached answer == uncached answer:", outs[""] == outs["--no-cache"])
 PY
+echo "== doctor's findings with an empty cache and with the cache it wrote"
+rm -rf /tmp/gth2
+GPUTRIAGE_HOME=/tmp/gth2 $g doctor --json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["findings"], sort_keys=True))' > /tmp/f1
+GPUTRIAGE_HOME=/tmp/gth2 $g doctor --json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["findings"], sort_keys=True))' > /tmp/f2
+cmp /tmp/f1 /tmp/f2 && echo "same findings ($(python3 -c 'import json; print(len(json.load(open("/tmp/f1"))))') of them)"
+ls -la /tmp/gth2/cache

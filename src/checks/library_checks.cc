@@ -44,7 +44,7 @@ std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot) {
 }
 
 std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const catalog::LibraryTables& tables,
-                                         bool live) {
+                                         bool live, const std::optional<std::string>& symbol_cache) {
   std::vector<core::Finding> out;
   std::map<std::string, std::string> versions = catalog::SnapshotVersions(snapshot);
   if (live) {
@@ -52,6 +52,7 @@ std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const c
     if (!roots.empty()) {
       libs::LibsOptions options;
       if (const char* p = std::getenv("LD_LIBRARY_PATH")) options.ld_library_path = p;
+      options.symbol_cache = symbol_cache;
       core::LibraryReport report = libs::ResolveLibraries(roots, options, tables);
       for (core::Finding& f : report.findings) {
         if (!f.id.starts_with("compat.")) out.push_back(std::move(f));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,9 @@ namespace gputriage::checks {
 std::vector<std::string> GpuStackRoots(const core::Snapshot& snapshot);
 
 /// Resolves the roots (live machine only: they are files of this machine) and evaluates the
-/// version matrix on the snapshot's versions completed by the libraries'.
+/// version matrix on the snapshot's versions completed by the libraries'. `symbol_cache`: the file
+/// remembering each closure's undefined symbols (libs/symbol_cache.h); none: all are read.
 std::vector<core::Finding> LibraryChecks(const core::Snapshot& snapshot, const catalog::LibraryTables& tables,
-                                         bool live);
+                                         bool live, const std::optional<std::string>& symbol_cache = std::nullopt);
 
 }  // namespace gputriage::checks

@@ -62,7 +62,10 @@ core::Result<DoctorReport> RunDoctor(const core::OsView& os, const collect::Snap
     report.findings.push_back(std::move(f));
   }
   step_done("coverage");
-  for (core::Finding& f : LibraryChecks(report.snapshot, (*catalog)->libraries, os.live())) {
+  // Each closure's undefined symbols are remembered beside the toolchain's versions.
+  std::optional<std::string> symbol_cache;
+  if (options.cache_dir) symbol_cache = *options.cache_dir + "/closure-symbols.json";
+  for (core::Finding& f : LibraryChecks(report.snapshot, (*catalog)->libraries, os.live(), symbol_cache)) {
     report.findings.push_back(std::move(f));
   }
   step_done("libraries");

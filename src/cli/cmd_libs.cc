@@ -18,6 +18,7 @@ struct LibsFlags {
   bool trace = false;
   bool json = false;
   bool no_symbols = false;
+  bool no_cache = false;
   std::string old_path, new_path;
 };
 
@@ -65,6 +66,7 @@ int Libs(const LibsFlags& flags) {
   libs::LibsOptions options;
   options.symbols = !flags.no_symbols;
   if (const char* p = std::getenv("LD_LIBRARY_PATH")) options.ld_library_path = p;
+  if (auto dir = CacheDirectory(); dir && !flags.no_cache) options.symbol_cache = *dir + "/closure-symbols.json";
   return Report(libs::ResolveLibraries(flags.paths, options, **catalog), flags.json, -1);
 }
 
@@ -97,11 +99,16 @@ Command LibsCommand() {
             "--pid: what a running process has loaded, in load order (the loader's link map). --trace -- CMD: "
             "runs CMD under the loader's audit interface (LD_AUDIT) and records every search, path tried and "
             "object opened, dlopen included. Exit status 1 when a finding is an error, 2 when an input cannot "
-            "be read. `libs diff OLD NEW` compares exported symbols.");
+            "be read. The undefined symbols of a closure are remembered by the identities of its files (device, "
+            "inode, size, times) and read again when any file changes. `libs diff OLD NEW` compares exported "
+            "symbols.");
         app.add_option("paths", flags->paths, "Programs or libraries; with --trace, the command and its arguments");
         app.add_option("--pid", flags->pid, "Report what this running process has loaded")->type_name("PID");
         app.add_flag("--trace", flags->trace, "Run the command (after --) and record the loader's searches and opens");
         app.add_flag("--no-symbols", flags->no_symbols, "Skip the undefined-symbol check (reads no symbol tables)");
+        app.add_flag("--no-cache", flags->no_cache,
+                     "Read every symbol table, even for a closure whose files are unchanged since the check "
+                     "remembered in $GPUTRIAGE_HOME/cache/closure-symbols.json (neither read nor updated)");
         app.add_flag("--json", flags->json,
                      "Print {libraries: [{soname, path, realpath, needed_by, component, version, release, found_via, "
                      "depth}], undefined_symbols: [{symbol, demangled, version, needed_by}], shadowed: [{soname, "

@@ -193,6 +193,11 @@ std::vector<std::string> ProbeHelperCommand() {
   return {*self, "__probe"};
 }
 
+std::optional<std::string> CacheDirectory() {
+  if (auto home = store::DataHome(); home.ok()) return *home + "/cache";
+  return std::nullopt;
+}
+
 core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags) {
   GT_ASSIGN_OR_RETURN(core::OsView os, core::OsViewFromOptions(flags.root));
   collect::SnapshotOptions options;
@@ -206,9 +211,7 @@ core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags) {
   options.environment = env::CurrentEnvironment();
   // The toolchain's versions are remembered by program file under the data home; without one
   // (no HOME, a read-only home) every version is read by running the program.
-  if (os.live()) {
-    if (auto home = store::DataHome(); home.ok()) options.cache_dir = *home + "/cache";
-  }
+  if (os.live()) options.cache_dir = CacheDirectory();
   return SnapshotSetup{std::move(os), std::move(options)};
 }
 

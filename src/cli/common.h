@@ -147,6 +147,10 @@ struct SnapshotSetup {
 };
 core::Result<SnapshotSetup> SetUpSnapshot(const SnapshotFlags& flags);
 
+/// The directory where what is slow to read and tied to files' identities is remembered between
+/// runs ($GPUTRIAGE_HOME/cache or the data home's); none without a data home.
+std::optional<std::string> CacheDirectory();
+
 /// Collects a snapshot with the flags; errors (bad --root) are returned for the caller to print.
 core::Result<core::Snapshot> TakeSnapshot(const SnapshotFlags& flags);
 

@@ -32,7 +32,8 @@ struct SnapshotOptions {
   /// The environment ("NAME=value") to report; used only on the live machine.
   std::vector<std::string> environment;
   /// A directory where collectors may keep what is slow to read and tied to a file's identity
-  /// (the toolchain's `--version` results: tool-versions.json); none: everything is read anew.
+  /// (the toolchain's `--version` results: tool-versions.json; doctor's undefined-symbol check:
+  /// closure-symbols.json); none: everything is read anew.
   std::optional<std::string> cache_dir;
 };
 

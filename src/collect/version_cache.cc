@@ -1,12 +1,5 @@
 #include "collect/version_cache.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "core/file.h"
 #include "core/fs.h"
 #include "core/json_parse.h"
@@ -19,8 +12,6 @@ namespace {
 constexpr int kFormat = 1;
 constexpr size_t kMaxCacheBytes = 1u << 20;
 constexpr size_t kMaxEntries = 512;  // far more programs than any PATH holds compilers
-
-int64_t Nanoseconds(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
 core::Json IdentityJson(const FileIdentity& id) {
   return {{"device", id.device},
@@ -40,13 +31,6 @@ std::optional<FileIdentity> IdentityFromJson(const core::Json& j) {
 }
 
 }  // namespace
-
-std::optional<FileIdentity> IdentityOf(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                      static_cast<int64_t>(st.st_size), Nanoseconds(st.st_mtim), Nanoseconds(st.st_ctim)};
-}
 
 VersionCache VersionCache::Load(const std::string& path) {
   VersionCache cache;
@@ -92,32 +76,7 @@ core::Result<void> VersionCache::Save() const {
         {"identity", IdentityJson(entry.identity)}, {"version", entry.version.version}, {"line", entry.version.line}};
   }
   std::string text = core::Json{{"format", kFormat}, {"programs", std::move(programs)}}.dump(1) + "\n";
-  size_t slash = path_.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    GT_RETURN_IF_ERROR(core::MakeDirectories(path_.substr(0, slash), 0700));
-  }
-  std::string temp = path_ + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return core::ErrnoError(errno, "{}", temp);
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int saved = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return core::ErrnoError(saved, "{}: write failed", temp);
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (::rename(temp.c_str(), path_.c_str()) != 0) {
-    int saved = errno;
-    ::unlink(temp.c_str());
-    return core::ErrnoError(saved, "{}: rename to {} failed", temp, path_);
-  }
-  return {};
+  return core::WriteFileAtomically(path_, text);
 }
 
 }  // namespace gputriage::collect

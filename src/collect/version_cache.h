@@ -8,29 +8,19 @@
 // cache saves time and never changes what a snapshot reports.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 
 #include "collect/toolchain.h"
+#include "core/fs.h"
 #include "core/result.h"
 
 namespace gputriage::collect {
 
-struct FileIdentity {
-  uint64_t device = 0;
-  uint64_t inode = 0;
-  int64_t size = 0;
-  int64_t mtime_ns = 0;
-  int64_t ctime_ns = 0;
-  bool operator==(const FileIdentity&) const = default;
-};
-
-/// The identity of the file at `path` (stat, following links); nullopt when it cannot be read.
-std::optional<FileIdentity> IdentityOf(const std::string& path);
+using core::FileIdentity;
+using core::IdentityOf;
 
 class VersionCache {
  public:

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "capture_tree.h"
+#include "core/fs.h"
 
 namespace gputriage::core {
 namespace {
@@ -160,6 +162,53 @@ TEST(ReadFdTest, ReadsToTheEndWithALimit) {
   ::close(fds[0]);
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.error().message, "standard input: more than the 3 bytes allowed");
+}
+
+// A file's identity changes when it is replaced or edited, not when it is only read; a file
+// written atomically is there whole, with mode 0600, its directories made, and no temporary left.
+TEST(FileIdentity, ChangesWithReplacementAndEditNotWithReading) {
+  gputriage::testing::TempDir dir;
+  std::string path = WriteFile(dir, "lib.so", "first");
+  std::optional<FileIdentity> a = IdentityOf(path);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->size, 5);
+  ASSERT_TRUE(ReadFile(path, 100).ok());
+  EXPECT_EQ(IdentityOf(path), a);
+  std::ofstream(path, std::ios::binary | std::ios::app) << "!";  // edited in place
+  std::optional<FileIdentity> b = IdentityOf(path);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->inode, a->inode);
+  EXPECT_NE(b, a);
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  WriteFile(dir, "lib.so", "first!");  // replaced: same size, new file
+  std::optional<FileIdentity> c = IdentityOf(path);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->size, b->size);
+  EXPECT_NE(c, b);
+  EXPECT_FALSE(IdentityOf(dir / "missing"));
+}
+
+TEST(WriteFileAtomically, WholeFilePrivateModeNoTemporaryLeft) {
+  gputriage::testing::TempDir dir;
+  std::string path = dir / "a/b/cache.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "{\"x\":1}\n").ok());
+  EXPECT_EQ(*ReadFile(path, 100), "{\"x\":1}\n");
+  ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
+  EXPECT_EQ(*ReadFile(path, 100), "second");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((dir / "a").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "a/b")) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  // A directory in the way of the file: an error naming it, nothing else changed.
+  WriteFile(dir, "plain", "x");
+  Result<void> blocked = WriteFileAtomically(dir / "plain/cache.json", "y");
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_NE(blocked.error().message.find(dir / "plain"), std::string::npos) << blocked.error().message;
+  EXPECT_EQ(*ReadFile(dir / "plain", 100), "x");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "core/fs.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -25,6 +27,52 @@ Result<void> MakeDirectories(const std::string& path, unsigned mode) {
       return MakeError("cannot create directory {}: {}", path, std::strerror(saved));
     }
     return MakeError("cannot create directory {}: {}: {}", path, prefix, std::strerror(saved));
+  }
+  return {};
+}
+
+namespace {
+
+int64_t Nanoseconds(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
+}  // namespace
+
+std::optional<FileIdentity> IdentityOf(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                      static_cast<int64_t>(st.st_size), Nanoseconds(st.st_mtim), Nanoseconds(st.st_ctim)};
+}
+
+Result<void> WriteFileAtomically(const std::string& path, std::string_view text) {
+  size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    GT_RETURN_IF_ERROR(MakeDirectories(path.substr(0, slash), 0700));
+  }
+  std::string temp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoError(errno, "{}", temp);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int saved = n < 0 ? errno : EIO;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return ErrnoError(saved, "{}: write failed", temp);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    int saved = errno;
+    ::unlink(temp.c_str());
+    return ErrnoError(saved, "{}: write failed", temp);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(temp.c_str());
+    return ErrnoError(saved, "{}: rename to {} failed", temp, path);
   }
   return {};
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -54,7 +55,7 @@ std::optional<uint64_t> VaddrToOffset(const std::vector<GElf_Phdr>& loads, uint6
 
 // DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1 through PT_DYNAMIC and DT_STRTAB, as
 // the loader reads them (a file without section headers is read the same way).
-core::Result<void> ReadDynamicSegment(Elf* elf, ElfDynamic& out) {
+core::Result<void> ReadDynamicSegment(Elf* elf, uint64_t file_size, ElfDynamic& out) {
   size_t phnum = 0;
   if (elf_getphdrnum(elf, &phnum) != 0)
     return core::MakeError("{}: program headers cannot be read: {}", out.path, elf_errmsg(-1));
@@ -96,8 +97,7 @@ core::Result<void> ReadDynamicSegment(Elf* elf, ElfDynamic& out) {
     entries.push_back(d);
   }
   std::optional<uint64_t> strtab_offset = strtab ? VaddrToOffset(loads, *strtab) : std::nullopt;
-  Elf_Data* strings = strtab_offset && strsz ? Chunk(elf, *strtab_offset, *strsz, ELF_T_BYTE) : nullptr;
-  if (!strings) {
+  if (!strtab_offset || !strsz || *strsz == 0 || *strsz > file_size || *strtab_offset > file_size - *strsz) {
     bool names = false;
     for (const GElf_Dyn& d : entries) names = names || d.d_tag == DT_NEEDED || d.d_tag == DT_SONAME;
     if (names)
@@ -107,13 +107,27 @@ core::Result<void> ReadDynamicSegment(Elf* elf, ElfDynamic& out) {
           out.path, strtab.value_or(0), strsz.value_or(0));
     return {};
   }
+  // The string table holds every symbol's name too (3 MiB in libLLVM, more in libtorch): each name
+  // is read alone (512 bytes from its offset), the whole table only for a name longer than that.
+  auto is_name = [](const GElf_Dyn& d) {
+    return d.d_tag == DT_NEEDED || d.d_tag == DT_SONAME || d.d_tag == DT_RPATH || d.d_tag == DT_RUNPATH;
+  };
+  Elf_Data* whole = nullptr;
+  auto name_at = [&](uint64_t index) -> std::optional<std::string> {
+    uint64_t end = std::min<uint64_t>(*strsz, index + 512);
+    if (Elf_Data* near = Chunk(elf, *strtab_offset + index, end - index, ELF_T_BYTE)) {
+      if (auto s = TableString(near, 0)) return s;
+    }
+    if (!whole) whole = Chunk(elf, *strtab_offset, *strsz, ELF_T_BYTE);
+    return TableString(whole, index);
+  };
   for (const GElf_Dyn& d : entries) {
-    if (d.d_tag != DT_NEEDED && d.d_tag != DT_SONAME && d.d_tag != DT_RPATH && d.d_tag != DT_RUNPATH) continue;
-    std::optional<std::string> s = TableString(strings, d.d_un.d_val);
+    if (!is_name(d)) continue;
+    std::optional<std::string> s = d.d_un.d_val < *strsz ? name_at(d.d_un.d_val) : std::nullopt;
     if (!s) {
       out.problems.push_back(
           fmt::format("dynamic entry {:#x}: string offset {:#x} is outside the string table ({} bytes)",
-                      static_cast<uint64_t>(d.d_tag), d.d_un.d_val, strings->d_size));
+                      static_cast<uint64_t>(d.d_tag), d.d_un.d_val, *strsz));
       continue;
     }
     if (d.d_tag == DT_NEEDED) out.needed.push_back(std::move(*s));
@@ -289,8 +303,16 @@ core::Result<ElfDynamic> Read(std::shared_ptr<Handle> handle, std::string_view n
     return core::MakeErrorCode(core::ErrorCode::kUnsupported,
                                "{}: ELF type {}: neither an executable nor a shared object", name, out.type);
   }
-  GT_RETURN_IF_ERROR(ReadDynamicSegment(elf, out));
-  if (with_symbols) ReadSymbols(elf, out);
+  GT_RETURN_IF_ERROR(ReadDynamicSegment(elf, size, out));
+  if (!with_symbols) return out;  // every field is a copy: the file is closed and unmapped now
+  ReadSymbols(elf, out);
+  // The names point into the mapped file, which stays; its descriptor is not needed any more (a
+  // memo of a few hundred libraries must not hold a few hundred descriptors).
+  if (handle->fd >= 0) {
+    elf_cntl(elf, ELF_C_FDDONE);
+    close(handle->fd);
+    handle->fd = -1;
+  }
   out.keep = std::move(handle);
   return out;
 }
@@ -322,7 +344,9 @@ core::Result<ElfDynamic> ReadElfDynamic(const std::string& path, bool with_symbo
     return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: not a regular file", path);
   if (st.st_size == 0)
     return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: empty file (0 bytes), not an ELF file", path);
-  handle->elf = elf_begin(handle->fd, ELF_C_READ_MMAP, nullptr);
+  // The dynamic section alone is read with pread (mapping a 1 GiB file and unmapping it costs more
+  // than the few kilobytes read); the symbol tables from the mapped file.
+  handle->elf = elf_begin(handle->fd, with_symbols ? ELF_C_READ_MMAP : ELF_C_READ, nullptr);
   return Read(std::move(handle), path, static_cast<uint64_t>(st.st_size), with_symbols);
 }
 

@@ -46,7 +46,7 @@ struct ElfDynamic {
   std::vector<DynamicSymbol> symbols;            ///< filled when asked for
   std::vector<std::string> version_definitions;  ///< verdef names, the base (file) name excluded
   std::vector<std::string> problems;             ///< damage found while reading (a bad string offset, ...)
-  std::shared_ptr<void> keep;                    ///< the libelf handle the names point into
+  std::shared_ptr<void> keep;                    ///< with symbols: the mapped file the names point into
 
   /// "64-bit x86-64 little-endian" for messages.
   std::string Describe() const;

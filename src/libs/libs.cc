@@ -1,10 +1,12 @@
 #include "libs/libs.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include "libs/elf_dynamic.h"
 #include "libs/process_libs.h"
 #include "libs/resolve.h"
+#include "libs/symbol_cache.h"
 #include "libs/trace.h"
 
 namespace gputriage::libs {
@@ -21,6 +24,38 @@ namespace {
 void Finish(core::LibraryReport& report, const catalog::LibraryTables& catalog, bool loaded) {
   ClassifyLibraries(report.libraries, catalog);
   report.findings = LibraryFindings(report, catalog, loaded);
+}
+
+struct CheckedClosure {
+  Closure closure;  ///< symbol tables released once checked
+  std::vector<core::UndefinedSymbol> undefined;
+};
+
+// One root's closure and, when asked, its undefined symbols: from the cache when it knows this
+// closure's files, else read and checked (and remembered).
+CheckedClosure CheckClosure(const std::string& root, const ResolveOptions& resolve, const LibsOptions& options,
+                            std::optional<SymbolCheckCache>& cache) {
+  CheckedClosure out;
+  out.closure = ResolveClosure({root}, resolve);
+  if (!options.symbols) return out;
+  std::optional<std::string> key = cache ? SymbolCheckCache::KeyOf(out.closure) : std::nullopt;
+  if (key) {
+    if (std::optional<SymbolCheckCache::Result> known = cache->Find(*key)) {
+      out.undefined = std::move(known->undefined);
+      for (core::LibraryError& e : known->errors) out.closure.errors.push_back(std::move(e));
+      return out;
+    }
+  }
+  size_t errors_before = out.closure.errors.size();
+  ReadClosureSymbols(out.closure, resolve);
+  out.undefined = UndefinedSymbols(out.closure);
+  if (key) {
+    SymbolCheckCache::Result result{out.undefined, {}};
+    result.errors.assign(out.closure.errors.begin() + static_cast<ptrdiff_t>(errors_before), out.closure.errors.end());
+    cache->Remember(*key, std::move(result));
+  }
+  for (ResolvedObject& o : out.closure.objects) o.symbols.reset();  // the memo keeps what others share
+  return out;
 }
 
 }  // namespace
@@ -38,23 +73,41 @@ core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, cons
     }
   }
   ResolveOptions resolve;
-  resolve.symbols = options.symbols;
   resolve.config = DetectLoaderConfig(interpreter, options.ld_library_path);
   if (auto cache = ReadLdCache(resolve.config.cache); cache.ok()) {
     resolve.cache = std::move(*cache);
   } else {
     report.errors.push_back({resolve.config.cache, cache.error().message + " (the cache is not searched)"});
   }
-  if (paths.size() > 1) resolve.memo = std::make_shared<SymbolTableMemo>();
+  resolve.symbols = false;  // read below, unless the cache knows the answer
+  resolve.memo = std::make_shared<ElfMemo>();
+  std::optional<SymbolCheckCache> cache;
+  if (options.symbols && options.symbol_cache) cache.emplace(*options.symbol_cache);
+  unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  unsigned workers =
+      std::min<unsigned>(options.threads > 0 ? static_cast<unsigned>(options.threads) : std::min(8u, hardware),
+                         static_cast<unsigned>(std::max<size_t>(1, paths.size())));
+  // One root alone reads its symbol tables side by side; several roots are the parallelism.
+  resolve.threads = workers > 1 ? 1 : 0;
+  std::vector<CheckedClosure> checked(paths.size());
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    for (size_t i = next++; i < paths.size(); i = next++) checked[i] = CheckClosure(paths[i], resolve, options, cache);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (cache) (void)cache->Save();  // a cache that cannot be written only costs time next run
   std::map<std::string, size_t> by_path;
   std::set<std::pair<std::string, std::string>> seen_findings;
-  for (const std::string& root : paths) {
-    Closure closure = ResolveClosure({root}, resolve);
+  for (CheckedClosure& c : checked) {
+    Closure& closure = c.closure;
     // Findings per program: two inputs may each load their own copy of a library.
     core::LibraryReport one;
     for (const ResolvedObject& o : closure.objects) one.libraries.push_back(o.entry);
     one.missing = closure.missing;
-    if (options.symbols) one.undefined_symbols = UndefinedSymbols(closure);
+    one.undefined_symbols = std::move(c.undefined);
     ClassifyLibraries(one.libraries, catalog);
     for (core::Finding& f : LibraryFindings(one, catalog, false)) {
       if (seen_findings.insert({f.id, f.title}).second) report.findings.push_back(std::move(f));

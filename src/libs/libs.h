@@ -17,10 +17,14 @@ namespace gputriage::libs {
 struct LibsOptions {
   bool symbols = true;                         ///< check undefined symbols (`ldd -r`)
   std::optional<std::string> ld_library_path;  ///< as the program would get it
+  /// A file remembering each closure's undefined symbols by the identities of its files
+  /// (libs/symbol_cache.h); none: every symbol table is read.
+  std::optional<std::string> symbol_cache;
+  int threads = 0;  ///< roots resolved side by side (0: one per CPU, at most 8)
 };
 
-/// The closure of `paths` (each resolved as its own program). Never fails: unreadable inputs
-/// are in `errors`.
+/// The closure of `paths` (each resolved as its own program, side by side; the report keeps the
+/// order of `paths`). Never fails: unreadable inputs are in `errors`.
 core::LibraryReport ResolveLibraries(const std::vector<std::string>& paths, const LibsOptions& options,
                                      const catalog::LibraryTables& catalog);
 

@@ -14,6 +14,10 @@
 #include <gtest/gtest.h>
 
 #include "catalog/catalog.h"
+#include "core/file.h"
+#include "core/fs.h"
+#include "core/json_parse.h"
+#include "core/model.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 #include "libs/components.h"
@@ -210,6 +214,120 @@ TEST(ElfDynamic, BigEndian64) {
   EXPECT_EQ(partial->soname, "libbe.so");
   ASSERT_EQ(partial->problems.size(), 1u);
   EXPECT_NE(partial->problems[0].find("outside the string table"), std::string::npos);
+}
+
+// Each name of the dynamic section is read alone, 512 bytes from its offset: a longer one (an
+// RPATH of many directories) is read from the whole table, and nothing is cut.
+TEST(ElfDynamic, NameLongerThanItsReadWindow) {
+  std::string f(0x800, '\0');
+  auto put = [&](size_t at, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) f[at + i] = static_cast<char>(v >> (8 * i));  // little-endian
+  };
+  f.replace(0, 7,
+            "\x7f"
+            "ELF\x02\x01\x01");
+  put(16, 3, 2), put(18, 62, 2), put(20, 1, 4);  // ET_DYN, EM_X86_64, EV_CURRENT
+  put(32, 64, 8), put(52, 64, 2), put(54, 56, 2), put(56, 2, 2);
+  put(64, 1, 4);  // PT_LOAD: whole file at vaddr 0
+  put(64 + 32, 0x800, 8), put(64 + 40, 0x800, 8);
+  put(120, 2, 4);  // PT_DYNAMIC at 0x100, 6 entries
+  put(120 + 8, 0x100, 8), put(120 + 16, 0x100, 8), put(120 + 32, 96, 8), put(120 + 40, 96, 8);
+  std::string rpath;
+  while (rpath.size() < 700) rpath += "/opt/some/long/vendor/tree/lib:";
+  rpath.pop_back();
+  const std::string strtab = std::string("\0libfoo.so\0liblong.so\0", 22) + rpath + '\0';
+  f.replace(0x180, strtab.size(), strtab);
+  // NEEDED, SONAME, RPATH, STRTAB, STRSZ, NULL
+  uint64_t dyn[][2] = {{1, 1}, {14, 11}, {15, 22}, {5, 0x180}, {10, strtab.size()}, {0, 0}};
+  for (int i = 0; i < 6; ++i) put(0x100 + 16 * i, dyn[i][0], 8), put(0x100 + 16 * i + 8, dyn[i][1], 8);
+  auto r = ParseElfDynamic({reinterpret_cast<const uint8_t*>(f.data()), f.size()}, "long.so", false);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->problems.empty());
+  EXPECT_EQ(r->needed, std::vector<std::string>{"libfoo.so"});
+  EXPECT_EQ(r->soname, "liblong.so");
+  ASSERT_TRUE(r->rpath);
+  EXPECT_GT(rpath.size(), 512u);
+  EXPECT_EQ(*r->rpath, rpath);
+}
+
+// The undefined-symbol check's answer is remembered by the identities of the closure's files:
+// used while they are unchanged, read again when one changes; a damaged cache file or one that
+// cannot be written changes nothing in the answer.
+TEST(ResolveLibraries, SymbolCacheAnswersOnlyForUnchangedFiles) {
+  Layout t(1, true);
+  LibsOptions options;
+  options.ld_library_path = t.Dir("lib");
+  const std::string cache = t.Dir("cache") + "/closure-symbols.json";
+  options.symbol_cache = cache;
+  core::LibraryReport first = ResolveLibraries({t.Bin()}, options, Catalog());
+  EXPECT_TRUE(first.undefined_symbols.empty());
+  ASSERT_TRUE(fs::exists(cache));
+  auto saved = core::ParseJson(*core::ReadFile(cache, 1 << 20), cache);
+  ASSERT_TRUE(saved.ok());
+  ASSERT_EQ((*saved)["closures"].size(), 1u);
+
+  // The answer comes from the cache while the files are unchanged: one written into the file by
+  // hand is what the next run reports.
+  core::Json edited = *saved;
+  for (auto& [key, entry] : edited["closures"].items())
+    entry["undefined_symbols"].push_back({{"symbol", "from_the_cache"}, {"needed_by", t.Bin()}});
+  ASSERT_TRUE(core::WriteFileAtomically(cache, edited.dump()).ok());
+  core::LibraryReport cached = ResolveLibraries({t.Bin()}, options, Catalog());
+  ASSERT_EQ(cached.undefined_symbols.size(), 1u);
+  EXPECT_EQ(cached.undefined_symbols[0].symbol, "from_the_cache");
+
+  // libgtabi.so.1 replaced by v2 (which drops gt_abi_b): another file, another key, the tables
+  // are read again and the real answer comes back, the same as without a cache.
+  fs::remove(t.Lib("libgtabi.so.1"));
+  fs::copy_file(std::string(GT_TESTLIBS_DIR) + "/v2/libgtabi.so.1", t.Lib("libgtabi.so.1"));
+  LibsOptions uncached = options;
+  uncached.symbol_cache.reset();
+  core::LibraryReport truth = ResolveLibraries({t.Bin()}, uncached, Catalog());
+  ASSERT_EQ(truth.undefined_symbols.size(), 1u);
+  EXPECT_EQ(truth.undefined_symbols[0].symbol, "gt_abi_b");
+  core::LibraryReport changed = ResolveLibraries({t.Bin()}, options, Catalog());
+  EXPECT_EQ(core::ToJson(changed).dump(), core::ToJson(truth).dump());
+  // Edited in place (same inode, new modification time): read again too.
+  {
+    auto entries = core::ParseJson(*core::ReadFile(cache, 1 << 20), cache);
+    ASSERT_TRUE(entries.ok());
+    EXPECT_EQ((*entries)["closures"].size(), 2u);  // the old closure's answer is kept
+  }
+  fs::copy_file(std::string(GT_TESTLIBS_DIR) + "/v1/libgtabi.so.1", t.Lib("libgtabi.so.1"),
+                fs::copy_options::overwrite_existing);
+  EXPECT_TRUE(ResolveLibraries({t.Bin()}, options, Catalog()).undefined_symbols.empty());
+
+  // Binary garbage in the cache: an empty cache, rewritten.
+  ASSERT_TRUE(core::WriteFileAtomically(cache, std::string("\x00\xff{\"format\":1,", 13)).ok());
+  EXPECT_TRUE(ResolveLibraries({t.Bin()}, options, Catalog()).undefined_symbols.empty());
+  auto rewritten = core::ParseJson(*core::ReadFile(cache, 1 << 20), cache);
+  ASSERT_TRUE(rewritten.ok());
+  EXPECT_EQ((*rewritten)["format"], 1);
+  // A cache that cannot be written (its directory is a file): the same answer.
+  std::ofstream(t.Dir("cache") + "/file") << "x";
+  options.symbol_cache = t.Dir("cache") + "/file/closure-symbols.json";
+  fs::remove(t.Lib("libgtabi.so.1"));
+  fs::copy_file(std::string(GT_TESTLIBS_DIR) + "/v2/libgtabi.so.1", t.Lib("libgtabi.so.1"));
+  EXPECT_EQ(core::ToJson(ResolveLibraries({t.Bin()}, options, Catalog())).dump(), core::ToJson(truth).dump());
+}
+
+// Several roots are resolved side by side; the report is the same as one root after another.
+TEST(ResolveLibraries, SideBySideAsOneAfterAnother) {
+  std::vector<std::string> roots;
+  for (const char* name : {"libstdc++.so.6", "libelf.so.1", "libdw.so.1", "libyaml-cpp.so.0.7", "libre2.so.9",
+                           "libsqlite3.so.0", "libzstd.so.1", "libarchive.so.13"}) {
+    std::string path = std::string("/usr/lib/x86_64-linux-gnu/") + name;
+    if (fs::exists(path)) roots.push_back(path);
+  }
+  ASSERT_GE(roots.size(), 4u);
+  LibsOptions serial;
+  serial.threads = 1;
+  LibsOptions parallel;
+  parallel.threads = 4;
+  core::LibraryReport a = ResolveLibraries(roots, serial, Catalog());
+  core::LibraryReport b = ResolveLibraries(roots, parallel, Catalog());
+  EXPECT_GT(a.libraries.size(), roots.size());
+  EXPECT_EQ(core::ToJson(a).dump(), core::ToJson(b).dump());
 }
 
 TEST(ResolveLibraries, UndefinedSymbolsAsLddRSees) {

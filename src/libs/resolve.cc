@@ -18,16 +18,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct FileId {
-  dev_t dev;
-  ino_t ino;
-  auto operator<=>(const FileId&) const = default;
-};
+using FileId = std::pair<uint64_t, uint64_t>;  // device, inode
 
 std::optional<FileId> IdOf(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  return FileId{st.st_dev, st.st_ino};
+  return FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
 }
 
 std::string Absolute(const std::string& path) {
@@ -68,42 +64,8 @@ class Resolver {
       std::vector<std::string> needed = closure_.objects[i].elf.needed;
       for (const std::string& name : needed) Need(static_cast<int>(i), name);
     }
-    if (options_.symbols) ReadSymbolTables();
+    if (options_.symbols) ReadClosureSymbols(closure_, options_);
     return std::move(closure_);
-  }
-
-  // The closure is resolved from the dynamic sections alone; the symbol tables (most of the
-  // bytes: libtorch_cpu.so has about 10^5 dynamic symbols) are then read side by side.
-  void ReadSymbolTables() {
-    std::atomic<size_t> next{0};
-    size_t n = closure_.objects.size();
-    unsigned threads = options_.threads > 0 ? static_cast<unsigned>(options_.threads)
-                                            : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::shared_ptr<const core::Result<ElfDynamic>>> read(n);
-    auto work = [&]() {
-      for (size_t i = next++; i < n; i = next++) {
-        const core::LibraryEntry& e = closure_.objects[i].entry;
-        if (options_.memo) {
-          read[i] = options_.memo->Read(e.realpath.value_or(*e.path));
-        } else {
-          read[i] = std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(*e.path, true));
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
-    for (size_t i = 0; i < n; ++i) {
-      if (read[i] && read[i]->ok()) {
-        // Copied: a memo's tables serve other closures too (the names point into `keep`).
-        closure_.objects[i].elf.symbols = (*read[i])->symbols;
-        closure_.objects[i].elf.version_definitions = (*read[i])->version_definitions;
-        closure_.objects[i].elf.keep = (*read[i])->keep;
-      } else if (read[i]) {
-        closure_.errors.push_back({*closure_.objects[i].entry.path, "symbols: " + read[i]->error().message});
-      }
-    }
   }
 
  private:
@@ -127,7 +89,7 @@ class Resolver {
           int depth) {
     ResolvedObject o;
     o.entry.path = path;
-    o.entry.realpath = RealPath(path);
+    o.entry.realpath = Real(path);
     o.entry.soname =
         elf.soname.value_or(requested.find('/') == std::string::npos ? requested : fs::path(path).filename().string());
     o.entry.found_via = via;
@@ -137,7 +99,7 @@ class Resolver {
     if (elf.soname) o.names.push_back(*elf.soname);
     for (const std::string& p : elf.problems) closure_.errors.push_back({path, p});
     o.elf = std::move(elf);
-    if (auto id = IdOf(path)) by_id_[*id] = static_cast<int>(closure_.objects.size());
+    if (auto id = Id(path)) by_id_[*id] = static_cast<int>(closure_.objects.size());
     closure_.objects.push_back(std::move(o));
     return static_cast<int>(closure_.objects.size()) - 1;
   }
@@ -200,10 +162,12 @@ class Resolver {
   }
 
   // Whether `path` holds a library a process of the root's kind can load; the ELF read when so.
-  std::optional<ElfDynamic> Usable(const std::string& path, bool symbols, std::vector<std::string>& tried) {
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    auto elf = ReadElfDynamic(path, symbols);
+  std::optional<ElfDynamic> Usable(const std::string& path, std::vector<std::string>& tried) {
+    if (!Id(path)) return std::nullopt;
+    std::shared_ptr<const core::Result<ElfDynamic>> read =
+        options_.memo ? options_.memo->Read(path, false)
+                      : std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(path, false));
+    const core::Result<ElfDynamic>& elf = *read;
     if (!elf.ok()) {
       tried.push_back(fmt::format("{} (skipped: {})", path, elf.error().message));
       return std::nullopt;
@@ -213,7 +177,7 @@ class Resolver {
           fmt::format("{} (skipped: {}, the program is {})", path, elf->Describe(), reference_->Describe()));
       return std::nullopt;
     }
-    return std::move(*elf);
+    return *elf;
   }
 
   int FindLoaded(const std::string& name) const {
@@ -259,13 +223,13 @@ class Resolver {
       if (!seen.insert(abs).second) continue;
       if (chosen < 0) {
         size_t before = tried.size();
-        auto elf = Usable(abs, false, tried);
+        auto elf = Usable(abs, tried);
         if (!elf) {
           if (tried.size() == before) tried.push_back(abs);
           continue;
         }
         // The same file under another name (a symlink, the cache's path) is the loaded object.
-        if (auto id = IdOf(abs); id && by_id_.count(*id)) {
+        if (auto id = Id(abs); id && by_id_.count(*id)) {
           chosen = by_id_[*id];
           closure_.objects[chosen].names.push_back(name);
           NeededBy(chosen, by);
@@ -274,8 +238,8 @@ class Resolver {
         bool hwcaps = abs.find("/glibc-hwcaps/") != std::string::npos;
         chosen = Add(std::move(*elf), abs, hwcaps ? via + " (hwcaps)" : via, requester, name, depth);
         NeededBy(chosen, by);
-      } else if (std::vector<std::string> ignored; Usable(abs, false, ignored)) {
-        if (RealPath(abs) != closure_.objects[chosen].entry.realpath) shadowed.push_back(abs);
+      } else if (std::vector<std::string> ignored; Usable(abs, ignored)) {
+        if (Real(abs) != closure_.objects[chosen].entry.realpath) shadowed.push_back(abs);
       }
     }
     if (chosen < 0) {
@@ -307,6 +271,11 @@ class Resolver {
     closure_.shadowed.push_back({name, chosen, std::move(others)});
   }
 
+  std::optional<FileId> Id(const std::string& path) {
+    return options_.memo ? options_.memo->RegularFile(path) : IdOf(path);
+  }
+  std::string Real(const std::string& path) { return options_.memo ? options_.memo->Real(path) : RealPath(path); }
+
   const ResolveOptions& options_;
   Closure closure_;
   std::optional<ElfDynamic> reference_;
@@ -316,22 +285,72 @@ class Resolver {
 
 }  // namespace
 
-std::shared_ptr<const core::Result<ElfDynamic>> SymbolTableMemo::Read(const std::string& path) {
+std::shared_ptr<const core::Result<ElfDynamic>> ElfMemo::Read(const std::string& path, bool with_symbols) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = read_.find(path);
+    auto it = read_.find({path, with_symbols});
     if (it != read_.end()) return it->second;
   }
   // Read outside the lock; two threads reading one file at once both read it, the first kept.
-  auto elf = std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(path, true));
+  auto elf = std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(path, with_symbols));
   std::lock_guard<std::mutex> lock(mutex_);
-  return read_.emplace(path, std::move(elf)).first->second;
+  return read_.emplace(std::pair{path, with_symbols}, std::move(elf)).first->second;
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> ElfMemo::RegularFile(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = stat_.find(path); it != stat_.end()) return it->second;
+  }
+  std::optional<FileId> id = IdOf(path);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stat_.emplace(path, id).first->second;
+}
+
+std::string ElfMemo::Real(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = real_.find(path); it != real_.end()) return it->second;
+  }
+  std::string real = RealPath(path);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return real_.emplace(path, std::move(real)).first->second;
+}
+
+// The dynamic sections resolved the closure; the symbol tables (most of the bytes: libtorch_cpu.so
+// has about 10^5 dynamic symbols) are read side by side.
+void ReadClosureSymbols(Closure& closure, const ResolveOptions& options) {
+  std::atomic<size_t> next{0};
+  size_t n = closure.objects.size();
+  unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
+                                         : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
+  auto work = [&]() {
+    for (size_t i = next++; i < n; i = next++) {
+      const core::LibraryEntry& e = closure.objects[i].entry;
+      closure.objects[i].symbols =
+          options.memo ? options.memo->Read(e.realpath.value_or(*e.path), true)
+                       : std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(*e.path, true));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (ResolvedObject& o : closure.objects) {
+    if (!o.symbols->ok()) closure.errors.push_back({*o.entry.path, "symbols: " + o.symbols->error().message});
+  }
 }
 
 Closure ResolveClosure(const std::vector<std::string>& roots, const ResolveOptions& options) {
   Resolver resolver(options);
   return resolver.Run(roots);
 }
+
+namespace {
+
+const ElfDynamic& SymbolsOf(const ResolvedObject& o) { return o.symbols && o.symbols->ok() ? **o.symbols : o.elf; }
+
+}  // namespace
 
 std::vector<core::UndefinedSymbol> UndefinedSymbols(const Closure& closure) {
   // The references first (usually far fewer names than the definitions), then one pass over
@@ -342,7 +361,7 @@ std::vector<core::UndefinedSymbol> UndefinedSymbols(const Closure& closure) {
   };
   std::unordered_map<std::string_view, std::vector<Reference>> refs;
   for (size_t i = 0; i < closure.objects.size(); ++i) {
-    for (const DynamicSymbol& s : closure.objects[i].elf.symbols) {
+    for (const DynamicSymbol& s : SymbolsOf(closure.objects[i]).symbols) {
       if (!s.defined && !s.weak) refs[s.name].push_back({&s, i});
     }
   }
@@ -353,8 +372,9 @@ std::vector<core::UndefinedSymbol> UndefinedSymbols(const Closure& closure) {
   };
   std::unordered_map<std::string_view, Definitions> defs;
   for (const ResolvedObject& o : closure.objects) {
-    bool versioned = !o.elf.version_definitions.empty();
-    for (const DynamicSymbol& s : o.elf.symbols) {
+    const ElfDynamic& elf = SymbolsOf(o);
+    bool versioned = !elf.version_definitions.empty();
+    for (const DynamicSymbol& s : elf.symbols) {
       if (!s.defined) continue;
       auto it = refs.find(s.name);
       if (it == refs.end()) continue;
@@ -366,7 +386,7 @@ std::vector<core::UndefinedSymbol> UndefinedSymbols(const Closure& closure) {
   }
   std::vector<core::UndefinedSymbol> out;
   for (size_t i = 0; i < closure.objects.size(); ++i) {
-    for (const DynamicSymbol& s : closure.objects[i].elf.symbols) {
+    for (const DynamicSymbol& s : SymbolsOf(closure.objects[i]).symbols) {
       if (s.defined || s.weak) continue;
       auto it = defs.find(s.name);
       bool ok = false;
