@@ -74,6 +74,7 @@ constexpr BundleFileSpec kBundleFiles[] = {
     {"gpu_calls.json", kBundleGpuCallsMaxBytes, false},
     {"escalation.json", kBundleEscalationMaxBytes, false},
     {"libraries.json", kBundleLibrariesMaxBytes, false},
+    {"collectives.json", kBundleCollectivesMaxBytes, false},
     {"telemetry.csv", kBundleTelemetryMaxBytes, true},
 };
 
@@ -189,6 +190,9 @@ Result<Bundle> BundleFromFiles(const std::string& dir, BundleFileSet files) {
   }
   if (std::optional<Json> libraries = BundleJson(files, "libraries.json", bundle)) {
     bundle.libraries = LibraryReportFromJson(*libraries);
+  }
+  if (std::optional<Json> collectives = BundleJson(files, "collectives.json", bundle)) {
+    bundle.collectives = CollectiveReportFromJson(*collectives);
   }
   bundle.stdout_tail = BundleText(files, "stdout.tail", bundle);
   bundle.stderr_tail = BundleText(files, "stderr.tail", bundle);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/collectives.h"
 #include "core/gpu_calls.h"
 #include "core/libs.h"
 #include "core/model.h"
@@ -233,11 +234,12 @@ struct Bundle {
   std::string dir;
   std::optional<BundleManifest> manifest;
   ProcessFile process;
-  std::optional<Snapshot> snapshot;        ///< snapshot.json, at most kSnapshotMaxBytes
-  std::optional<RepeatStats> repeat;       ///< only when the series ran more than once
-  std::optional<GpuCalls> gpu_calls;       ///< gpu_calls.json (`run --record`)
-  std::optional<Escalation> escalation;    ///< escalation.json (`run --escalate`)
-  std::optional<LibraryReport> libraries;  ///< libraries.json: the crashed process's loaded libraries
+  std::optional<Snapshot> snapshot;             ///< snapshot.json, at most kSnapshotMaxBytes
+  std::optional<RepeatStats> repeat;            ///< only when the series ran more than once
+  std::optional<GpuCalls> gpu_calls;            ///< gpu_calls.json (`run --record`)
+  std::optional<Escalation> escalation;         ///< escalation.json (`run --escalate`)
+  std::optional<LibraryReport> libraries;       ///< libraries.json: the crashed process's loaded libraries
+  std::optional<CollectiveReport> collectives;  ///< collectives.json: PyTorch flight-recorder dumps compared
   std::string stdout_tail;
   std::string stderr_tail;
   std::string kmsg;  ///< kmsg.log: the raw /dev/kmsg records of the run
@@ -262,6 +264,8 @@ inline constexpr size_t kBundleKmsgMaxBytes = 64u << 20;
 inline constexpr size_t kBundleGpuCallsMaxBytes = 32u << 20;
 inline constexpr size_t kBundleEscalationMaxBytes = 4u << 20;
 inline constexpr size_t kBundleLibrariesMaxBytes = 16u << 20;
+/// collectives.json: the newest 8 entries of at most 64 ranks' dumps, with their stacks.
+inline constexpr size_t kBundleCollectivesMaxBytes = 16u << 20;
 /// telemetry.csv: ~60 bytes per GPU per sample (8 GPUs at 2 Hz for 4 hours is ~14 MiB); a larger
 /// file is read from its end (the samples nearest the failure).
 inline constexpr size_t kBundleTelemetryMaxBytes = 32u << 20;

@@ -330,6 +330,13 @@ void AddGpuCalls(RunAssessment& run, core::GpuCalls calls, const catalog::ErrorC
   run.gpu_calls = std::move(calls);
 }
 
+void AddCollectives(RunAssessment& run, FlightRecorderFiles files) {
+  for (core::Finding& f : CollectiveFindings(files.report)) run.findings.push_back(std::move(f));
+  run.collectives = std::move(files.report);
+  run.collective_files = std::move(files.files);
+  for (const std::string& p : files.problems) run.outcome.not_collected.push_back({"flight-recorder dump", p});
+}
+
 core::ProcessFile ProcessFileOf(const RunAssessment& run) {
   const SuperviseOutcome& o = run.outcome;
   core::ProcessFile file;
@@ -447,6 +454,14 @@ core::Result<void> WriteRecords(const RunAssessment& run, const BundleInput& inp
                    "during a job");
   } else {
     staging.Absent("telemetry.csv", "not sampled (--no-telemetry)");
+  }
+  if (run.collectives) {
+    GT_RETURN_IF_ERROR(staging.Put("collectives.json", Pretty(core::ToJson(*run.collectives))));
+    for (const auto& [name, bytes] : run.collective_files) GT_RETURN_IF_ERROR(staging.Put(name, bytes));
+  } else {
+    staging.Absent("collectives.json", run.collectives_missing.empty()
+                                           ? "no PyTorch flight-recorder dump was written during the run"
+                                           : run.collectives_missing);
   }
   if (std::optional<core::LibraryReport> libraries = LoadedLibrariesOf(run)) {
     GT_RETURN_IF_ERROR(staging.Put("libraries.json", Pretty(core::ToJson(*libraries))));
@@ -784,6 +799,9 @@ std::string RunSummaryText(const RunAssessment& run, const std::string& bundle_p
     for (const core::GpuAddressAttribution& a : run.gpu_calls->attributions) {
       out += fmt::format("  fault address {}: {}\n", a.address, a.summary);
     }
+  }
+  for (const core::Finding& f : run.findings) {
+    if (f.id.starts_with("collective.")) out += fmt::format("  collectives: {}\n", f.title);
   }
   if (run.escalation) {
     if (run.escalation->kernel) {

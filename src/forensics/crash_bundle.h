@@ -10,12 +10,14 @@
 
 #include "catalog/error_codes.h"
 #include "core/bundle.h"
+#include "core/collectives.h"
 #include "core/gpu_calls.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "core/telemetry.h"
 #include "forensics/classify.h"
+#include "forensics/collectives.h"
 #include "forensics/kmsg_watch.h"
 #include "forensics/supervisor.h"
 
@@ -36,6 +38,12 @@ struct RunAssessment {
   std::optional<core::Escalation> escalation;
   /// GPU telemetry sampled during the run (telemetry.csv); nullopt: not sampled (--no-telemetry).
   std::optional<core::TelemetryRecording> telemetry;
+  /// PyTorch's flight-recorder dumps the job wrote during the run (collectives.json and the dumps
+  /// as fr_trace_rank_<N>); nullopt: none was found.
+  std::optional<core::CollectiveReport> collectives;
+  std::vector<std::pair<std::string, std::string>> collective_files;  ///< bundle name, bytes
+  /// Why there is no collectives.json ("the job enabled the flight recorder but wrote no dump").
+  std::string collectives_missing;
 
   bool failed() const { return classification.has_value(); }
   /// The process the failure is about: the first crash, else the first hang dump; null when
@@ -59,6 +67,10 @@ void AddTelemetry(RunAssessment& run, core::TelemetryRecording telemetry, double
 /// allocations, and — for a run that did not fail otherwise — a failure when GPU calls returned
 /// errors the job ignored (a launch with no kernel image in a job that exited 0).
 void AddGpuCalls(RunAssessment& run, core::GpuCalls calls, const catalog::ErrorCodes& errors);
+
+/// Takes in PyTorch's flight-recorder dumps the job wrote (forensics/collectives.h) and their
+/// findings.
+void AddCollectives(RunAssessment& run, FlightRecorderFiles files);
 
 /// process.json of the run: the primary process's report with the job's exit status, the
 /// classification, the other crashed processes and hang dumps, and the correlated kernel-log

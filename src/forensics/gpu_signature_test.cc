@@ -19,27 +19,27 @@ std::string Fixture(const std::string& name) {
   return s.str();
 }
 
-const catalog::ErrorCodes& Errors() { return catalog::BuiltinCatalog().value()->errors; }
+const catalog::ErrorCodes& CatalogErrors() { return catalog::BuiltinCatalog().value()->errors; }
 
 SignatureScanner Scan(const std::string& text) {
-  SignatureScanner s(Errors());
+  SignatureScanner s(CatalogErrors());
   for (std::string_view line : core::Split(text, '\n')) s.Line(line);
   return s;
 }
 
 TEST(ErrorTables, LoadCleanAndResolveNamesMessagesAndDriverNames) {
-  const ErrorCode* c = Errors().FindByName("cudaErrorIllegalAddress");
+  const ErrorCode* c = CatalogErrors().FindByName("cudaErrorIllegalAddress");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->value, 700);
   EXPECT_EQ(c->category, core::Category::kIllegalAddress);
-  EXPECT_EQ(Errors().FindByName("CUDA_ERROR_ILLEGAL_ADDRESS"), c);
-  EXPECT_EQ(Errors().FindByMessage("cuda", " An illegal memory access was encountered "), c);
-  const ErrorCode* hip = Errors().FindByName("hipErrorNoBinaryForGpu");
+  EXPECT_EQ(CatalogErrors().FindByName("CUDA_ERROR_ILLEGAL_ADDRESS"), c);
+  EXPECT_EQ(CatalogErrors().FindByMessage("cuda", " An illegal memory access was encountered "), c);
+  const ErrorCode* hip = CatalogErrors().FindByName("hipErrorNoBinaryForGpu");
   ASSERT_NE(hip, nullptr);
   EXPECT_EQ(hip->vendor, "hip");
   EXPECT_EQ(hip->category, core::Category::kArchMismatch);
-  EXPECT_EQ(Errors().FindByName("cudaErrorMadeUp"), nullptr);
-  EXPECT_EQ(Errors().FindByMessage("cuda", "no such message"), nullptr);
+  EXPECT_EQ(CatalogErrors().FindByName("cudaErrorMadeUp"), nullptr);
+  EXPECT_EQ(CatalogErrors().FindByMessage("cuda", "no such message"), nullptr);
 }
 
 TEST(KernelName, DropsReturnTypeArgumentsAndOffset) {

@@ -7,6 +7,7 @@
 #include "core/redact.h"
 #include "core/signals.h"
 #include "core/text.h"
+#include "forensics/collectives.h"
 #include "kb/next_steps.h"
 #include "kb/scan.h"
 #include "kb/verdict.h"
@@ -120,6 +121,7 @@ void Analyzer::Begin(std::string label) {
   label_ = std::move(label);
   incomplete_inputs_.clear();
   library_findings_.clear();
+  collective_findings_.clear();
 }
 
 void Analyzer::AddText(std::string_view text, std::string_view name) {
@@ -156,6 +158,7 @@ void Analyzer::AddBundle(const core::Bundle& bundle) {
   AddProcess(bundle.process.primary, bundle.dir + "/process.json");
   if (bundle.repeat) scan_->SetRepeat(*bundle.repeat);
   if (bundle.libraries) library_findings_ = bundle.libraries->findings;
+  if (bundle.collectives) collective_findings_ = forensics::CollectiveFindings(*bundle.collectives);
   // The version matrix on the bundle's snapshot, completed by the crashed process's libraries
   // (the libraries' own findings already hold what their versions alone violate).
   if (bundle.snapshot) {
@@ -272,6 +275,14 @@ Analysis Analyzer::Finish(const Facts* facts) {
   }
   a.library_findings = std::move(library_findings_);
   library_findings_.clear();
+  // A rank that never entered a collective explains the others' timeouts: said first.
+  for (auto it = collective_findings_.rbegin(); it != collective_findings_.rend(); ++it) {
+    if (it->severity < core::Severity::kError) continue;
+    a.verdict_reasons.push_back("PyTorch's flight recorder (collectives.json): " + it->title);
+    a.next_steps.insert(a.next_steps.begin(), it->fix);
+  }
+  a.collective_findings = std::move(collective_findings_);
+  collective_findings_.clear();
   return a;
 }
 

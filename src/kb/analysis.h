@@ -67,6 +67,9 @@ struct Analysis {
   /// Layer 3 findings of the crashed process's loaded libraries (a bundle's libraries.json):
   /// two copies of one library, mixed CUDA/ROCm releases, version-matrix violations.
   std::vector<core::Finding> library_findings;
+  /// What PyTorch's flight-recorder dumps say together (a bundle's collectives.json): a rank that
+  /// never entered a collective the others wait in, ranks that disagree on one, one not completed.
+  std::vector<core::Finding> collective_findings;
 };
 
 /// One analysis may combine several inputs of the same failure (stderr and dmesg files, a
@@ -123,6 +126,7 @@ class Analyzer {
   std::vector<std::string> incomplete_inputs_;
   std::optional<GpuCallEvidence> gpu_;
   std::vector<core::Finding> library_findings_;
+  std::vector<core::Finding> collective_findings_;
   bool prefilter_ = true;
   std::unique_ptr<std::map<std::string, std::shared_ptr<const RE2::Set>>> filter_cache_;
 };

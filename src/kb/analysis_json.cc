@@ -80,6 +80,7 @@ Json ToJson(const Analysis& a) {
               {"search_links", a.search_links},
               {"gpu", gpu},
               {"library_findings", a.library_findings},
+              {"collective_findings", a.collective_findings},
               {"input",
                {{"bytes", a.stats.bytes},
                 {"lines", a.stats.lines},

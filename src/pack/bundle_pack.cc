@@ -154,6 +154,7 @@ core::Result<RedactedBundle> RedactBundleForPack(const std::string& dir, bool wi
   if (bundle.gpu_calls) add_json("gpu_calls.json", core::ToJson(*bundle.gpu_calls));
   if (bundle.escalation) add_json("escalation.json", core::ToJson(*bundle.escalation));
   if (bundle.libraries) add_json("libraries.json", core::ToJson(*bundle.libraries));
+  if (bundle.collectives) add_json("collectives.json", core::ToJson(*bundle.collectives));
   add_text("stdout.tail", raw["stdout.tail"].bytes);
   add_text("stderr.tail", raw["stderr.tail"].bytes);
   add_text("kmsg.log", raw["kmsg.log"].bytes);

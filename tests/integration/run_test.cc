@@ -529,6 +529,55 @@ TEST_F(RunTest, RankThatFailsFirstIsTheCauseNotTheTimeoutThatFollows) {
   EXPECT_NE(r.err.find("waiting at the timeout: still running"), std::string::npos) << r.err;
 }
 
+// PyTorch's flight recorder: a job whose collective timed out leaves `<prefix><rank>` dumps (here
+// real two-rank dumps, written by the job as PyTorch's watchdog writes them, and the watchdog's
+// abort). run copies them into the bundle and compares them; analyze says which rank never
+// entered the collective the other waited in.
+TEST_F(RunTest, FlightRecorderDumpsNameTheRankThatNeverEnteredTheCollective) {
+  const std::string fixtures = std::string(GT_FIXTURES_DIR) + "/pytorch/flight-recorder/";
+  const std::string prefix = tmp_ / "nccl_trace_rank_";
+  WriteText(tmp_ / "stale", "");
+  fs::copy_file(fixtures + "nccl-1rank-no-stacks.pkl", prefix + "5");  // written before the run: not taken
+  std::string job = "cp " + fixtures + "gloo-2ranks-missing-rank0.pkl \"$TORCH_FR_DUMP_TEMP_FILE\"0 && cp " + fixtures +
+                    "gloo-2ranks-missing-rank1.pkl \"$TORCH_FR_DUMP_TEMP_FILE\"1 && echo '[rank0]:[E] Watchdog caught "
+                    "collective operation timeout: WorkGloo(SeqNum=3, OpType=ALLREDUCE) ran for 20000 milliseconds "
+                    "before timing out.' >&2 && kill -ABRT $$";
+  JobRun r = Run({"/bin/sh", "-c", job}, {}, std::nullopt, {}, {"TORCH_FR_DUMP_TEMP_FILE=" + prefix});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  EXPECT_EQ(ReadAll(r.bundle + "/fr_trace_rank_0"), ReadAll(fixtures + "gloo-2ranks-missing-rank0.pkl"));
+  EXPECT_EQ(ReadAll(r.bundle + "/fr_trace_rank_1"), ReadAll(fixtures + "gloo-2ranks-missing-rank1.pkl"));
+  EXPECT_FALSE(fs::exists(r.bundle + "/fr_trace_rank_5"));
+  Json collectives = Json::parse(ReadAll(r.bundle + "/collectives.json"), nullptr, false);
+  ASSERT_TRUE(collectives.is_object()) << r.err;
+  ASSERT_EQ(collectives["dumps"].size(), 2u);
+  EXPECT_EQ(collectives["dumps"][1]["source"], prefix + "1");
+  ASSERT_EQ(collectives["stalls"].size(), 1u);
+  EXPECT_EQ(collectives["stalls"][0]["missing"], Json::array({1}));
+  EXPECT_EQ(collectives["stalls"][0]["seq"], 3);
+  EXPECT_TRUE(r.manifest["files"]["collectives.json"].value("present", false));
+  EXPECT_NE(r.err.find("rank 1 never entered all_reduce #3 of default_pg"), std::string::npos) << r.err;
+
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  auto analyzed = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", r.bundle, "--json"}, ro);
+  ASSERT_TRUE(analyzed.ok());
+  Json a = Json::parse(analyzed->stdout_data, nullptr, false);
+  ASSERT_TRUE(a.is_object()) << analyzed->stdout_data;
+  const Json& findings = a["analyses"].is_array() ? a["analyses"][0]["collective_findings"] : a["collective_findings"];
+  ASSERT_EQ(findings.size(), 1u) << a.dump(1);
+  EXPECT_EQ(findings[0]["id"], "collective.rank_never_entered");
+  EXPECT_NE(a.dump().find("Find out why rank 1 stopped before this collective"), std::string::npos);
+
+  // Without dumps but with the recorder asked to dump on a timeout: the manifest says none came.
+  JobRun quiet = Run({"/bin/sh", "-c", "kill -ABRT $$"}, {}, std::nullopt, {},
+                     {"TORCH_FR_DUMP_TEMP_FILE=" + (tmp_ / "none_"), "TORCH_NCCL_DUMP_ON_TIMEOUT=1"});
+  ASSERT_FALSE(quiet.bundle.empty());
+  EXPECT_FALSE(quiet.manifest["files"]["collectives.json"].value("present", true));
+  EXPECT_NE(quiet.manifest["files"]["collectives.json"].value("reason", "").find("TORCH_NCCL_DUMP_ON_TIMEOUT"),
+            std::string::npos)
+      << quiet.manifest["files"].dump(1);
+}
+
 // Both ranks die: rank 1's SIGSEGV first, rank 0's abort a second later. The first is the run's
 // failure; the second is listed after it.
 TEST_F(RunTest, RanksThatFailInTurnAreOrderedByTime) {

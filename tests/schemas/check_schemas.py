@@ -288,6 +288,7 @@ class Checker:
         "escalation.json": "escalation.schema.json",
         "repeat.json": "repeat.schema.json",
         "libraries.json": "libs.schema.json",
+        "collectives.json": "collectives.schema.json",
     }
 
     def bundle(self, label, path):
@@ -312,10 +313,10 @@ class Checker:
                               f"{'there' if not present else 'not there'}")
         return names
 
-    def run_job(self, label, run_args, job, expect):
+    def run_job(self, label, run_args, job, expect, env=None):
         """`gputriage run --json RUN_ARGS -- JOB`; validates the JSON and every bundle written."""
         out = self.json_output(["run", "--json"] + run_args + ["--"] + job, "run.schema.json", label,
-                               expect=expect, json_errors=False)
+                               expect=expect, json_errors=False, env=env)
         bundles = []
         for r in (out or {}).get("runs", []):
             if isinstance(r, dict) and isinstance(r.get("bundle"), str):
@@ -470,6 +471,14 @@ def check_everything(c):
     if os.path.exists(ranks):
         bundles += c.run_job("run two ranks, one fails first", ["--bundle-dir", bdir, "--no-snapshot", "--timeout", "2"],
                              [ranks, "hang"], (124,))[1]
+    # PyTorch's flight-recorder dumps (real two-rank gloo dumps) left at the job's prefix before it
+    # aborts as PyTorch's watchdog does: collectives.json.
+    frdir = os.path.join(SOURCE, "tests", "fixtures", "pytorch", "flight-recorder")
+    prefix = os.path.join(c.tmp, "nccl_trace_rank_")
+    bundles += c.run_job("run, a job that leaves flight-recorder dumps", ["--bundle-dir", bdir, "--no-snapshot"],
+                         ["sh", "-c", f"cp {frdir}/gloo-2ranks-mismatch-rank0.pkl {prefix}0 && "
+                          f"cp {frdir}/gloo-2ranks-mismatch-rank1.pkl {prefix}1 && kill -ABRT $$"], (134,),
+                         env={"TORCH_FR_DUMP_TEMP_FILE": prefix})[1]
     # capture: a running process (python3 waiting on stdin, two threads), captured and let go; and
     # the JSON error of a pid that is not there.
     job = subprocess.Popen([sys.executable, "-c", "import sys, threading; "

@@ -1,4 +1,4 @@
-#include "kb/flight_recorder.h"
+#include "forensics/torch_flight_recorder.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/text.h"
 
-namespace gputriage::kb {
+namespace gputriage::forensics {
 namespace {
 
 constexpr size_t kMaxValues = 8u << 20;  // every value pushed, memo copies included
@@ -379,20 +379,24 @@ core::Result<FrDump> ParseFlightRecorderDump(std::string_view bytes, std::string
   FrDump dump;
   dump.version = r.Str(r.Get(top, "version"));
   dump.comm_lib_version = r.Str(r.Get(top, "comm_lib_version"));
+  if (const Value* entries = r.Get(top, "entries")) {
+    if (const auto* items = r.Items(*entries, Kind::kList)) {
+      for (const Value& e : *items) dump.entries.push_back(ReadEntry(r, e));
+    }
+  }
+  // pg_status is keyed by the group's id, pg_config by its name (the same "0" for NCCL's default
+  // group; "" in gloo's dumps, whose entries still name the group "0"): a configuration joins the
+  // group whose id or entries' name it carries, else the only group there is.
   std::map<std::string, size_t> group_index;
   auto group = [&](const std::string& id) -> FrGroup& {
     auto [it, inserted] = group_index.emplace(id, dump.groups.size());
     if (inserted) dump.groups.push_back(FrGroup{id});
     return dump.groups[it->second];
   };
+  std::vector<std::pair<std::string, const Value*>> configs;
   if (const Value* config = r.Get(top, "pg_config")) {
     if (const auto* items = r.Items(*config, Kind::kDict)) {
-      for (size_t k = 0; k + 1 < items->size(); k += 2) {
-        FrGroup& g = group(r.Str(&(*items)[k]));
-        g.name = r.Str(r.Get((*items)[k + 1], "name"));
-        g.desc = r.Str(r.Get((*items)[k + 1], "desc"));
-        g.ranks = r.Str(r.Get((*items)[k + 1], "ranks"));
-      }
+      for (size_t k = 0; k + 1 < items->size(); k += 2) configs.push_back({r.Str(&(*items)[k]), &(*items)[k + 1]});
     }
   }
   if (const Value* status = r.Get(top, "pg_status")) {
@@ -405,12 +409,32 @@ core::Result<FrDump> ParseFlightRecorderDump(std::string_view bytes, std::string
       }
     }
   }
-  if (const Value* entries = r.Get(top, "entries")) {
-    if (const auto* items = r.Items(*entries, Kind::kList)) {
-      for (const Value& e : *items) dump.entries.push_back(ReadEntry(r, e));
+  const size_t status_groups = dump.groups.size();
+  for (const auto& [key, value] : configs) {
+    std::string id = key;
+    if (!group_index.count(key)) {
+      for (const FrEntry& e : dump.entries) {
+        if (e.process_group == key && e.pg_id) {
+          id = std::to_string(*e.pg_id);
+          break;
+        }
+      }
+      if (!group_index.count(id) && configs.size() == 1 && status_groups == 1) id = dump.groups.front().id;
+    }
+    FrGroup& g = group(id);
+    g.name = r.Str(r.Get(*value, "name"));
+    g.desc = r.Str(r.Get(*value, "desc"));
+    g.ranks = r.Str(r.Get(*value, "ranks"));
+  }
+  for (FrGroup& g : dump.groups) {
+    for (const FrEntry& e : dump.entries) {
+      if (!e.pg_id || std::to_string(*e.pg_id) != g.id) continue;
+      if (g.name.empty()) g.name = e.process_group;
+      if (g.desc.empty()) g.desc = e.process_group_desc;
+      break;
     }
   }
   return dump;
 }
 
-}  // namespace gputriage::kb
+}  // namespace gputriage::forensics

@@ -1,4 +1,4 @@
-#include "kb/flight_recorder.h"
+#include "forensics/torch_flight_recorder.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "capture_tree.h"
 
-namespace gputriage::kb {
+namespace gputriage::forensics {
 namespace {
 
 // Real dumps from torch 2.11 / NCCL 2.28.9 (tests/fixtures/pytorch/flight-recorder/SOURCE.md).
@@ -128,4 +128,4 @@ TEST(FlightRecorder, OtherPicklesAreNotDumps) {
 }
 
 }  // namespace
-}  // namespace gputriage::kb
+}  // namespace gputriage::forensics
