@@ -352,6 +352,11 @@ std::string RenderAnalysis(const kb::Analysis& a) {
     }
     if (!gpu.empty()) out += "gpu calls (flight recorder):\n" + gpu;
   }
+  if (!a.collective_findings.empty()) {
+    out += "collectives (PyTorch's flight recorder):\n";
+    for (const core::Finding& f : a.collective_findings)
+      out += fmt::format("  [{}] {}\n", core::SeverityName(f.severity), T(f.title));
+  }
   if (!a.signature.empty()) out += fmt::format("signature: {}\n", T(a.signature));
   out += "next steps:\n";
   for (const std::string& s : a.next_steps) out += fmt::format("  - {}\n", T(s));

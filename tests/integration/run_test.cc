@@ -567,6 +567,12 @@ TEST_F(RunTest, FlightRecorderDumpsNameTheRankThatNeverEnteredTheCollective) {
   ASSERT_EQ(findings.size(), 1u) << a.dump(1);
   EXPECT_EQ(findings[0]["id"], "collective.rank_never_entered");
   EXPECT_NE(a.dump().find("Find out why rank 1 stopped before this collective"), std::string::npos);
+  auto text = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", r.bundle}, ro);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->stdout_data.find("collectives (PyTorch's flight recorder):\n  [error] rank 1 never entered "
+                                   "all_reduce #3 of default_pg, which rank 0 entered"),
+            std::string::npos)
+      << text->stdout_data;
 
   // Without dumps but with the recorder asked to dump on a timeout: the manifest says none came.
   JobRun quiet = Run({"/bin/sh", "-c", "kill -ABRT $$"}, {}, std::nullopt, {},
