@@ -5,9 +5,8 @@
 #   recorder (torch._C._distributed_c10d._dump_fr_trace()), as the watchdog would on a timeout.
 # - gloo_mismatch_rank_{0,1}: the same, but the third collective is an all_reduce of 4 floats on
 #   rank 0 and a broadcast of 8 on rank 1.
-# - nccl_timeout_rank_0: a one-rank NCCL group whose all_reduce waits behind a 15 s kernel
-#   (torch.cuda._sleep) past the group's 5 s timeout: PyTorch's watchdog writes the dump itself
-#   (TORCH_NCCL_DUMP_ON_TIMEOUT=1) and ends the process; its output is nccl-timeout.log.
+# (A real NCCL collective timeout, whose dump PyTorch's watchdog writes itself, is
+# scripts/device/fr_run.sh, under `gputriage run`.)
 # Also each dump as Python's pickle reads it (summary.txt). No GPU settings are changed.
 set -u
 out=${OUT:-/tmp/gputriage-out}/fr2
@@ -36,22 +35,6 @@ for mode in missing mismatch; do
     python3 -m torch.distributed.run --nproc-per-node 2 --master-port 29521 /tmp/fr_job.py $mode "$out" > "$out/gloo-$mode.log" 2>&1
   echo "gloo $mode rc=$?" >> "$out/log.txt"
 done
-cat > /tmp/nccl_timeout.py <<'JOB'
-import datetime, torch, torch.distributed as dist
-dist.init_process_group("nccl", rank=0, world_size=1, timeout=datetime.timedelta(seconds=5),
-                        device_id=torch.device("cuda:0"))
-x = torch.ones(1 << 10, device="cuda")
-for _ in range(3):
-    dist.all_reduce(x)
-torch.cuda.synchronize()
-torch.cuda._sleep(int(3e10))  # ~15 s of GPU time on the collective's stream
-dist.all_reduce(x)
-torch.cuda.synchronize()
-print("not reached")
-JOB
-MASTER_ADDR=127.0.0.1 MASTER_PORT=29522 TORCH_FR_BUFFER_SIZE=64 TORCH_NCCL_DUMP_ON_TIMEOUT=1 \
-  TORCH_FR_DUMP_TEMP_FILE=$out/nccl_timeout_rank_ timeout 90 python3 /tmp/nccl_timeout.py > "$out/nccl-timeout.log" 2>&1
-echo "nccl timeout rc=$?" >> "$out/log.txt"
 python3 - "$out" >> "$out/summary.txt" 2>&1 <<'PY'
 import os, pickle, sys
 out = sys.argv[1]
