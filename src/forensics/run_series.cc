@@ -272,16 +272,19 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   }
   // After the recorder: GPU calls that failed can make a run failed that exited 0.
   if (sampled) AddTelemetry(run, std::move(*sampled));
-  // PyTorch's flight-recorder dumps (a collective timed out): written by the job during this run.
-  auto lookup = [](const char* name) { return std::getenv(name); };
-  std::string fr_prefix = FlightRecorderPrefix(lookup);
-  if (std::optional<FlightRecorderFiles> dumps = CollectFlightRecorderDumps(fr_prefix, job_start)) {
-    AddCollectives(run, std::move(*dumps));
-  } else if (FlightRecorderDumpsOnTimeout(lookup)) {
-    run.collectives_missing = fmt::format(
-        "the job asked PyTorch for flight-recorder dumps on a collective timeout (TORCH_NCCL_DUMP_ON_TIMEOUT) but "
-        "wrote none at {}<rank> during the run (PyTorch writes them when a collective times out)",
-        fr_prefix);
+  // PyTorch's flight-recorder dumps (a collective timed out): written by the job during this run,
+  // read only for a failed run (a bundle's; a passing run of a series keeps nothing of them).
+  if (run.failed()) {
+    auto lookup = [](const char* name) { return std::getenv(name); };
+    std::string fr_prefix = FlightRecorderPrefix(lookup);
+    if (std::optional<FlightRecorderFiles> dumps = CollectFlightRecorderDumps(fr_prefix, job_start)) {
+      AddCollectives(run, std::move(*dumps));
+    } else if (FlightRecorderDumpsOnTimeout(lookup)) {
+      run.collectives_missing = fmt::format(
+          "the job asked PyTorch for flight-recorder dumps on a collective timeout (TORCH_NCCL_DUMP_ON_TIMEOUT) but "
+          "wrote none at {}<rank> during the run (PyTorch writes them when a collective times out)",
+          fr_prefix);
+    }
   }
   if ((request.escalate || request.sync_only) && Escalatable(run)) {
     EscalateRequest er{.command = request.command,

@@ -285,36 +285,29 @@ class Resolver {
 
 }  // namespace
 
-std::shared_ptr<const core::Result<ElfDynamic>> ElfMemo::Read(const std::string& path, bool with_symbols) {
+template <class Map, class Compute>
+typename Map::mapped_type ElfMemo::Remembered(Map& memo, const typename Map::key_type& key, Compute compute) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = read_.find({path, with_symbols});
-    if (it != read_.end()) return it->second;
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
-  // Read outside the lock; two threads reading one file at once both read it, the first kept.
-  auto elf = std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(path, with_symbols));
+  typename Map::mapped_type value = compute();
   std::lock_guard<std::mutex> lock(mutex_);
-  return read_.emplace(std::pair{path, with_symbols}, std::move(elf)).first->second;
+  return memo.emplace(key, std::move(value)).first->second;
+}
+
+std::shared_ptr<const core::Result<ElfDynamic>> ElfMemo::Read(const std::string& path, bool with_symbols) {
+  return Remembered(read_, {path, with_symbols}, [&] {
+    return std::make_shared<const core::Result<ElfDynamic>>(ReadElfDynamic(path, with_symbols));
+  });
 }
 
 std::optional<std::pair<uint64_t, uint64_t>> ElfMemo::RegularFile(const std::string& path) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = stat_.find(path); it != stat_.end()) return it->second;
-  }
-  std::optional<FileId> id = IdOf(path);
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stat_.emplace(path, id).first->second;
+  return Remembered(stat_, path, [&] { return IdOf(path); });
 }
 
 std::string ElfMemo::Real(const std::string& path) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = real_.find(path); it != real_.end()) return it->second;
-  }
-  std::string real = RealPath(path);
-  std::lock_guard<std::mutex> lock(mutex_);
-  return real_.emplace(path, std::move(real)).first->second;
+  return Remembered(real_, path, [&] { return RealPath(path); });
 }
 
 // The dynamic sections resolved the closure; the symbol tables (most of the bytes: libtorch_cpu.so

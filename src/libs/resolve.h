@@ -39,6 +39,11 @@ class ElfMemo {
   std::string Real(const std::string& path);
 
  private:
+  // The value under `key` in `memo`, computed outside the lock the first time (two threads asking
+  // at once may both compute it; the first kept).
+  template <class Map, class Compute>
+  typename Map::mapped_type Remembered(Map& memo, const typename Map::key_type& key, Compute compute);
+
   std::mutex mutex_;
   std::map<std::pair<std::string, bool>, std::shared_ptr<const core::Result<ElfDynamic>>> read_;
   std::map<std::string, std::optional<std::pair<uint64_t, uint64_t>>> stat_;
