@@ -4,8 +4,9 @@ reports it has never seen.
 
   bench/eval_corpus.py GPUTRIAGE [CORPUS.jsonl ...] [--mode all|loro|general] [--verbose]
 
-CORPUS defaults to ../shared/corpus/train.jsonl and train2.jsonl (each line: a public report with
-the category, root cause and fix its thread established); bench/corpus_extra.jsonl holds 18 more
+CORPUS defaults to bench/corpus/*.jsonl, found next to this script: train.jsonl and train2.jsonl
+(each line: a public report with the category, root cause and fix its thread established; see
+bench/corpus/README.md); bench/corpus_extra.jsonl holds 35 more
 real reports collected for this project without looking at kb/ (verdict labels in
 bench/corpus_extra_labels.json; no root-cause labels yet, so top-3 is not scored on them). Three modes, all by default:
 
@@ -121,6 +122,11 @@ def load(path):
 
 
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        sys.exit(0)
+    if len(sys.argv) < 2:
+        sys.exit(__doc__.strip().split("\n\n")[1])  # the usage line, exit status 1
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     modes = ["all", "loro", "general"]
     if "--mode" in sys.argv:
@@ -128,7 +134,9 @@ def main():
         args = [a for a in args if a not in modes]
     verbose = "--verbose" in sys.argv
     gt = args[0]
-    corpora = args[1:] or [os.path.join(ROOT, "..", "shared", "corpus", f) for f in ("train.jsonl", "train2.jsonl")]
+    corpora = args[1:] or sorted(glob.glob(os.path.join(HERE, "corpus", "*.jsonl")))
+    if not corpora:
+        sys.exit(f"eval_corpus: no corpus given and none in {os.path.join(HERE, 'corpus')}")
     cases = [json.loads(line) for path in corpora for line in open(path) if line.strip()]
     verdicts = load(os.path.join(HERE, "corpus_verdicts.json"))
     # Cases collected for this project (bench/corpus_extra.jsonl, independently of kb/) carry

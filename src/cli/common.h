@@ -19,7 +19,7 @@
 
 namespace gputriage::cli {
 
-// Exit codes (DESIGN.md): 0 nothing wrong, 1 findings at error level or above, 2 usage error,
+// Exit codes (docs/design.md): 0 nothing wrong, 1 findings at error level or above, 2 usage error,
 // 3 internal failure.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFindings = 1;

@@ -1,4 +1,4 @@
-// A crash bundle (DESIGN.md "Crash bundle") as one typed model: the manifest, the process file,
+// A crash bundle (docs/design.md "The crash bundle") as one typed model: the manifest, the process file,
 // the snapshot, `run --repeat`'s statistics and the output tails, read by one function for
 // `analyze`, `report` and the analyzer alike. The writers (forensics) use the same types.
 #pragma once
@@ -164,7 +164,7 @@ struct RepeatRun {
   int64_t exit_status = 0;  ///< as a shell reports it (128+N for signal N)
   bool timed_out = false;
   std::optional<std::string> signature;  ///< a failed run's
-  std::optional<std::string> category;   ///< a failed run's DESIGN.md category
+  std::optional<std::string> category;   ///< a failed run's docs/design.md category
   template <class V, class S>
   static void Fields(V& v, S& s) {
     v("run", s.run);
@@ -223,7 +223,7 @@ struct BundleRecord {
   std::optional<int64_t> exit_status;
   std::optional<std::string> signal;     ///< "SIGSEGV"; nullopt for exits and hangs
   std::optional<std::string> kind;       ///< classification kind ("null-dereference")
-  std::optional<std::string> category;   ///< DESIGN.md category ("illegal-address")
+  std::optional<std::string> category;   ///< docs/design.md category ("illegal-address")
   std::optional<std::string> signature;  ///< groups runs of the same failure
   std::string summary;
   bool operator==(const BundleRecord&) const = default;

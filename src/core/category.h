@@ -1,4 +1,4 @@
-// The failure categories and verdicts of DESIGN.md, as enums. Their names ("illegal-address",
+// The failure categories and verdicts of docs/design.md, as enums. Their names ("illegal-address",
 // "driver-firmware") are stable: they are what JSON outputs, the knowledge base and the error
 // tables say.
 #pragma once
@@ -27,7 +27,7 @@ enum class Category {
 };
 inline constexpr size_t kCategoryCount = 12;
 
-/// Every category, in the order above (DESIGN.md's table).
+/// Every category, in the order above (docs/design.md's table).
 const std::array<Category, kCategoryCount>& AllCategories();
 
 /// "illegal-address", ... "other".

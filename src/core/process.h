@@ -88,7 +88,7 @@ struct FaultLocation {
 
 /// How the failure is explained. `kind` is a stable identifier ("null-dereference",
 /// "stack-overflow", "sigbus-truncated-file", "illegal-instruction-isa", "gpu-runtime-error",
-/// ...); `category` is the DESIGN.md failure category when one applies, else "other".
+/// ...); `category` is the docs/design.md failure category when one applies, else "other".
 struct Classification {
   std::string kind;
   Category category = Category::kOther;

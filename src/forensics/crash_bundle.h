@@ -1,4 +1,4 @@
-// From a supervised run to its verdict and its crash bundle (DESIGN.md "Crash bundle"): the
+// From a supervised run to its verdict and its crash bundle (docs/design.md "The crash bundle"): the
 // kernel log correlated with the job, the classification, the findings, and the bundle
 // directory written atomically (temp directory + rename) by the supervisor, not the job, so it
 // survives the job's container teardown.

@@ -47,7 +47,7 @@ ErrorSummary CompareAt(const std::vector<double>& result, const std::vector<size
 
 /// The bound max_rel_error is held to for an operation whose elements sum `terms` products in
 /// `dtype` (accumulating in fp32, or fp64 for fp64): the output rounding of the type plus the
-/// accumulation error, with margin. Documented in README ("validate: tolerances").
+/// accumulation error, with margin. Documented in docs/commands/validate.md ("Correctness").
 double Tolerance(Dtype dtype, size_t terms);
 
 /// Row-major C = A[m x k] * B[k x n] in float64 at the given output positions (row * n + col).
