@@ -47,6 +47,7 @@ function(gt_module name dir)
     target_include_directories(gt_${name} PUBLIC ${GT_PUBLIC_ROOT} PRIVATE ${GT_PRIVATE_ROOT})
     target_link_libraries(gt_${name} PUBLIC ${ARG_DEPS})
     set_target_properties(gt_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    gt_own_code_options(gt_${name})
     # nlohmann/json is in nearly every file and is the bulk of the parse time on 2-core CI.
     # One precompiled header for all libraries (they share flags), made once by gt_core.
     if(name STREQUAL "core")
@@ -69,7 +70,7 @@ function(gt_module name dir)
       GT_FIXTURES_DIR="${CMAKE_SOURCE_DIR}/tests/fixtures"
       GT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
       GT_BINARY_DIR="${CMAKE_BINARY_DIR}")
-    gtest_discover_tests(gt_${name}_test DISCOVERY_MODE PRE_TEST
-      PROPERTIES ENVIRONMENT "GPUTRIAGE_HOME=${CMAKE_BINARY_DIR}/test-home")
+    gt_test_code_options(gt_${name}_test)
+    gt_add_gtest(gt_${name}_test ENVIRONMENT GPUTRIAGE_HOME=${CMAKE_BINARY_DIR}/test-home)
   endif()
 endfunction()

@@ -51,7 +51,7 @@ TEST(TelemetrySession, StopWaitsForTheSamplersFirstLine) {
   core::TelemetryRecording r = session->Stop(0);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   EXPECT_EQ(r.note, "no GPU to sample: NVML: x");
-  EXPECT_LT(took, 2.0);
+  EXPECT_LT(took, 15.0);  // far from the helper's 30 s, on any load
 }
 
 TEST(TelemetrySession, AHelperIgnoringSigtermIsKilledAndItsSamplesKept) {
@@ -65,7 +65,7 @@ TEST(TelemetrySession, AHelperIgnoringSigtermIsKilledAndItsSamplesKept) {
   auto begin = std::chrono::steady_clock::now();
   core::TelemetryRecording r = session->Stop(4.0);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  EXPECT_LT(took, 3.0);
+  EXPECT_LT(took, 6.0);  // about 2 s (SIGTERM, then SIGKILL), with room for a loaded machine
   ASSERT_EQ(r.samples.size(), 1u) << r.note;
   EXPECT_NEAR(r.samples[0].t_s, 1.0, 1e-9);
   EXPECT_EQ(r.samples[0].temperature_c, 50);

@@ -48,7 +48,7 @@ TEST(ReadBundle, ATailLargerThanRunWritesIsReadFromItsEnd) {
             "used\n");
   struct rusage usage {};
   ASSERT_EQ(getrusage(RUSAGE_SELF, &usage), 0);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(GT_SANITIZED)
   EXPECT_LT(usage.ru_maxrss, 256 * 1024) << "peak RSS, KiB";
 #endif
 }

@@ -28,7 +28,7 @@ TEST(SubprocessTest, AHungChildIsKilledAtTheDeadline) {
   EXPECT_TRUE(outcome->timed_out);
   EXPECT_EQ(outcome->term_signal, SIGKILL);
   EXPECT_FALSE(outcome->abandoned);
-  EXPECT_LT(outcome->elapsed_s, 2.0);
+  EXPECT_LT(outcome->elapsed_s, 15.0);  // far from the 30 s of a child left running, on any load
   EXPECT_EQ(DescribeOutcome(*outcome, options), "did not answer within 0.3 s");
 }
 

@@ -232,7 +232,7 @@ TEST(CliTest, HungProbeBecomesAFindingAndTheSnapshotCompletes) {
       {dir.path() + "/gputriage", "doctor", "--json", "--root", H200Root(), "--probe-timeout", "0.5"}, {});
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
   CliRun run{outcome->exit_code.value_or(-1), outcome->stdout_data, outcome->stderr_tail, outcome->elapsed_s};
-  EXPECT_LT(run.seconds, 5.0);
+  EXPECT_LT(run.seconds, 30.0);  // far from the probe's 60 s, even sanitized on a loaded machine
   EXPECT_EQ(run.exit_code, 1) << run.err;
   Json j = ParseJson(run);
   const Json* hung = FindFinding(j["findings"], "collect.nvidia_probe_hung");

@@ -325,8 +325,8 @@ TEST(JournalBoundsTest, TwentyThousandKernelEntriesWellWithinTheBudget) {
   EXPECT_EQ(section.data["previous_boot"]["records_total"], 20000) << ::testing::PrintToString(section.not_collected);
   EXPECT_EQ(section.data["previous_boot"]["records"].size(), 2000u);  // max_records
   // Measured 6.5 us an entry (100k entries in 654 ms; RelWithDebInfo on the shared 2-core
-  // machine): ~130 ms here. The default budget is 2000 ms; the bound leaves room for sanitizers.
-  EXPECT_LT(ms, 1500.0);
+  // machine): ~130 ms here, against a default budget of 2000 ms. Recorded, not asserted: the time
+  // depends on the CPU, the build (sanitized code at -O0 in the tests) and the machine's load.
   RecordProperty("collect_ms", static_cast<int>(ms));
 }
 

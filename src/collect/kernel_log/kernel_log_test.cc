@@ -509,8 +509,8 @@ TEST(KernelLogSpeedTest, FiftyThousandRecordsUnderABudget) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(section.data["records_total"], 50000);
   // Measured ~110 ms (2 us a record, 1000 of them turned into JSON; RelWithDebInfo on a shared
-  // 2-core machine). A boot log holds 1-20k records. The budget leaves room for sanitizers.
-  EXPECT_LT(ms, 1500.0);
+  // 2-core machine). A boot log holds 1-20k records. The time is recorded, not asserted: it
+  // depends on the CPU, the build (the tests run sanitized code at -O0) and the machine's load.
   RecordProperty("collect_ms", static_cast<int>(ms));
 }
 
