@@ -9,6 +9,7 @@
 
 #include "cli/common.h"
 #include "core/redact.h"
+#include "core/trust.h"
 #include "core/version.h"
 
 namespace gputriage::cli {
@@ -125,6 +126,18 @@ std::string DefaultConfigFile() {
   return "";
 }
 
+// The config file this command line reads: --config FILE / --config=FILE among gputriage's own
+// options (before a job's "--"), else the default; empty when there is none.
+std::string ConfigFileOf(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--config" && i + 1 < argc) return argv[i + 1];
+    if (arg.starts_with("--config=")) return std::string(arg.substr(9));
+  }
+  return DefaultConfigFile();
+}
+
 // Every command's output ends here: a short write (a full disk, a closed pipe whose SIGPIPE is
 // ignored) leaves a truncated answer, so it is an internal failure (exit 3), never a success;
 // for run, whose status is the job's, only a success becomes 3.
@@ -206,6 +219,15 @@ int Main(int argc, char** argv) {
                       chosen->usage_exit);
         }
       }
+    }
+  }
+  // A config file chooses programs gputriage runs (python = ...): it is read only when it, and the
+  // directories above it, are owned by root or this user and writable by nobody else.
+  if (std::string config = ConfigFileOf(argc, argv); !config.empty() && ::access(config.c_str(), F_OK) == 0) {
+    if (auto trusted = core::CheckTrusted(config, "config file"); !trusted.ok()) {
+      return Fail(trusted.error().message, chosen_usage_exit   ? *chosen_usage_exit
+                                           : chosen != nullptr ? chosen->usage_exit
+                                                               : kExitUsage);
     }
   }
   try {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/scoped_fd.h"
+#include "core/trust.h"
 
 extern char** environ;
 
@@ -106,13 +107,26 @@ Result<pid_t> SpawnInGroup(const std::vector<std::string>& argv, const RunOption
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
   std::vector<std::string> args = argv;
+  if (::geteuid() == 0) {
+    // As root, only a program that root or no one else could have put there (core/trust.h): the
+    // path is resolved here, checked, and started as it was checked.
+    auto program = TrustedProgram(argv[0]);
+    if (!program.ok()) {
+      posix_spawn_file_actions_destroy(&actions);
+      posix_spawnattr_destroy(&attr);
+      if (program.error().code == ErrorCode::kNotFound)  // as posix_spawn would have said
+        return MakeErrorCode(ErrorCode::kNotFound, "{}: cannot start: {}", argv[0], std::strerror(ENOENT));
+      return MakeError("{}: not started: {}", argv[0], program.error().message);
+    }
+    args[0] = *program;
+  }
   std::vector<std::string> env = BuildEnvironment(options.extra_env);
   std::vector<char*> c_args = CStrings(args);
   std::vector<char*> c_env = CStrings(env);
   pid_t pid = 0;
-  int rc = argv[0].find('/') == std::string::npos
-               ? posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, c_args.data(), c_env.data())
-               : posix_spawn(&pid, argv[0].c_str(), &actions, &attr, c_args.data(), c_env.data());
+  int rc = args[0].find('/') == std::string::npos
+               ? posix_spawnp(&pid, args[0].c_str(), &actions, &attr, c_args.data(), c_env.data())
+               : posix_spawn(&pid, args[0].c_str(), &actions, &attr, c_args.data(), c_env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return MakeError("{}: cannot start: {}", argv[0], std::strerror(rc));

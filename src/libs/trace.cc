@@ -84,9 +84,14 @@ core::Result<TraceResult> TraceCommand(const std::vector<std::string>& command, 
   auto text = core::ReadFile(out_file, 256u << 20);
   std::filesystem::remove_all(dir);
   if (!text.ok()) {
-    return core::MakeError(
-        "the loader wrote no audit trace ({}): a static or setuid program, or a loader without LD_AUDIT support",
-        text.error().message);
+    // Only a trace that is not there says the loader never audited the program; a trace too
+    // large or unreadable says so itself (issue 32: a large trace was blamed on a static program).
+    if (text.error().code == core::ErrorCode::kNotFound) {
+      return core::MakeError(
+          "the loader wrote no audit trace ({}): a static or setuid program, or a loader without LD_AUDIT support",
+          text.error().message);
+    }
+    return core::MakeError("the loader's audit trace could not be read: {}", text.error().message);
   }
   result.events = ParseAuditTrace(*text, &result.malformed);
   return result;

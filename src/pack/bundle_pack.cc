@@ -315,10 +315,37 @@ core::Result<PackResult> PackBundle(const PackRequest& request) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   PackResult result;
   result.output = request.output.empty() ? DefaultPackPath(dir) : request.output;
+  // What is at the output path decides how it is written: nothing or a regular file, a temporary
+  // file renamed into place (a regular file only with --force); a character device or a FIFO
+  // (/dev/stdout, a pipe), written as a stream, never replaced; anything else (a symbolic link, a
+  // directory, a socket, a block device) is never replaced, --force or not; a symbolic link the
+  // user named is followed only to a character device or a FIFO.
   struct stat out_st {};
-  if (!request.force && ::lstat(result.output.c_str(), &out_st) == 0) {
-    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: already exists (--force replaces it)",
-                               result.output);
+  bool stream = false;
+  if (::lstat(result.output.c_str(), &out_st) == 0) {
+    struct stat target {};
+    bool link_to_stream = S_ISLNK(out_st.st_mode) && ::stat(result.output.c_str(), &target) == 0 &&
+                          (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode));  // /dev/stdout, named by the user
+    if (S_ISCHR(out_st.st_mode) || S_ISFIFO(out_st.st_mode) || link_to_stream) {
+      stream = true;
+    } else if (!S_ISREG(out_st.st_mode)) {
+      std::string what = S_ISLNK(out_st.st_mode)    ? "a symbolic link"
+                         : S_ISDIR(out_st.st_mode)  ? "a directory"
+                         : S_ISSOCK(out_st.st_mode) ? "a socket"
+                                                    : "a block device";
+      if (S_ISLNK(out_st.st_mode)) {
+        std::error_code ec;
+        auto target = std::filesystem::read_symlink(result.output, ec);
+        if (!ec) what += " to " + target.string();
+      }
+      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
+                                 "{}: {}, not a regular file: never replaced, --force or not (name a new file, or the "
+                                 "file itself)",
+                                 result.output, what);
+    } else if (!request.force) {
+      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: already exists (--force replaces it)",
+                                 result.output);
+    }
   }
   struct stat dir_st {};
   if (::stat(dir.c_str(), &dir_st) != 0) return core::ErrnoError(errno, "{}", dir);
@@ -332,11 +359,17 @@ core::Result<PackResult> PackBundle(const PackRequest& request) {
 
   std::string out_dir = std::filesystem::path(result.output).parent_path().string();
   if (out_dir.empty()) out_dir = ".";
-  std::string temp =
-      fmt::format("{}/.{}.tmp.XXXXXX", out_dir, std::filesystem::path(result.output).filename().string());
-  core::ScopedFd fd(::mkstemp(temp.data()));
-  if (!fd.valid()) return core::ErrnoError(errno, "{}: cannot create a temporary file there", out_dir);
-  bool published = false;
+  std::string temp;
+  core::ScopedFd fd;
+  if (stream) {
+    fd.reset(::open(result.output.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC));
+    if (!fd.valid()) return core::ErrnoError(errno, "{}: cannot open for writing", result.output);
+  } else {
+    temp = fmt::format("{}/.{}.tmp.XXXXXX", out_dir, std::filesystem::path(result.output).filename().string());
+    fd.reset(::mkstemp(temp.data()));
+    if (!fd.valid()) return core::ErrnoError(errno, "{}: cannot create a temporary file there", out_dir);
+  }
+  bool published = stream;  // a stream has no temporary file to remove
   struct RemoveTemp {
     const std::string& path;
     const bool& published;
@@ -372,6 +405,10 @@ core::Result<PackResult> PackBundle(const PackRequest& request) {
     result.members.push_back({member, text->size(), true, changed.count(name) > 0});
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK) return ArchiveError(a.get(), result.output);
+  if (stream) {
+    result.archive_bytes = static_cast<uint64_t>(archive_filter_bytes(a.get(), -1));
+    return result;
+  }
   if (::fsync(fd.get()) != 0) return core::ErrnoError(errno, "{}: fsync", temp);
   struct stat st {};
   if (::fstat(fd.get(), &st) == 0) result.archive_bytes = static_cast<uint64_t>(st.st_size);

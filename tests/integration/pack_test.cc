@@ -5,10 +5,12 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -237,6 +239,53 @@ TEST_F(PackTest, PackedBundleHoldsNoSecretAndAnalyzesAsItsDirectory) {
   ASSERT_TRUE(piped.ok());
   EXPECT_EQ(piped->exit_code, 1) << piped->stderr_tail;
   EXPECT_NE(piped->stdout_data.find("null_deref"), std::string::npos) << piped->stdout_data;
+}
+
+// Failed before (issue 32): `-o PATH --force` renamed the archive over whatever was at PATH, so
+// as root `-o /dev/null --force` left a regular file where the device was. A character device or
+// a FIFO (or a link to one, as /dev/stdout is) is written as a stream; a symbolic link to a file,
+// a directory or a socket is never replaced, --force or not.
+TEST_F(PackTest, OutputsThatAreNotRegularFilesAreStreamedOrRefused) {
+  std::string bundle = CrashWithSecrets({"--no-telemetry"});
+  ASSERT_FALSE(bundle.empty());
+  // A FIFO read by a thread: the archive arrives whole, and the FIFO is still a FIFO.
+  std::string fifo = tmp_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = ReadAll(fifo); });
+  PackCliRun to_fifo = Gputriage({"bundles", "pack", bundle, "-o", fifo, "--force"});
+  reader.join();
+  EXPECT_EQ(to_fifo.exit_code, 0) << to_fifo.err;
+  EXPECT_EQ(received.substr(0, 4), std::string("\x28\xb5\x2f\xfd", 4)) << "a zstd frame";
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // /dev/null, with and without --force: still the device afterwards.
+  for (std::vector<std::string> extra : {std::vector<std::string>{}, std::vector<std::string>{"--force"}}) {
+    std::vector<std::string> args = {"bundles", "pack", bundle, "-o", "/dev/null"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    PackCliRun to_null = Gputriage(args);
+    EXPECT_EQ(to_null.exit_code, 0) << to_null.err;
+    ASSERT_EQ(::lstat("/dev/null", &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null was replaced";
+  }
+  // A link to a regular file, a directory: refused with the reason, left as they were.
+  std::string target = tmp_ / "target.txt";
+  std::ofstream(target) << "keep";
+  std::string link = tmp_ / "link.tar.zst";
+  fs::create_symlink(target, link);
+  PackCliRun to_link = Gputriage({"bundles", "pack", bundle, "-o", link, "--force"});
+  EXPECT_EQ(to_link.exit_code, 2) << to_link.err;
+  EXPECT_NE(to_link.err.find(link + ": a symbolic link to " + target + ", not a regular file: never replaced"),
+            std::string::npos)
+      << to_link.err;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(ReadAll(target), "keep");
+  fs::create_directories(tmp_ / "dir");
+  PackCliRun to_dir = Gputriage({"bundles", "pack", bundle, "-o", tmp_ / "dir", "--force"});
+  EXPECT_EQ(to_dir.exit_code, 2);
+  EXPECT_NE(to_dir.err.find("a directory, not a regular file"), std::string::npos) << to_dir.err;
+  EXPECT_TRUE(fs::is_directory(tmp_ / "dir"));
 }
 
 // telemetry.csv is packed (written back from its parsed samples): lines as the H100 machine's
