@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.h"
+#include "core/fs.h"
 #include "kb/knowledge_base.h"
 #include "report/report.h"
 #include "store/data_home.h"
@@ -57,10 +58,9 @@ int Report(const std::vector<std::string>& paths, const std::string& format, con
     std::fflush(stdout);
     return kExitOk;
   }
-  std::ofstream out(output, std::ios::binary);
-  out << text;
-  if (!out) {
-    return Fail(fmt::format("{}: cannot write: {}", output, std::strerror(errno)), kExitInternal);
+  if (auto written = core::WriteOutputFile(output, text); !written.ok()) {
+    bool refused = written.error().code == core::ErrorCode::kInvalidArgument;
+    return Fail(written.error().message, refused ? kExitUsage : kExitInternal);
   }
   std::fprintf(stderr, "gputriage: report written to %s\n", output.c_str());
   return kExitOk;

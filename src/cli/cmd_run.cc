@@ -8,6 +8,7 @@
 #include "catalog/catalog.h"
 #include "cli/common.h"
 #include "collect/telemetry.h"
+#include "core/fs.h"
 #include "core/version.h"
 #include "forensics/run_series.h"
 #include "store/data_home.h"
@@ -89,10 +90,8 @@ int RunJob(RunFlags& flags, CLI::App& app) {
   if (!flags.json_file.empty()) {
     // The job's stdout stays the job's: the JSON goes to its own file. A file that cannot be
     // written is reported; the status stays the job's.
-    std::ofstream out(flags.json_file, std::ios::binary | std::ios::trunc);
-    out << result.dump(2) << '\n';
-    out.flush();
-    if (!out) PrintError(fmt::format("--json-file {}: cannot write: {}", flags.json_file, std::strerror(errno)));
+    if (auto written = core::WriteOutputFile(flags.json_file, result.dump(2) + "\n"); !written.ok())
+      PrintError("--json-file " + written.error().message);
   } else if (flags.json) {
     if (outcome->stdout_mid_line) std::fputc('\n', stdout);
     PrintJson(result);

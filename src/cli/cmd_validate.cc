@@ -8,6 +8,7 @@
 #include "catalog/catalog.h"
 #include "cli/common.h"
 #include "cli/render.h"
+#include "core/fs.h"
 #include "validate/validate.h"
 
 namespace gputriage::cli {
@@ -50,10 +51,8 @@ int Validate(const ValidateFlags& flags) {
   }
   core::ValidationReport report = validate::RunValidate(options, (*catalog)->product_peaks);
   if (!flags.junit.empty()) {
-    std::ofstream out(flags.junit, std::ios::binary | std::ios::trunc);
-    out << RenderJunit(report);
-    out.close();
-    if (!out) return Fail(fmt::format("validate: cannot write the JUnit report to {}", flags.junit), kExitUsage);
+    if (auto written = core::WriteOutputFile(flags.junit, RenderJunit(report)); !written.ok())
+      return Fail(fmt::format("validate: cannot write the JUnit report: {}", written.error().message), kExitUsage);
   }
   core::CheckCounts counts = core::CountChecks(report.checks);
   bool no_gpu = report.devices_found == 0;

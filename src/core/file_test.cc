@@ -55,6 +55,56 @@ class FifoWriter {
   std::thread thread_;
 };
 
+// Failed before (issue 32): `report -o`, `run --json-file` and `validate --junit` wrote through
+// whatever was at the path (a link, /dev/full without an error). A user-named output is a new or
+// regular file written in place, a device or FIFO written as a stream, and nothing else.
+TEST(WriteOutputFile, RegularFilesDevicesAndFifosAreWrittenTheRestRefused) {
+  gputriage::testing::TempDir dir;
+  std::string file = dir / "report.md";
+  ASSERT_TRUE(WriteOutputFile(file, "first\n").ok());
+  ASSERT_TRUE(WriteOutputFile(file, "second\n").ok());
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "second");
+  EXPECT_TRUE(WriteOutputFile("/dev/null", "x").ok());
+  std::filesystem::create_symlink("/dev/null", dir / "null-link");
+  EXPECT_TRUE(WriteOutputFile(dir / "null-link", "x").ok());  // like /dev/stdout
+  struct stat st {};
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  // A full disk is an error naming the path, not a silent success.
+  auto full = WriteOutputFile("/dev/full", "data");
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.error().message.find("/dev/full: cannot write (0 of 4 bytes written)"), std::string::npos)
+      << full.error().message;
+  // A FIFO gets the text as a stream.
+  std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream f(fifo);
+    std::getline(f, got);
+  });
+  EXPECT_TRUE(WriteOutputFile(fifo, "through the pipe\n").ok());
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  // A link to a regular file and a directory: refused, left as they were.
+  std::filesystem::create_symlink(file, dir / "link.md");
+  auto link = WriteOutputFile(dir / "link.md", "x");
+  ASSERT_FALSE(link.ok());
+  EXPECT_EQ(
+      link.error().message,
+      dir / "link.md" + ": a symbolic link, not a regular file: not written (name a new file, or the file itself)");
+  EXPECT_EQ(link.error().code, ErrorCode::kInvalidArgument);
+  auto directory = WriteOutputFile(dir.path(), "x");
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.error().message.find("a directory, not a regular file"), std::string::npos);
+  std::ifstream again(file);
+  std::getline(again, line);
+  EXPECT_EQ(line, "second");
+}
+
 TEST(ReadFileTest, ReadsARegularFile) {
   gputriage::testing::TempDir dir;
   std::string path = WriteFile(dir, "a.txt", "hello\nworld\n");

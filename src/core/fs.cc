@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/scoped_fd.h"
+
 namespace gputriage::core {
 
 Result<void> MakeDirectories(const std::string& path, unsigned mode) {
@@ -73,6 +75,39 @@ Result<void> WriteFileAtomically(const std::string& path, std::string_view text)
     int saved = errno;
     ::unlink(temp.c_str());
     return ErrnoError(saved, "{}: rename to {} failed", temp, path);
+  }
+  return {};
+}
+
+core::Result<void> WriteOutputFile(const std::string& path, std::string_view text) {
+  struct stat st {};
+  int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY;
+  if (::lstat(path.c_str(), &st) == 0) {
+    struct stat target {};
+    bool stream = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) ||
+                  (S_ISLNK(st.st_mode) && ::stat(path.c_str(), &target) == 0 &&
+                   (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)));
+    if (!stream && !S_ISREG(st.st_mode)) {
+      std::string what = S_ISLNK(st.st_mode)    ? "a symbolic link"
+                         : S_ISDIR(st.st_mode)  ? "a directory"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "a block device";
+      return MakeErrorCode(ErrorCode::kInvalidArgument,
+                           "{}: {}, not a regular file: not written (name a new file, or the file itself)", path, what);
+    }
+    if (!stream) flags |= O_TRUNC | O_NOFOLLOW;
+  } else {
+    flags |= O_CREAT | O_EXCL | O_NOFOLLOW;
+  }
+  ScopedFd fd(::open(path.c_str(), flags, 0666));
+  if (!fd.valid()) return ErrnoError(errno, "{}: cannot write", path);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return ErrnoError(n < 0 ? errno : ENOSPC, "{}: cannot write ({} of {} bytes written)", path, done, text.size());
+    done += static_cast<size_t>(n);
   }
   return {};
 }

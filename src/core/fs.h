@@ -35,4 +35,12 @@ std::optional<FileIdentity> IdentityOf(const std::string& path);
 /// mode 0700; the file gets mode 0600. Errors name the path.
 core::Result<void> WriteFileAtomically(const std::string& path, std::string_view text);
 
+/// Writes `text` to a file the user named as an output (`report -o`, `run --json-file`, `validate
+/// --junit`): a new or regular file is created or truncated (mode 0666 less the umask), never
+/// through a symbolic link; a character device or a FIFO, or a link the user named that leads to
+/// one (/dev/stdout), is written as a stream; a link to anything else, a directory, a socket or a
+/// block device is refused, naming what it is. A short write (a full disk) is an error naming the
+/// path.
+core::Result<void> WriteOutputFile(const std::string& path, std::string_view text);
+
 }  // namespace gputriage::core

@@ -89,5 +89,34 @@ TEST(Trust, RootDoesNotRunAProgramOthersCanWriteThatATrustedConfigNames) {
   EXPECT_TRUE(fs::exists(p.marker));
 }
 
+// Failed before: `report -o LINK` wrote through a planted link; `run --json-file /dev/full` said
+// nothing. Now a link to a file is refused (exit 2) and a full disk is reported.
+TEST(Trust, OutputOptionsNeverWriteThroughALinkOrLoseAFailure) {
+  testing::TempDir dir;
+  std::string log = dir / "job.log";
+  std::ofstream(log) << "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  std::string victim = dir / "victim.txt";
+  std::ofstream(victim) << "keep\n";
+  std::string link = dir / "report.md";
+  fs::create_symlink(victim, link);
+  testing::CliOutput report =
+      testing::RunCli(GT_GPUTRIAGE_BIN, {"report", "-o", link, log}, {"GPUTRIAGE_HOME=" + (dir / "home")});
+  EXPECT_EQ(report.status, 2) << report.err;
+  EXPECT_NE(report.err.find(link + ": a symbolic link, not a regular file: not written"), std::string::npos)
+      << report.err;
+  std::ifstream in(victim);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "keep");
+  testing::CliOutput to_null =
+      testing::RunCli(GT_GPUTRIAGE_BIN, {"report", "-o", "/dev/null", log}, {"GPUTRIAGE_HOME=" + (dir / "home")});
+  EXPECT_EQ(to_null.status, 0) << to_null.err;
+  testing::CliOutput run = testing::RunCli(
+      GT_GPUTRIAGE_BIN, {"run", "--no-snapshot", "--json-file", "/dev/full", "--bundle-dir", dir / "b", "--", "true"},
+      {"GPUTRIAGE_HOME=" + (dir / "home")});
+  EXPECT_EQ(run.status, 0) << run.err;  // the job's status stays the job's
+  EXPECT_NE(run.err.find("--json-file /dev/full: cannot write"), std::string::npos) << run.err;
+}
+
 }  // namespace
 }  // namespace gputriage
