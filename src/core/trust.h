@@ -25,8 +25,10 @@ Result<void> CheckTrusted(const std::string& path, const std::string& what);
 Result<std::string> FindProgram(const std::string& name);
 
 /// For a program gputriage picked itself: its path (FindProgram), and, when gputriage runs as
-/// root (effective uid 0), CheckTrusted of it. A non-root user can only run what they could run
-/// anyway, so nothing is refused for them.
+/// root (effective uid 0), CheckTrusted of it; for a program in gputriage's own directory
+/// (gputriage-probe) only the file is checked, its directories being those the user ran
+/// gputriage from. A non-root user can only run what they could run anyway, so nothing is
+/// refused for them.
 Result<std::string> TrustedProgram(const std::string& name);
 
 }  // namespace gputriage::core

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
+#include "store/snapshot_store.h"
 #include "store/test_util.h"
 
 namespace gputriage::store {
@@ -107,6 +110,29 @@ TEST(DataHome, ErrorNamesThePathWhenPermissionIsDenied) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().message,
             "data directory: cannot create directory " + locked + "/gputriage: Permission denied");
+}
+
+// Failed before (issue 32): a snapshots.db link planted in a data home made the store create a
+// 0644 file wherever it pointed. The store is never opened through a link; as root, a store
+// another user owns is refused.
+TEST(SnapshotStoreOpen, APlantedLinkIsRefusedAndItsTargetNotCreated) {
+  testing::TempDir tmp;
+  std::string target = tmp / "elsewhere.db";
+  std::string db = tmp / "snapshots.db";
+  std::filesystem::create_symlink(target, db);
+  auto store = SnapshotStore::Open(db);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.error().message, db + ": a symbolic link: refusing to open the history store through it (remove it)");
+  EXPECT_FALSE(std::filesystem::exists(target));
+  if (::geteuid() != 0) return;
+  std::string theirs = tmp / "theirs.db";
+  ASSERT_TRUE(SnapshotStore::Open(theirs).ok());
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  auto refused = SnapshotStore::Open(theirs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("history store " + theirs + " is owned by nobody (uid 65534)"),
+            std::string::npos)
+      << refused.error().message;
 }
 
 TEST(DefaultDatabasePath, IsSnapshotsDbInTheDataHome) {

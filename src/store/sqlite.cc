@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/trust.h"
+
 namespace gputriage::store::sqlite {
 
 core::Error DbError(sqlite3* db, const std::string& path, std::string_view what) {
@@ -49,8 +51,16 @@ core::Error ErrnoError(const std::string& path, std::string_view what, int err) 
 core::Result<void> CreateOwnerOnly(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    if (errno == EEXIST) return {};  // there already, its mode is its owner's choice
-    return ErrnoError(path, "cannot create", errno);
+    int err = errno;
+    struct stat st {};
+    if (err == EEXIST && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      // A planted link would make SQLite create or open whatever it points at (issue 32).
+      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
+                                 "{}: a symbolic link: refusing to open the history store through it (remove it)",
+                                 path);
+    }
+    if (err == EEXIST) return {};  // there already, its mode is its owner's choice
+    return ErrnoError(path, "cannot create", err);
   }
   // The umask may have taken the owner's bits too; 0600 exactly, whatever it is.
   int changed = ::fchmod(fd, 0600);
@@ -62,7 +72,9 @@ core::Result<void> CreateOwnerOnly(const std::string& path) {
 
 core::Result<Connection> OpenWith(const std::string& name, const std::string& path, int flags) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
+  // Never through a symbolic link (the database file itself): a link planted in a data home
+  // another user controls would point the store anywhere.
+  int rc = sqlite3_open_v2(name.c_str(), &raw, flags | SQLITE_OPEN_NOFOLLOW, nullptr);
   // sqlite3_open_v2 hands back a handle (to be closed) even when it fails.
   Connection connection = Connection::Adopt(raw, path);
   if (rc != SQLITE_OK) return DbError(raw, path, "cannot open");
@@ -88,6 +100,9 @@ std::string FileUri(const std::string& path) {
 core::Result<Connection> Connection::Open(const std::string& path) {
   core::Result<void> created = CreateOwnerOnly(path);
   if (!created.ok()) return created.error();
+  // As root, a store that another user owns or can write (or whose directories they can) is not
+  // written: its contents are read back into what root does (core/trust.h).
+  if (::geteuid() == 0) GT_RETURN_IF_ERROR(core::CheckTrusted(path, "history store"));
   return OpenWith(path, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 }
 
