@@ -22,7 +22,7 @@ namespace gputriage::validate {
 core::Result<std::unique_ptr<Backend>> LoadCudaBackend() {
   return core::MakeErrorCode(core::ErrorCode::kUnsupported,
                              "this gputriage was built without the CUDA backend (nvcc and cuda.h were not found when "
-                             "it was built; see README, \"gputriage validate\")");
+                             "it was built; see docs/commands/validate.md)");
 }
 
 #else
