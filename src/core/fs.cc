@@ -79,25 +79,38 @@ Result<void> WriteFileAtomically(const std::string& path, std::string_view text)
   return {};
 }
 
-core::Result<void> WriteOutputFile(const std::string& path, std::string_view text) {
+OutputPath ClassifyOutputPath(const std::string& path) {
   struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  struct stat target {};
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) ||
+      (S_ISLNK(st.st_mode) && ::stat(path.c_str(), &target) == 0 &&
+       (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)))) {
+    return {OutputPath::kStream, ""};
+  }
+  if (S_ISREG(st.st_mode)) return {OutputPath::kRegular, ""};
+  return {OutputPath::kOther, S_ISLNK(st.st_mode)    ? "a symbolic link"
+                              : S_ISDIR(st.st_mode)  ? "a directory"
+                              : S_ISSOCK(st.st_mode) ? "a socket"
+                                                     : "a block device"};
+}
+
+core::Result<void> WriteOutputFile(const std::string& path, std::string_view text) {
   int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY;
-  if (::lstat(path.c_str(), &st) == 0) {
-    struct stat target {};
-    bool stream = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) ||
-                  (S_ISLNK(st.st_mode) && ::stat(path.c_str(), &target) == 0 &&
-                   (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)));
-    if (!stream && !S_ISREG(st.st_mode)) {
-      std::string what = S_ISLNK(st.st_mode)    ? "a symbolic link"
-                         : S_ISDIR(st.st_mode)  ? "a directory"
-                         : S_ISSOCK(st.st_mode) ? "a socket"
-                                                : "a block device";
+  OutputPath output = ClassifyOutputPath(path);
+  switch (output.kind) {
+    case OutputPath::kOther:
       return MakeErrorCode(ErrorCode::kInvalidArgument,
-                           "{}: {}, not a regular file: not written (name a new file, or the file itself)", path, what);
-    }
-    if (!stream) flags |= O_TRUNC | O_NOFOLLOW;
-  } else {
-    flags |= O_CREAT | O_EXCL | O_NOFOLLOW;
+                           "{}: {}, not a regular file: not written (name a new file, or the file itself)", path,
+                           output.what);
+    case OutputPath::kRegular:
+      flags |= O_TRUNC | O_NOFOLLOW;
+      break;
+    case OutputPath::kAbsent:
+      flags |= O_CREAT | O_EXCL | O_NOFOLLOW;
+      break;
+    case OutputPath::kStream:
+      break;
   }
   ScopedFd fd(::open(path.c_str(), flags, 0666));
   if (!fd.valid()) return ErrnoError(errno, "{}: cannot write", path);

@@ -35,6 +35,16 @@ std::optional<FileIdentity> IdentityOf(const std::string& path);
 /// mode 0700; the file gets mode 0600. Errors name the path.
 core::Result<void> WriteFileAtomically(const std::string& path, std::string_view text);
 
+/// What is at a path the user named as an output, which decides how it is written: nothing, a
+/// regular file, a stream (a character device or a FIFO, or a symbolic link to one, as
+/// /dev/stdout is), or anything else (`kOther`: a link to anything else, a directory, a socket, a
+/// block device), never written or replaced; `what` names it then ("a symbolic link").
+struct OutputPath {
+  enum Kind { kAbsent, kRegular, kStream, kOther } kind = kAbsent;
+  std::string what;
+};
+OutputPath ClassifyOutputPath(const std::string& path);
+
 /// Writes `text` to a file the user named as an output (`report -o`, `run --json-file`, `validate
 /// --junit`): a new or regular file is created or truncated (mode 0666 less the umask), never
 /// through a symbolic link; a character device or a FIFO, or a link the user named that leads to

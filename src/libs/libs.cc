@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/text.h"
+#include "core/trust.h"
 #include "libs/components.h"
 #include "libs/elf_dynamic.h"
 #include "libs/process_libs.h"
@@ -201,16 +202,7 @@ core::Result<core::LibraryReport> TraceLibraries(const std::vector<std::string>&
   }
   // The program itself is opened with an empty name: it comes first, as execvp found it.
   std::string program = command.front();
-  if (program.find('/') == std::string::npos) {
-    const char* path = std::getenv("PATH");
-    for (std::string_view dir : core::Split(path ? path : "/usr/bin:/bin", ':')) {
-      std::string candidate = std::string(dir.empty() ? "." : dir) + "/" + program;
-      if (access(candidate.c_str(), X_OK) == 0) {
-        program = candidate;
-        break;
-      }
-    }
-  }
+  if (auto found = core::FindProgram(program); found.ok()) program = *found;
   paths.insert(paths.begin(), program);
   core::LibraryReport report = LoadedLibraries(paths, "trace", catalog);
   report.inputs = command;

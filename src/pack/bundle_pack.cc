@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "core/fs.h"
 #include "core/json_parse.h"
 #include "core/redact.h"
 #include "core/redact_job.h"
@@ -320,32 +321,20 @@ core::Result<PackResult> PackBundle(const PackRequest& request) {
   // (/dev/stdout, a pipe), written as a stream, never replaced; anything else (a symbolic link, a
   // directory, a socket, a block device) is never replaced, --force or not; a symbolic link the
   // user named is followed only to a character device or a FIFO.
-  struct stat out_st {};
-  bool stream = false;
-  if (::lstat(result.output.c_str(), &out_st) == 0) {
-    struct stat target {};
-    bool link_to_stream = S_ISLNK(out_st.st_mode) && ::stat(result.output.c_str(), &target) == 0 &&
-                          (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode));  // /dev/stdout, named by the user
-    if (S_ISCHR(out_st.st_mode) || S_ISFIFO(out_st.st_mode) || link_to_stream) {
-      stream = true;
-    } else if (!S_ISREG(out_st.st_mode)) {
-      std::string what = S_ISLNK(out_st.st_mode)    ? "a symbolic link"
-                         : S_ISDIR(out_st.st_mode)  ? "a directory"
-                         : S_ISSOCK(out_st.st_mode) ? "a socket"
-                                                    : "a block device";
-      if (S_ISLNK(out_st.st_mode)) {
-        std::error_code ec;
-        auto target = std::filesystem::read_symlink(result.output, ec);
-        if (!ec) what += " to " + target.string();
-      }
-      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
-                                 "{}: {}, not a regular file: never replaced, --force or not (name a new file, or the "
-                                 "file itself)",
-                                 result.output, what);
-    } else if (!request.force) {
-      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: already exists (--force replaces it)",
-                                 result.output);
-    }
+  core::OutputPath output = core::ClassifyOutputPath(result.output);
+  bool stream = output.kind == core::OutputPath::kStream;
+  if (output.kind == core::OutputPath::kOther) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(result.output, ec);  // fails unless it is a link
+    if (!ec) output.what += " to " + target.string();
+    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
+                               "{}: {}, not a regular file: never replaced, --force or not (name a new file, or the "
+                               "file itself)",
+                               result.output, output.what);
+  }
+  if (output.kind == core::OutputPath::kRegular && !request.force) {
+    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: already exists (--force replaces it)",
+                               result.output);
   }
   struct stat dir_st {};
   if (::stat(dir.c_str(), &dir_st) != 0) return core::ErrnoError(errno, "{}", dir);
