@@ -10,6 +10,15 @@ namespace gputriage::cli {
 
 namespace {
 
+// The exit status when a snapshot operand could not be loaded: a stored snapshot that the
+// database could not give (corrupt, unreadable) is the store's failure, 3, as `snapshot list`
+// says for the same database; a bad id or a file the user named is a usage error, 2.
+int LoadFailure(std::string_view arg, const core::Error& error) {
+  bool store_failed = error.code == core::ErrorCode::kDataLoss || error.code == core::ErrorCode::kIo ||
+                      error.code == core::ErrorCode::kPermissionDenied;
+  return Fail(error.message, store::NamesStoredSnapshot(arg) && store_failed ? kExitInternal : kExitUsage);
+}
+
 int RunTake(const SnapshotFlags& flags, bool json, bool save) {
   auto snapshot = TakeSnapshot(flags);
   if (!snapshot.ok()) return Fail(snapshot.error().message, kExitUsage);
@@ -45,7 +54,7 @@ int RunList(bool json, size_t limit) {
 int RunShow(const std::string& arg, bool json) {
   store::SnapshotStore db = store::SnapshotStore::OpenDefaultReadOnlyOrUnavailable();
   auto snapshot = store::LoadSnapshotArg(&db, arg);
-  if (!snapshot.ok()) return Fail(snapshot.error().message, kExitUsage);
+  if (!snapshot.ok()) return LoadFailure(arg, snapshot.error());
   if (json) {
     PrintJson(core::ToJson(*snapshot));
   } else {
@@ -57,9 +66,9 @@ int RunShow(const std::string& arg, bool json) {
 int RunDiff(const std::string& a, const std::string& b, bool json) {
   store::SnapshotStore db = store::SnapshotStore::OpenDefaultReadOnlyOrUnavailable();
   auto before = store::LoadSnapshotArg(&db, a);
-  if (!before.ok()) return Fail(before.error().message, kExitUsage);
+  if (!before.ok()) return LoadFailure(a, before.error());
   auto after = store::LoadSnapshotArg(&db, b);
-  if (!after.ok()) return Fail(after.error().message, kExitUsage);
+  if (!after.ok()) return LoadFailure(b, after.error());
   std::vector<store::Change> changes = store::DiffSnapshots(*before, *after);
   if (json) {
     PrintJson(store::DiffToJson(changes));

@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "core/config_file.h"
+#include "core/file.h"
 #include "core/redact.h"
 #include "core/trust.h"
 #include "core/version.h"
@@ -223,12 +225,18 @@ int Main(int argc, char** argv) {
   }
   // A config file chooses programs gputriage runs (python = ...): it is read only when it, and the
   // directories above it, are owned by root or this user and writable by nobody else.
+  std::string config_file;  // the config file read, once it passed the checks
   if (std::string config = ConfigFileOf(argc, argv); !config.empty() && ::access(config.c_str(), F_OK) == 0) {
+    int usage = chosen_usage_exit ? *chosen_usage_exit : chosen != nullptr ? chosen->usage_exit : kExitUsage;
     if (auto trusted = core::CheckTrusted(config, "config file"); !trusted.ok()) {
-      return Fail(trusted.error().message, chosen_usage_exit   ? *chosen_usage_exit
-                                           : chosen != nullptr ? chosen->usage_exit
-                                                               : kExitUsage);
+      return Fail(trusted.error().message, usage);
     }
+    // Its syntax, line by line, before CLI11 reads it: CLI11 says "INI was not able to parse [run"
+    // without a line number, and takes some malformed lines for keys.
+    auto text = core::ReadFile(config, 1u << 20);
+    if (!text.ok()) return Fail(fmt::format("config file {}: {}", config, text.error().message), usage);
+    if (auto syntax = core::CheckConfigSyntax(*text, config); !syntax.ok()) return Fail(syntax.error().message, usage);
+    config_file = config;
   }
   try {
     app.parse(argc, argv);
@@ -242,6 +250,23 @@ int Main(int argc, char** argv) {
                               "parse; see gputriage --help for --config)",
                               file, e.what()),
                   usage);
+    }
+    // A value the config file gave that does not validate ("--exit-codes: zzz not in {...}"):
+    // when the option is not on the command line, the value came from the file; say which.
+    if (!config_file.empty() && (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr ||
+                                 dynamic_cast<const CLI::ConversionError*>(&e) != nullptr)) {
+      std::string what = e.what();
+      std::string option = what.substr(0, what.find(':'));
+      bool on_command_line = false;
+      for (int i = 1; i < argc && !on_command_line; ++i) {
+        std::string_view arg = argv[i];
+        if (arg == "--") break;
+        on_command_line = arg == option || arg.starts_with(option + "=");
+      }
+      if (option.starts_with("--") && !on_command_line) {
+        return Fail(fmt::format("config file {}: {} (set there; see gputriage --help for --config)", config_file, what),
+                    usage);
+      }
     }
     if (e.get_exit_code() != 0 && chosen != nullptr && WantsJson(*chosen, argc, argv)) {
       return Fail(fmt::format("{}: {}", chosen->name, e.what()), usage);

@@ -157,13 +157,23 @@ Result<Bundle> BundleFromFiles(const std::string& dir, BundleFileSet files) {
   Bundle bundle;
   bundle.dir = dir;
   const BundleFileBytes& process = files["process.json"];
-  if (!process.exists) return MakeError("{}: not a crash bundle (no process.json)", dir);
-  if (!process.problem.empty()) return MakeError("{}/process.json: {}", dir, process.problem);
-  GT_ASSIGN_OR_RETURN(Json process_json, ParseJson(process.bytes, dir + "/process.json"));
-  if (!process_json.is_object()) {
-    return MakeError("{}/process.json: a JSON {}, not an object", dir, process_json.type_name());
+  // A bundle is known by its process file or its manifest. One that lost its process file (a
+  // partial copy) is read for what it has, the loss named among its problems; it was refused
+  // whole before. A process file that is there but damaged is still an error naming it.
+  if (!process.exists && !files["manifest.json"].exists) {
+    return MakeError("{}: not a crash bundle (neither process.json nor manifest.json)", dir);
   }
-  bundle.process = ProcessFileFromJson(process_json);
+  if (!process.exists) {
+    bundle.problems.push_back(
+        {"process.json", "missing: the process's signal, threads and stacks are not in this bundle"});
+  } else {
+    if (!process.problem.empty()) return MakeError("{}/process.json: {}", dir, process.problem);
+    GT_ASSIGN_OR_RETURN(Json process_json, ParseJson(process.bytes, dir + "/process.json"));
+    if (!process_json.is_object()) {
+      return MakeError("{}/process.json: a JSON {}, not an object", dir, process_json.type_name());
+    }
+    bundle.process = ProcessFileFromJson(process_json);
+  }
   if (std::optional<Json> manifest = BundleJson(files, "manifest.json", bundle)) {
     BundleManifest typed;
     json_fields::ReadValue(*manifest, typed);

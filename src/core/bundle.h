@@ -306,9 +306,10 @@ Result<BundleFileSet> ReadBundleFiles(const std::string& dir);
 
 /// The bundle from its files (as ReadBundleFiles gives them, or from memory: tests, fuzzing);
 /// every JSON file goes through core::ParseJson. Fails naming the file when process.json is
-/// absent, unusable or not a JSON object ("<dir>: not a crash bundle (no process.json)",
-/// "<dir>/process.json: invalid JSON at line 1, column 2 (byte 2): ..."); the other files'
-/// problems go to Bundle::problems.
+/// unusable or not a JSON object ("<dir>/process.json: invalid JSON at line 1, column 2 (byte 2):
+/// ..."), or when neither process.json nor manifest.json is there ("<dir>: not a crash bundle
+/// (neither process.json nor manifest.json)"); a missing process.json beside a manifest and the
+/// other files' problems go to Bundle::problems.
 Result<Bundle> BundleFromFiles(const std::string& dir, BundleFileSet files);
 
 /// ReadBundleFiles, then BundleFromFiles.

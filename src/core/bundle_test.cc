@@ -93,7 +93,18 @@ TEST(BundleFromFiles, ProcessJsonIsParsedWithTheDepthLimitAndAMissingPidIsUnknow
   files["process.json"].bytes = "[1]";
   EXPECT_EQ(BundleFromFiles("b", files).error().message, "b/process.json: a JSON array, not an object");
   files.erase("process.json");
-  EXPECT_EQ(BundleFromFiles("b", files).error().message, "b: not a crash bundle (no process.json)");
+  EXPECT_EQ(BundleFromFiles("b", files).error().message,
+            "b: not a crash bundle (neither process.json nor manifest.json)");
+  // Failed before (`report BUNDLE` refused it): a bundle that lost its process.json is read for
+  // what it has, the loss named.
+  files["manifest.json"] = {.exists = true, .bytes = R"({"schema_version": 1, "exit_status": 139})"};
+  files["stderr.tail"] = {.exists = true, .bytes = "RuntimeError: CUDA error: an illegal memory access\n"};
+  Result<Bundle> partial = BundleFromFiles("b", files);
+  ASSERT_TRUE(partial.ok()) << partial.error().message;
+  EXPECT_EQ(ProblemsOf(*partial),
+            "process.json: missing: the process's signal, threads and stacks are not in this bundle\n");
+  EXPECT_EQ(partial->stderr_tail, "RuntimeError: CUDA error: an illegal memory access\n");
+  ASSERT_TRUE(partial->manifest.has_value());
 }
 
 TEST(BundleFromFiles, DamagedFilesBesideProcessJsonAreProblems) {

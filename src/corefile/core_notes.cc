@@ -167,6 +167,10 @@ class NoteParser {
       Warn(fmt::format("{}: too short for siginfo (needs {} bytes); skipped", where, kSiginfoUnion + 8));
       return;
     }
+    // Signal 0: no signal at all. A core of a process that was running when it was written
+    // (gcore, `gputriage capture --core`) has an empty siginfo; read as a signal it would be
+    // "SIG0 was sent by another process".
+    if (*signo == 0) return;
     notes_->signal = *signo;
     notes_->si_code = *code;
     bool fault_signal =
@@ -331,6 +335,32 @@ core::Result<CoreNotes> ParseCoreNotes(std::string_view bytes, std::string_view 
   std::vector<char> image(bytes.begin(), bytes.end());
   GT_ASSIGN_OR_RETURN(CoreImage core_image, internal::OpenCoreImage(image.data(), image.size(), source_name));
   return ParseImage(core_image, source_name);
+}
+
+std::optional<uint64_t> CoreExtent(std::string_view head) {
+  core::ByteReader eh(head);
+  if (head.size() < 64 ||
+      head.substr(0, 4) !=
+          "\x7f"
+          "ELF" ||
+      head[4] != 2 || head[5] != 1)
+    return std::nullopt;
+  if (eh.U16(16).value_or(0) != 4 /* ET_CORE */) return std::nullopt;
+  uint64_t phoff = *eh.U64(32), shoff = *eh.U64(40);
+  uint64_t phentsize = *eh.U16(54), phnum = *eh.U16(56), shentsize = *eh.U16(58), shnum = *eh.U16(60);
+  if (phnum == 0xffff || phentsize < 56 || phnum == 0) return std::nullopt;  // PN_XNUM: count is elsewhere
+  if (phoff > head.size() || phnum * phentsize > head.size() - phoff) return std::nullopt;
+  uint64_t extent = std::max<uint64_t>(64, phoff + phnum * phentsize);
+  for (uint64_t i = 0; i < phnum; ++i) {
+    uint64_t at = phoff + i * phentsize;
+    uint64_t offset = *eh.U64(at + 8), filesz = *eh.U64(at + 32);
+    if (offset > UINT64_MAX - filesz) return std::nullopt;
+    extent = std::max(extent, offset + filesz);
+  }
+  if (shoff != 0 && shentsize != 0 && shnum != 0 && shoff < UINT64_MAX - shnum * shentsize) {
+    extent = std::max(extent, shoff + shnum * shentsize);
+  }
+  return extent;
 }
 
 core::Result<CoreNotes> ReadCoreNotesFile(const std::string& path) {

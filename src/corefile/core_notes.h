@@ -64,4 +64,11 @@ core::Result<CoreNotes> ParseCoreNotes(std::string_view bytes, std::string_view 
 /// file that is not a regular file is an error.
 core::Result<CoreNotes> ReadCoreNotesFile(const std::string& path);
 
+/// How many bytes of a 64-bit little-endian ELF core its headers describe (the header, the
+/// program header table, every segment's bytes in the file, the section header table), from its
+/// first bytes `head`; nullopt when `head` is not such a core or does not hold the whole program
+/// header table (extended numbering included). What lies after that extent is no part of the
+/// core: a decompressed core.zst is written only that far.
+std::optional<uint64_t> CoreExtent(std::string_view head);
+
 }  // namespace gputriage::corefile

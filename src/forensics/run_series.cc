@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/fs.h"
+#include "core/redact.h"
 #include "core/signals.h"
 #include "core/terminal.h"
 #include "core/text.h"
@@ -46,7 +47,10 @@ class Speaker {
     if (!sink) return;
     if (mid_line_ && request_.write_stderr) request_.write_stderr("\n");
     mid_line_ = false;
-    sink(core::SanitizeForTerminal(text, /*keep_newlines=*/true));
+    // What gputriage says quotes the job's output (the failing line, the signature): secrets in
+    // it are redacted as in the bundle, the index and analyze. The job's own output passes
+    // through untouched.
+    sink(core::SanitizeForTerminal(core::RedactText(text), /*keep_newlines=*/true));
   }
   const RunRequest& request_;
   bool mid_line_ = false;
@@ -228,6 +232,17 @@ void AttachTorchSnapshot(core::GpuCalls& calls, const std::string& path, std::fi
   calls.torch_memory = std::move(*memory);
 }
 
+// What the user is told when the job's output could not all be passed on (a full disk).
+std::string OutputLossText(std::string_view stream, const OutputLoss& lost) {
+  return fmt::format(
+      "gputriage: the job's {} could not be written where it was going: {} (after {} bytes; {} bytes of the "
+      "job's output were lost{}); gputriage exits 1 if the job itself exits 0\n",
+      stream, std::strerror(lost.error), lost.passed_on_bytes, lost.lost_bytes,
+      lost.job_write_failed ? ", and the job's next write to it failed (EPIPE)"
+                            : ", and the job was left running: it does not ignore SIGPIPE, so failing its writes "
+                              "would have killed it");
+}
+
 // One supervised run; writes a bundle when it failed with a signature not seen before.
 core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   const RunRequest& request = series.request;
@@ -253,10 +268,27 @@ core::Result<RunRecord> RunOnce(Series& series, bool* cannot_execute) {
   RunRecord record;
   record.status = outcome.ShellStatus();
   record.timed_out = outcome.timed_out;
+  record.stdout_lost = outcome.stdout_lost;
+  record.stderr_lost = outcome.stderr_lost;
+  for (const auto& [stream, lost] :
+       {std::pair{"standard output", &outcome.stdout_lost}, std::pair{"standard error", &outcome.stderr_lost}}) {
+    if (*lost) series.speaker.Error(OutputLossText(stream, **lost));
+  }
+  // The job's output did not all reach its destination: a job that says it succeeded did not,
+  // as far as whoever reads that output is concerned (`echo x > /full/disk` exits 1 too).
+  if (record.status == 0 && (outcome.stdout_lost || outcome.stderr_lost)) record.status = 1;
   record.trace_effects = outcome.trace_effects;
   if (outcome.exec_errno) {
     series.speaker.Error(DescribeExecFailure(request.command[0], *outcome.exec_errno));
     *cannot_execute = true;
+    return record;
+  }
+  // A run of a --repeat series that ended because gputriage itself was told to stop (SIGINT,
+  // SIGTERM, SIGHUP, passed on to the job) is not a reproduction of anything: no bundle, and the
+  // series' verdict is over the runs that finished.
+  if (request.repeat > 1 && outcome.forwarded_signal) {
+    record.interrupted = true;
+    if (outcome.core_file) ::unlink(outcome.core_file->c_str());
     return record;
   }
   RunAssessment run = Assess(std::move(outcome));
@@ -335,6 +367,7 @@ void WriteRepeatFiles(const RunRequest& request, const RunSeriesOutcome& outcome
   std::vector<core::RepeatRun> series;
   for (const RunRecord& r : outcome.runs) {
     if (series.size() >= core::kRepeatSeriesMax) break;
+    if (r.interrupted) continue;  // not part of the verdict
     core::RepeatRun run{.run = r.index, .failed = r.failed, .exit_status = r.status, .timed_out = r.timed_out};
     if (r.failed) {
       run.signature = r.signature;
@@ -376,7 +409,9 @@ std::string RunSignature(const RunAssessment& run, const catalog::ErrorCodes& er
   if (!gpu.empty()) return "gpu: " + gpu.Key();
   const core::ProcessReport* p = run.primary();
   if (p && !p->threads.empty() && !run.outcome.timed_out) return run.signature;
-  return run.classification->kind + " " + NormalizeLine(run.classification->summary);
+  // Redacted before it is normalised (as analyze's signatures are): digit runs become N, and a
+  // token shortened so would no longer be recognised.
+  return run.classification->kind + " " + NormalizeLine(core::RedactText(run.classification->summary));
 }
 
 int ExitStatusOf(const RunRecord& record) { return record.timed_out ? kTimedOutStatus : record.status; }
@@ -395,6 +430,15 @@ core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalo
     outcome.exit_status = ExitStatusOf(record);
     outcome.stdout_mid_line = series.stdout_mid_line;
     if (outcome.cannot_execute) return outcome;
+    if (record.interrupted) {
+      series.speaker.Progress(
+          fmt::format("gputriage: {} received during run {} of {}: stopped; that run is left out "
+                      "of the verdict\n",
+                      core::SignalName(*series.stop_signal), i, request.repeat));
+      outcome.interrupted_run = record.index = i;
+      outcome.runs.push_back(std::move(record));
+      break;
+    }
     if (record.failed) {
       if (series.counts.count(record.signature) == 0) order.push_back(record.signature);
       ++series.counts[record.signature];
@@ -411,13 +455,16 @@ core::Result<RunSeriesOutcome> RunSeries(const RunRequest& request, const catalo
   }
   if (request.repeat > 1) {
     SeriesVerdict v;
-    v.runs = static_cast<int>(outcome.runs.size());
+    v.runs = static_cast<int>(outcome.runs.size()) - (outcome.interrupted_run ? 1 : 0);
     v.passes = passes;
     for (const std::string& sig : order) {
       v.signatures.emplace_back(sig, series.counts[sig]);
       v.failures += series.counts[sig];
     }
-    v.verdict = v.failures == 0 ? "not-reproduced" : v.failures == v.runs ? "deterministic" : "flaky";
+    v.verdict = v.runs == 0            ? "interrupted"
+                : v.failures == 0      ? "not-reproduced"
+                : v.failures == v.runs ? "deterministic"
+                                       : "flaky";
     outcome.verdict = v;
     outcome.exit_status = first_failure_status.value_or(outcome.exit_status);
     WriteRepeatFiles(request, outcome, series.counts);
@@ -429,11 +476,23 @@ core::Json ToJson(const RunSeriesOutcome& outcome, const std::string& tool_versi
   core::Json runs = core::Json::array();
   for (const RunRecord& r : outcome.runs) {
     core::Json j = {{"run", r.index}, {"exit_status", r.status}, {"failed", r.failed}, {"timed_out", r.timed_out}};
+    if (r.interrupted) j["interrupted"] = true;
+    core::Json lost = core::Json::array();
+    for (const auto& [stream, loss] : {std::pair{"stdout", &r.stdout_lost}, std::pair{"stderr", &r.stderr_lost}}) {
+      if (!*loss) continue;
+      lost.push_back({{"stream", stream},
+                      {"error", std::strerror((*loss)->error)},
+                      {"passed_on_bytes", (*loss)->passed_on_bytes},
+                      {"lost_bytes", (*loss)->lost_bytes},
+                      {"job_write_failed", (*loss)->job_write_failed}});
+    }
+    if (!lost.empty()) j["output_lost"] = std::move(lost);
     if (r.failed) {
-      j["classification"] = {{"kind", r.kind}, {"category", r.category}, {"summary", r.summary}};
-      j["signature"] = r.signature;
+      // Redacted as the bundle and the index are: the summary and signature quote the job's output.
+      j["classification"] = {{"kind", r.kind}, {"category", r.category}, {"summary", core::RedactText(r.summary)}};
+      j["signature"] = core::RedactText(r.signature);
       j["bundle"] = r.bundle.empty() ? core::Json(nullptr) : core::Json(r.bundle);
-      if (!r.bundle_error.empty()) j["bundle_error"] = r.bundle_error;
+      if (!r.bundle_error.empty()) j["bundle_error"] = core::RedactText(r.bundle_error);
       j.update(r.process_summary);
     }
     if (!r.trace_effects.empty()) {
@@ -441,8 +500,8 @@ core::Json ToJson(const RunSeriesOutcome& outcome, const std::string& tool_versi
       for (const TraceEffect& e : r.trace_effects) {
         effects.push_back({{"kind", e.kind},
                            {"pid", e.pid ? core::Json(e.pid) : core::Json(nullptr)},
-                           {"note", e.note},
-                           {"evidence", e.evidence}});
+                           {"note", core::RedactText(e.note)},
+                           {"evidence", core::RedactText(e.evidence)}});
       }
       j["tracing_side_effects"] = effects;
     }
@@ -452,20 +511,24 @@ core::Json ToJson(const RunSeriesOutcome& outcome, const std::string& tool_versi
   if (outcome.verdict) {
     const SeriesVerdict& v = *outcome.verdict;
     core::Json signatures = core::Json::array();
-    for (const auto& [sig, count] : v.signatures) signatures.push_back({{"signature", sig}, {"count", count}});
+    for (const auto& [sig, count] : v.signatures) {
+      signatures.push_back({{"signature", core::RedactText(sig)}, {"count", count}});
+    }
     out["verdict"] = {{"verdict", v.verdict},
                       {"runs", v.runs},
                       {"passes", v.passes},
                       {"failures", v.failures},
                       {"other_nonzero_exits", v.runs - v.passes - v.failures},
-                      {"failure_rate", static_cast<double>(v.failures) / v.runs},
+                      {"failure_rate", v.runs > 0 ? static_cast<double>(v.failures) / v.runs : 0.0},
                       {"distinct_signatures", signatures}};
+    if (outcome.interrupted_run) out["verdict"]["interrupted_run"] = outcome.interrupted_run;
   }
   return out;
 }
 
 std::string VerdictText(const SeriesVerdict& v) {
   std::string text;
+  if (v.verdict == "interrupted") return "gputriage: interrupted before any run finished: no verdict\n";
   if (v.verdict == "not-reproduced") {
     text = fmt::format("gputriage: not reproduced: {} of {} runs passed", v.passes, v.runs);
     if (v.passes != v.runs) text += fmt::format(", {} exited non-zero without a crash", v.runs - v.passes);

@@ -122,6 +122,12 @@ struct RunRecord {
   bool bundle_not_written = false;  ///< the run failed with a new signature but writing its bundle failed
   std::string bundle_error;         ///< why, when it was not written
   bool timed_out = false;           ///< --timeout ended it (status is the job's, e.g. 143)
+  /// The job's output could not all be passed on (a full disk); the status is then 1 where the
+  /// job exited 0.
+  std::optional<OutputLoss> stdout_lost, stderr_lost;
+  /// A run of a --repeat series stopped because gputriage was told to stop (SIGINT, SIGTERM,
+  /// SIGHUP): not counted in the verdict, no bundle.
+  bool interrupted = false;
   std::vector<TraceEffect> trace_effects;
   /// The process file's signal, si_code, fault_address and crashed_thread (JSON forms).
   core::Json process_summary = core::Json::object();
@@ -129,7 +135,7 @@ struct RunRecord {
 
 /// How a --repeat series went.
 struct SeriesVerdict {
-  std::string verdict;  ///< "deterministic", "flaky", "not-reproduced"
+  std::string verdict;  ///< "deterministic", "flaky", "not-reproduced"; "interrupted" when no run finished
   int runs = 0;
   int passes = 0;
   int failures = 0;
@@ -139,6 +145,8 @@ struct SeriesVerdict {
 struct RunSeriesOutcome {
   std::vector<RunRecord> runs;
   std::optional<SeriesVerdict> verdict;  ///< with --repeat > 1
+  /// The run during which gputriage was told to stop (the series stopped there); 0: none.
+  int interrupted_run = 0;
   /// What `run` exits with: the job's own status; with --repeat the first failed run's (the last
   /// run's when none failed); 127/126 when the command could not be executed; 124
   /// (kTimedOutStatus, like GNU timeout) for a run that --timeout ended.

@@ -143,6 +143,8 @@ class Supervisor {
   void Finish();
   int TgidOf(int tid);
   void ReadPipe(int stream);
+  // True when every live process of the job ignores SIGPIPE (/proc/PID/status SigIgn).
+  bool JobIgnoresSigpipe();
 
   const SuperviseOptions& options_;
   SuperviseOutcome& outcome_;
@@ -320,20 +322,53 @@ void Supervisor::ReadPipe(int stream) {
   (stream == 0 ? outcome_.stdout_bytes : outcome_.stderr_bytes) += bytes.size();
   AppendTail(stream == 0 ? outcome_.stdout_tail : outcome_.stderr_tail, bytes, options_.tail_bytes);
   effect_scanner_.Feed(stream, bytes);
-  if (!relay.sink_ok) return;
+  if (!relay.sink_ok) {
+    if (std::optional<OutputLoss>& lost = stream == 0 ? outcome_.stdout_lost : outcome_.stderr_lost) {
+      lost->lost_bytes += bytes.size();
+    }
+    return;
+  }
   int err = WriteAll(relay.sink, bytes.data(), bytes.size());
   if (err == 0) {
     relay.last = bytes.back();
     relay.last_seq = ++relay_seq_;
     return;
   }
-  relay.sink_ok = false;  // other errors (a full disk): keep draining so the job is not blocked
+  relay.sink_ok = false;
   if (err == EPIPE) {
     // Whoever read our output is gone (`| head -1`). Without us the job's own write would fail
     // now; closing our end makes its next one fail with EPIPE (or kill it with SIGPIPE).
     (stream == 0 ? outcome_.stdout_reader_gone : outcome_.stderr_reader_gone) = true;
     relay.read.reset();
+    return;
   }
+  // Another error (a full disk: ENOSPC; EIO): without us the job's write would have failed with
+  // it. A pipe cannot give that error, but EPIPE is an error the job sees the same way, as long
+  // as it does not also raise SIGPIPE: where every process of the job ignores SIGPIPE, our end is
+  // closed; otherwise the output is drained and dropped (the job is never killed by a signal the
+  // disk error would not have sent). Either way the loss is reported (RunSummary, --json).
+  OutputLoss loss;
+  loss.error = err;
+  loss.passed_on_bytes = (stream == 0 ? outcome_.stdout_bytes : outcome_.stderr_bytes) - bytes.size();
+  loss.lost_bytes = bytes.size();
+  loss.job_write_failed = JobIgnoresSigpipe();
+  if (loss.job_write_failed) relay.read.reset();
+  (stream == 0 ? outcome_.stdout_lost : outcome_.stderr_lost) = loss;
+}
+
+bool Supervisor::JobIgnoresSigpipe() {
+  std::vector<int> tree = TreeProcesses();
+  if (tree.empty()) return false;
+  for (int pid : tree) {
+    auto status = core::ReadFile(fmt::format("/proc/{}/status", pid), 64 * 1024);
+    if (!status.ok()) return false;
+    size_t at = status->find("\nSigIgn:");
+    if (at == std::string::npos) return false;
+    // "SigIgn:\t0000000000001000": strtoull skips the tab and stops at the newline.
+    unsigned long long ignored = std::strtoull(status->c_str() + at + 8, nullptr, 16);
+    if ((ignored & (1ull << (SIGPIPE - 1))) == 0) return false;
+  }
+  return true;
 }
 
 void Supervisor::Reap() {

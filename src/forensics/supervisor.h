@@ -45,6 +45,18 @@ struct SuperviseOptions {
   std::optional<bool> job_ignores_sigpipe;
 };
 
+/// One of the job's output streams could not be passed on to where it was going.
+struct OutputLoss {
+  int error = 0;                 ///< errno of the failed write (ENOSPC, EIO, EFBIG, ...)
+  uint64_t passed_on_bytes = 0;  ///< what reached the destination before
+  uint64_t lost_bytes = 0;       ///< the job's output after that, read and not passed on
+  /// The supervisor closed its end of the job's pipe, so the job's next write to the stream
+  /// failed (EPIPE) as its write to the destination would have. Only when every process of the
+  /// job ignored SIGPIPE: otherwise closing it would have killed the job with a signal the
+  /// disk error would not have sent, and the output was read and dropped instead.
+  bool job_write_failed = false;
+};
+
 struct SuperviseOutcome {
   int root_pid = 0;
   std::optional<int> exit_code;    ///< the job exited normally
@@ -71,6 +83,9 @@ struct SuperviseOutcome {
   /// Passing the stream on failed with EPIPE (the reader of `| head` exited): the supervisor
   /// closed its end, so the job's next write got EPIPE/SIGPIPE as it would have without it.
   bool stdout_reader_gone = false, stderr_reader_gone = false;
+  /// Passing the stream on failed with another error (a full disk: ENOSPC; EIO): the job's
+  /// output from then on could not reach its destination.
+  std::optional<OutputLoss> stdout_lost, stderr_lost;
   /// The supervisor's own fd 1 (fd 2) last received a byte of the job's output that was not a
   /// newline, through either stream when both lead to the same file, pipe or terminal: the
   /// supervisor's own output there must start on a new line.

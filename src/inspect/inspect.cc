@@ -50,6 +50,43 @@ class File {
   core::ScopedFd fd_;
 };
 
+// How much of a standalone 64-bit ELF (a cubin, an AMDGPU code object) its headers describe: the
+// header, the program and section header tables and every segment and section with bytes in the
+// file, up to the file's size. Failed before: a 2 GB sparse file with an EM_AMDGPU header was read
+// whole (2.1 GB of memory) before being refused.
+uint64_t ElfExtent(const File& file, uint64_t size) {
+  std::string eh;
+  if (size < 64 || !file.Read(0, 64, &eh) || eh[4] != 2 /* ELFCLASS64 */ || eh[5] != 1 /* little-endian */) {
+    return size;  // the parser says what is wrong; nothing large is read for it
+  }
+  core::ByteReader header(eh);
+  uint64_t extent = 64;
+  auto table = [&](uint64_t offset, uint64_t count, uint64_t entry, std::string* out) {
+    // A header table of more than 16 MiB is no code object's: left to the parser to refuse.
+    if (count == 0 || entry == 0 || offset >= size || count * entry > size - offset || count * entry > (16u << 20)) {
+      return false;
+    }
+    extent = std::max(extent, offset + count * entry);
+    return file.Read(offset, static_cast<size_t>(count * entry), out);
+  };
+  auto cover = [&](uint64_t offset, uint64_t bytes) {
+    if (offset < size && bytes <= size - offset) extent = std::max(extent, offset + bytes);
+  };
+  std::string phdrs, shdrs;
+  uint64_t phentsize = header.U16(54).value_or(0), shentsize = header.U16(58).value_or(0);
+  if (phentsize >= 56 && table(header.U64(32).value_or(0), header.U16(56).value_or(0), phentsize, &phdrs)) {
+    core::ByteReader r(phdrs);
+    for (uint64_t at = 0; at + 56 <= phdrs.size(); at += phentsize) cover(*r.U64(at + 8), *r.U64(at + 32));
+  }
+  if (shentsize >= 64 && table(header.U64(40).value_or(0), header.U16(60).value_or(0), shentsize, &shdrs)) {
+    core::ByteReader r(shdrs);
+    for (uint64_t at = 0; at + 64 <= shdrs.size(); at += shentsize) {
+      if (*r.U32(at + 4) != 8 /* SHT_NOBITS */) cover(*r.U64(at + 24), *r.U64(at + 32));
+    }
+  }
+  return extent;
+}
+
 struct Section {
   uint64_t offset = 0, size = 0;
   bool found = false;
@@ -272,6 +309,16 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
     if (!file.Read(0, size, &all)) return core::MakeError("{}: cannot read", path);
     return all;
   };
+  // A standalone code object: only what its ELF headers describe is read.
+  auto described = [&]() -> core::Result<std::string> {
+    uint64_t extent = ElfExtent(file, size);
+    if (extent > kMaxWholeRead) {
+      return core::MakeError("{}: its ELF headers describe {} bytes, too large for a code object", path, extent);
+    }
+    std::string all;
+    if (!file.Read(0, extent, &all)) return core::MakeError("{}: cannot read", path);
+    return all;
+  };
   // Offload bundles in [begin, begin + length) of the file, one bundle in memory at a time.
   auto stream_bundles = [&](uint64_t begin, uint64_t length, const std::string& origin) {
     RangeReader read = [&file, begin](uint64_t offset, size_t n, std::string* out) {
@@ -288,11 +335,11 @@ core::Result<FileSummary> InspectFile(const std::string& path, const InspectOpti
           "ELF" &&
       machine) {
     if (machine == 190) {  // EM_CUDA: a cubin
-      GT_ASSIGN_OR_RETURN(std::string all, whole());
+      GT_ASSIGN_OR_RETURN(std::string all, described());
       summary.kind = "cubin";
       one(ReadCubin(all, path));
     } else if (machine == 224) {  // EM_AMDGPU: a code object
-      GT_ASSIGN_OR_RETURN(std::string all, whole());
+      GT_ASSIGN_OR_RETURN(std::string all, described());
       summary.kind = "amdgpu-code-object";
       one(ReadAmdgpuCodeObject(all, path));
     } else {

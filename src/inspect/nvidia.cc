@@ -503,6 +503,16 @@ CodeObject ReadCubinLocked(std::string_view image, std::string_view origin, uint
     // CUDA 12.8+ cubins (ABI version 8) keep the SM number in bits 8-15 of e_flags; older ones
     // in bits 0-7.
     arch = eh.e_ident[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff;
+    // Failed before: an all-zero header with EM_CUDA was "an sm_0 cubin with 0 kernels".
+    if (arch == 0) {
+      co.error = "not a cubin: its ELF header names no SM architecture (e_flags 0)";
+      return co;
+    }
+  }
+  size_t shnum = 0;
+  if (elf_getshdrnum(elf, &shnum) != 0 || shnum == 0) {
+    co.error = "cubin without section headers: nothing to read (truncated or not a cubin)";
+    return co;
   }
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) {

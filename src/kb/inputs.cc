@@ -13,6 +13,7 @@
 
 #include "core/redact_job.h"
 #include "core/scoped_fd.h"
+#include "corefile/core_notes.h"
 #include "forensics/core_analysis.h"
 #include "pack/packed_bundle.h"
 #include "pack/zstd_stream.h"
@@ -84,6 +85,7 @@ core::Result<core::ProcessReport> AnalyzeZstdCore(const std::string& name, int f
                                                   const AnalysisRequest& request) {
   GT_ASSIGN_OR_RETURN(pack::PrivateTempDir temp, pack::PrivateTempDir::Create("gputriage-core-"));
   std::string core_path = temp.path() + "/core";
+  std::optional<uint64_t> stopped_at;  // decompression stopped at the core's described extent
   unsigned long long content = ZSTD_getFrameContentSize(prefix.data(), prefix.size());
   if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != ZSTD_CONTENTSIZE_ERROR) {
     if (content > kZstdCoreMaxBytes) {
@@ -104,7 +106,12 @@ core::Result<core::ProcessReport> AnalyzeZstdCore(const std::string& name, int f
     core::ScopedFd out(::open(core_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!out.valid()) return core::ErrnoError(errno, "{}: cannot create", core_path);
     pack::ByteSource source = pack::PrefixThenFd(std::move(prefix), fd, name);
-    GT_RETURN_IF_ERROR(pack::DecompressZstd(source, out.get(), kZstdCoreMaxBytes, name, core_path));
+    // Only as far as the core's ELF headers describe: failed before, a 608 KB core.zst with zeros
+    // after its core wrote 10 GiB to $TMPDIR.
+    GT_ASSIGN_OR_RETURN(pack::ZstdCopyStats copied,
+                        pack::DecompressZstd(source, out.get(), kZstdCoreMaxBytes, name, core_path,
+                                             [](std::string_view head) { return corefile::CoreExtent(head); }));
+    stopped_at = copied.stopped_at_extent ? std::optional<uint64_t>(copied.out_bytes) : std::nullopt;
   }
   core::Result<core::ProcessReport> report = forensics::AnalyzeCore(core_path, request.exe);
   if (!report.ok()) {
@@ -113,6 +120,12 @@ core::Result<core::ProcessReport> AnalyzeZstdCore(const std::string& name, int f
     return error;
   }
   for (core::NotCollected& n : report->not_collected) ReplaceAll(n.reason, core_path, name);
+  if (stopped_at) {
+    report->not_collected.push_back(
+        {"data after the core", fmt::format("{}: decompressed only the {} bytes its ELF headers describe; what follows "
+                                            "in the stream is no part of the core and was not read",
+                                            name, *stopped_at)});
+  }
   return std::move(*report);
 }
 
@@ -203,6 +216,10 @@ core::Result<AnalyzedInput> AddInput(Analyzer& analyzer, const std::string& path
   if (::fstat(fd.get(), &st) != 0) return core::MakeError("{}: cannot stat: {}", path, std::strerror(errno));
   if (S_ISDIR(st.st_mode)) {
     GT_ASSIGN_OR_RETURN(core::Bundle bundle, core::ReadBundle(path));
+    // What of the bundle could not be used (a missing process.json, a damaged file) is said.
+    for (const core::NotCollected& problem : bundle.problems) {
+      out.warnings.push_back(fmt::format("{}/{}: {}", path, problem.item, problem.reason));
+    }
     return BundleInput(analyzer, path, std::move(bundle));
   }
   return AddFileInput(analyzer, path, fd.get(), S_ISREG(st.st_mode), request, out);

@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
+// ZSTD_d_forceIgnoreChecksum (zstd 1.4.7+, a stable parameter of the experimental section).
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
@@ -61,6 +64,62 @@ size_t NonTextBytes(std::string_view bytes) {
   return bad;
 }
 
+// NUL runs at least this long are padding, not content: what a file system leaves in a file's
+// last blocks after a node crash (the size was written, the data was not), or a preallocated log.
+constexpr size_t kNulPaddingRun = 512;
+// How much of each piece after the judged prefix is judged again.
+constexpr size_t kLaterSampleBytes = 4096;
+
+struct TextJudgement {
+  size_t judged = 0;    // bytes judged: all but NUL padding
+  size_t non_text = 0;  // of those, bytes that are not text
+  size_t padding = 0;   // NUL padding left out
+  // Binary: more than 30% of the judged bytes are not text, or nothing but padding.
+  bool Binary() const { return non_text * 10 > judged * 3 || (judged == 0 && padding > 0); }
+};
+
+// Judges `bytes` as text with NUL padding (runs of kNulPaddingRun NULs or more) left out, so a
+// short log whose tail was zero-filled by a crash is judged by its text.
+TextJudgement JudgeText(std::string_view bytes) {
+  TextJudgement j;
+  size_t start = 0;
+  while (start < bytes.size()) {
+    size_t nul = bytes.find(std::string_view("\0", 1), start);
+    if (nul == std::string_view::npos) nul = bytes.size();
+    std::string_view text = bytes.substr(start, nul - start);
+    size_t run_end = bytes.find_first_not_of('\0', nul);
+    if (run_end == std::string_view::npos) run_end = bytes.size();
+    size_t run = run_end - nul;
+    if (run >= kNulPaddingRun) {
+      j.padding += run;
+    } else {
+      text = bytes.substr(start, run_end - start);  // short NUL runs are judged with the text
+    }
+    j.judged += text.size();
+    j.non_text += NonTextBytes(text);
+    start = run_end;
+  }
+  return j;
+}
+
+// Where a piece of input ends in binary data: the start of the run of kLaterSampleBytes blocks,
+// counted from its end, that are each more than 30% non-text (NUL padding left out); npos when
+// its last block is text (or too short to judge, under 512 bytes). Only the last block is
+// looked at unless it is binary.
+size_t BinarySuffix(std::string_view bytes) {
+  size_t end = bytes.size();
+  size_t start = std::string_view::npos;
+  while (end > 0) {
+    size_t begin = end > kLaterSampleBytes ? end - kLaterSampleBytes : 0;
+    if (end - begin < 512) break;
+    TextJudgement j = JudgeText(bytes.substr(begin, end - begin));
+    if (j.non_text * 10 <= j.judged * 3) break;  // text, or nothing but padding
+    start = begin;
+    end = begin;
+  }
+  return start;
+}
+
 // Splits a byte stream into lines with bounded memory; keeps the tail of the text and, when
 // asked, holds the first kSniffBytes back until they are known to be text.
 class LineSplitter {
@@ -69,18 +128,28 @@ class LineSplitter {
       : sink_(sink), blocks_(blocks), options_(options), stats_(stats), sniffing_(options.refuse_binary) {}
 
   void Push(std::string_view bytes) {
-    if (refused_) return;
+    if (stopped()) return;
     if (sniffing_) {
       size_t take = std::min(bytes.size(), kSniffBytes - sniff_.size());
       sniff_.append(bytes.substr(0, take));
       bytes.remove_prefix(take);
       if (sniff_.size() < kSniffBytes || !Decide()) return;
     }
+    // Text that turns into binary data further on (a log with a core dump or random bytes
+    // appended) is read up to there: each later piece's end is judged as the prefix was.
+    if (options_.refuse_binary) {
+      size_t suffix = BinarySuffix(bytes);
+      if (suffix != std::string_view::npos) {
+        Split(bytes.substr(0, suffix));
+        binary_from_ = stats_.bytes;
+        return;
+      }
+    }
     Split(bytes);
   }
 
   void Finish() {
-    if (sniffing_ && !Decide()) return;
+    if (sniffing_) Decide();
     if (refused_) return;
     if (!line_.empty() || cutting_) Emit();
   }
@@ -88,19 +157,34 @@ class LineSplitter {
   /// True when the input was found not to be text: no line was handed over, and the reader
   /// may stop reading.
   bool refused() const { return refused_; }
-  size_t sniffed_bytes() const { return sniff_.size(); }
+  /// Where text turned into binary data after the prefix was judged text (a byte offset in the
+  /// text); nothing from there on is read.
+  std::optional<uint64_t> binary_from() const { return binary_from_; }
+  /// No more input is wanted: refused, or binary data followed the text.
+  bool stopped() const { return refused_ || binary_from_.has_value(); }
+  size_t sniffed_bytes() const { return judged_; }
   size_t sniffed_non_text() const { return non_text_; }
 
  private:
   // Decides on the sniffed prefix; false when it is not text. Text is split into lines.
   bool Decide() {
     sniffing_ = false;
-    non_text_ = NonTextBytes(sniff_);
-    if (non_text_ * 10 > sniff_.size() * 3) {  // LooksBinary
+    // Binary data at the end of the prefix (text with random bytes appended) is cut off first;
+    // what is left is judged.
+    size_t suffix = BinarySuffix(sniff_);
+    std::string_view text = std::string_view(sniff_).substr(0, suffix);
+    TextJudgement judged = JudgeText(suffix == 0 ? std::string_view(sniff_) : text);
+    non_text_ = judged.non_text;
+    judged_ = judged.judged;
+    if (suffix == 0 || judged.Binary()) {
       refused_ = true;
       return false;
     }
-    Split(sniff_);
+    Split(text);
+    if (suffix != std::string_view::npos) {
+      binary_from_ = stats_.bytes;
+      return false;
+    }
     return true;
   }
 
@@ -190,6 +274,8 @@ class LineSplitter {
   bool refused_ = false;
   std::string sniff_;
   size_t non_text_ = 0;
+  size_t judged_ = 0;
+  std::optional<uint64_t> binary_from_;
 };
 
 // A source of raw bytes: bytes already read (a sniffed prefix), then a descriptor or memory.
@@ -226,6 +312,13 @@ struct ByteSource {
   }
 };
 
+// A compressed stream found damaged: what (and the decoder's word), said with the amount of text
+// read before it once the reader is done.
+struct Damage {
+  std::string what;
+  std::string detail;
+};
+
 core::Error ReadError(std::string_view name, uint64_t offset) {
   return core::ErrnoError(errno, "{}: read failed after {} bytes", name, offset);
 }
@@ -233,7 +326,7 @@ core::Error ReadError(std::string_view name, uint64_t offset) {
 core::Result<void> Plain(ByteSource& src, std::string_view name, LineSplitter& lines, std::vector<char>& buf,
                          std::string_view first, ReadStats& stats) {
   lines.Push(first);
-  while (!lines.refused()) {
+  while (!lines.stopped()) {
     ssize_t n = src.Read(buf.data(), buf.size());
     if (n < 0) return ReadError(name, stats.bytes);
     if (n == 0) return {};
@@ -245,14 +338,14 @@ core::Result<void> Plain(ByteSource& src, std::string_view name, LineSplitter& l
 // Inflates into `lines`; damage (a corrupt or truncated stream) goes to stats.damage after the
 // lines before it.
 core::Result<void> Gzip(ByteSource& src, std::string_view name, LineSplitter& lines, std::vector<char>& buf,
-                        size_t out_bytes, std::string first, ReadStats& stats) {
+                        size_t out_bytes, std::string first, ReadStats& stats, Damage& damage) {
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) return core::MakeError("{}: zlib: cannot initialise", name);
   std::vector<char> out(out_bytes);
   std::string input = std::move(first);
   bool eof = false;
   int rc = Z_OK;
-  while (!lines.refused()) {
+  while (!lines.stopped()) {
     if (input.empty() && !eof) {
       ssize_t n = src.Read(buf.data(), buf.size());
       if (n < 0) {
@@ -269,73 +362,92 @@ core::Result<void> Gzip(ByteSource& src, std::string_view name, LineSplitter& li
       z.next_out = reinterpret_cast<Bytef*>(out.data());
       z.avail_out = static_cast<uInt>(out.size());
       rc = inflate(&z, Z_NO_FLUSH);
+      // What this call inflated is text even when the call then fails: a bad checksum in the
+      // trailer comes after the member's last bytes were written out.
+      lines.Push(std::string_view(out.data(), out.size() - z.avail_out));
       if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
-        stats.damage = fmt::format("{}: corrupt gzip stream after {} bytes of text: {}", name, stats.bytes,
-                                   z.msg ? z.msg : "inflate failed");
+        damage = {"corrupt gzip stream", z.msg ? z.msg : "inflate failed"};
         inflateEnd(&z);
         return {};
       }
-      lines.Push(std::string_view(out.data(), out.size() - z.avail_out));
       if (rc == Z_STREAM_END) {
         // Concatenated gzip members (as `cat a.gz b.gz` makes) continue.
         inflateReset(&z);
         if (z.avail_in == 0) break;
       }
-    } while (!lines.refused() && (z.avail_out == 0 || (rc == Z_STREAM_END && z.avail_in > 0)));
+    } while (!lines.stopped() && (z.avail_out == 0 || (rc == Z_STREAM_END && z.avail_in > 0)));
     input.erase(0, input.size() - z.avail_in);
     if (rc == Z_BUF_ERROR && z.avail_in == 0 && eof) break;
   }
-  bool ended = rc == Z_STREAM_END || (z.total_in == 0 && z.total_out == 0) || lines.refused();
+  bool ended = rc == Z_STREAM_END || (z.total_in == 0 && z.total_out == 0) || lines.stopped();
   inflateEnd(&z);
-  if (!ended) stats.damage = fmt::format("{}: truncated gzip stream after {} bytes of text", name, stats.bytes);
+  if (!ended) damage = {"truncated gzip stream", ""};
   return {};
 }
 
+// Decodes into `lines` with the frame checksum ignored, so that the last block is handed over
+// even when the checksum is wrong (the decoder withholds a block whose checksum fails: a log's
+// last lines, where its error is); a second decoder over the same input checks the checksum
+// and reports a mismatch as damage after the text.
 core::Result<void> Zstd(ByteSource& src, std::string_view name, LineSplitter& lines, std::vector<char>& buf,
-                        std::string first, ReadStats& stats) {
-  ZSTD_DCtx* dctx = ZSTD_createDCtx();
-  if (!dctx) return core::MakeError("{}: zstd: cannot initialise", name);
+                        std::string first, ReadStats& stats, Damage& damage) {
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> verify(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!dctx || !verify) return core::MakeError("{}: zstd: cannot initialise", name);
+  bool checking = !ZSTD_isError(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum));
   std::vector<char> out(ZSTD_DStreamOutSize());
+  std::vector<char> scratch(checking ? ZSTD_DStreamOutSize() : 0);
+  std::string checksum_error;
+  // The verifier consumes `in` to its end; false once it found an error (it stops checking).
+  auto check = [&](ZSTD_inBuffer in) {
+    while (checking) {
+      ZSTD_outBuffer o{scratch.data(), scratch.size(), 0};
+      size_t r = ZSTD_decompressStream(verify.get(), &o, &in);
+      if (ZSTD_isError(r)) {
+        checksum_error = ZSTD_getErrorName(r);
+        checking = false;
+      }
+      if (in.pos >= in.size && o.pos < o.size) return;
+    }
+  };
   std::string input = std::move(first);
   size_t last = 0;
   bool any = false;
-  while (!lines.refused()) {
+  while (!lines.stopped()) {
     if (input.empty()) {
       ssize_t n = src.Read(buf.data(), buf.size());
-      if (n < 0) {
-        ZSTD_freeDCtx(dctx);
-        return ReadError(name, stats.bytes);
-      }
+      if (n < 0) return ReadError(name, stats.bytes);
       if (n == 0) break;
       input.assign(buf.data(), static_cast<size_t>(n));
     }
     ZSTD_inBuffer in{input.data(), input.size(), 0};
-    while (in.pos < in.size && !lines.refused()) {
+    check(in);
+    while (in.pos < in.size && !lines.stopped()) {
       ZSTD_outBuffer o{out.data(), out.size(), 0};
-      last = ZSTD_decompressStream(dctx, &o, &in);
+      last = ZSTD_decompressStream(dctx.get(), &o, &in);
+      lines.Push(std::string_view(out.data(), o.pos));
       if (ZSTD_isError(last)) {
-        stats.damage = fmt::format("{}: corrupt zstd stream after {} bytes of text: {}", name, stats.bytes,
-                                   ZSTD_getErrorName(last));
-        ZSTD_freeDCtx(dctx);
+        damage = {"corrupt zstd stream", ZSTD_getErrorName(last)};
         return {};
       }
       any = true;
-      lines.Push(std::string_view(out.data(), o.pos));
     }
     input.clear();
   }
-  // Flush what the decoder still holds.
-  while (any && !lines.refused()) {
+  // Flush what the decoders still hold.
+  while (any && !lines.stopped()) {
     ZSTD_inBuffer in{nullptr, 0, 0};
     ZSTD_outBuffer o{out.data(), out.size(), 0};
-    size_t r = ZSTD_decompressStream(dctx, &o, &in);
+    size_t r = ZSTD_decompressStream(dctx.get(), &o, &in);
     if (ZSTD_isError(r) || o.pos == 0) break;
     lines.Push(std::string_view(out.data(), o.pos));
     last = r;
   }
-  ZSTD_freeDCtx(dctx);
-  if (last != 0 && !lines.refused()) {
-    stats.damage = fmt::format("{}: truncated zstd stream after {} bytes of text", name, stats.bytes);
+  if (any) check(ZSTD_inBuffer{nullptr, 0, 0});
+  if (!checksum_error.empty()) {
+    damage = {"corrupt zstd stream", checksum_error};
+  } else if (last != 0 && !lines.stopped()) {
+    damage = {"truncated zstd stream", ""};
   }
   return {};
 }
@@ -357,20 +469,36 @@ core::Result<ReadStats> ReadFrom(ByteSource& src, std::string_view name, const L
   if (n < 0) return ReadError(name, 0);
   std::string first(buf.data(), static_cast<size_t>(n));
   core::Result<void> done;
+  Damage damage;
   if (HasMagic(first, "\x1f\x8b")) {
     stats.compression = "gzip";
     // Inflated text comes out in pieces of at most 64 KiB, whatever the input's chunk.
-    done = Gzip(src, name, lines, buf, std::min<size_t>(chunk_bytes, 64u << 10), std::move(first), stats);
+    done = Gzip(src, name, lines, buf, std::min<size_t>(chunk_bytes, 64u << 10), std::move(first), stats, damage);
   } else if (HasMagic(first, "\x28\xb5\x2f\xfd")) {
     stats.compression = "zstd";
-    done = Zstd(src, name, lines, buf, std::move(first), stats);
+    done = Zstd(src, name, lines, buf, std::move(first), stats, damage);
   } else {
     stats.compression = "none";
     done = Plain(src, name, lines, buf, first, stats);
   }
   if (!done.ok()) return done.error();
   lines.Finish();
+  // Said after Finish: the text held back while it was judged counts (a damaged stream of less
+  // than kSniffBytes of text was "after 0 bytes").
+  if (!damage.what.empty()) {
+    stats.damage = fmt::format("{}: {} after {} bytes of text{}{}", name, damage.what, stats.bytes,
+                               damage.detail.empty() ? "" : ": ", damage.detail);
+  } else if (lines.binary_from()) {
+    stats.damage = fmt::format(
+        "{}: binary data from byte {} of the text on (not read as log lines; the text before it "
+        "was)",
+        name, *lines.binary_from());
+  }
   if (stats.tail.size() > options.keep_tail_bytes) stats.tail.erase(0, stats.tail.size() - options.keep_tail_bytes);
+  if (lines.refused() && lines.sniffed_bytes() == 0) {
+    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: not a log (nothing but NUL bytes{})", name,
+                               stats.compression == "none" ? "" : " in its text");
+  }
   if (lines.refused()) {
     return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
                                "{}: not a log (binary data: {}% of its first {} bytes{} are NUL, control bytes or "
@@ -399,7 +527,7 @@ uint64_t CountNewlines(std::string_view text) {
   return n;
 }
 
-bool LooksBinary(std::string_view prefix) { return NonTextBytes(prefix) * 10 > prefix.size() * 3; }
+bool LooksBinary(std::string_view prefix) { return JudgeText(prefix).Binary(); }
 
 core::Result<ReadStats> ReadLines(const std::string& path, const LineSink& sink, const ReadOptions& options) {
   if (path == "-") return ReadLinesFromFd(STDIN_FILENO, "", "stdin", sink, options);

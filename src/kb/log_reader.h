@@ -47,7 +47,10 @@ inline constexpr size_t kSniffBytes = 64u << 10;
 /// True when `prefix` (the first bytes of an input, decoded) is not a log: more than 30% of it
 /// is NUL or other control bytes (tab, newline, carriage return, form feed, vertical tab,
 /// backspace and escape are text) or bytes of invalid UTF-8. A log with a few stray NUL bytes or
-/// Latin-1 characters is text; random bytes, /dev/zero, an executable or UTF-16 are not.
+/// Latin-1 characters is text; random bytes, /dev/zero, an executable or UTF-16 are not. Runs of
+/// 512 NULs or more are padding (a crash leaves a file's last blocks zero-filled) and are left
+/// out of the judgement. After the prefix, a sample of each later piece is judged the same way:
+/// where the text turns into binary data the reader stops, and ReadStats::damage says where.
 bool LooksBinary(std::string_view prefix);
 
 /// Receives each line without its "\n" (and without a "\r" before it), 1-based numbers.

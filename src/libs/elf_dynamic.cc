@@ -61,10 +61,12 @@ core::Result<void> ReadDynamicSegment(Elf* elf, uint64_t file_size, ElfDynamic& 
     return core::MakeError("{}: program headers cannot be read: {}", out.path, elf_errmsg(-1));
   std::vector<GElf_Phdr> loads;
   std::optional<GElf_Phdr> dynamic;
+  size_t unreadable = 0;
   for (size_t i = 0; i < phnum && i < 4096; ++i) {
     GElf_Phdr ph;
     if (!gelf_getphdr(elf, static_cast<int>(i), &ph)) {
       out.problems.push_back(fmt::format("program header {} cannot be read: {}", i, elf_errmsg(-1)));
+      ++unreadable;
       continue;
     }
     if (ph.p_type == PT_LOAD) loads.push_back(ph);
@@ -76,6 +78,14 @@ core::Result<void> ReadDynamicSegment(Elf* elf, uint64_t file_size, ElfDynamic& 
         out.problems.push_back("PT_INTERP lies outside the file");
       }
     }
+  }
+  // A file cut short before its program headers ends has none to read: that says nothing about
+  // how it was linked (it was called "statically linked" before).
+  if (!dynamic && unreadable > 0) {
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss,
+                               "{}: {} of its {} program headers cannot be read ({} bytes): truncated or corrupt, so "
+                               "whether it is dynamically linked cannot be told",
+                               out.path, unreadable, phnum, file_size);
   }
   if (!dynamic) return {};
   out.has_dynamic = true;
@@ -303,6 +313,15 @@ core::Result<ElfDynamic> Read(std::shared_ptr<Handle> handle, std::string_view n
     return core::MakeErrorCode(core::ErrorCode::kUnsupported,
                                "{}: ELF type {}: neither an executable nor a shared object", name, out.type);
   }
+  // libelf reads no program headers at all when their table runs past the file's end: without
+  // this, a file cut there would look like one without a dynamic segment ("statically linked").
+  if (ehdr.e_phnum != 0 && ehdr.e_phnum != PN_XNUM &&
+      (ehdr.e_phoff > size || uint64_t{ehdr.e_phnum} * ehdr.e_phentsize > size - ehdr.e_phoff)) {
+    return core::MakeErrorCode(core::ErrorCode::kDataLoss,
+                               "{}: its {} program headers (at offset {:#x}) run past the end of the file ({} bytes): "
+                               "truncated or corrupt, so whether it is dynamically linked cannot be told",
+                               name, ehdr.e_phnum, ehdr.e_phoff, size);
+  }
   GT_RETURN_IF_ERROR(ReadDynamicSegment(elf, size, out));
   if (!with_symbols) return out;  // every field is a copy: the file is closed and unmapped now
   ReadSymbols(elf, out);
@@ -336,12 +355,20 @@ std::string ElfDynamic::Describe() const {
 core::Result<ElfDynamic> ReadElfDynamic(const std::string& path, bool with_symbols) {
   InitLibelf();
   auto handle = std::make_shared<Handle>();
-  handle->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer forever (`libs FIFO`); it is
+  // refused below like any file that is not regular. Reads of a regular file ignore the flag.
+  handle->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (handle->fd < 0) return core::ErrnoError(errno, "{}: cannot open", path);
   struct stat st {};
   if (fstat(handle->fd, &st) != 0) return core::ErrnoError(errno, "{}: cannot stat", path);
-  if (!S_ISREG(st.st_mode))
-    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: not a regular file", path);
+  if (!S_ISREG(st.st_mode)) {
+    return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: not a regular file ({}): not an ELF file", path,
+                               S_ISFIFO(st.st_mode)  ? "a FIFO"
+                               : S_ISDIR(st.st_mode) ? "a directory"
+                               : S_ISCHR(st.st_mode) ? "a character device"
+                               : S_ISBLK(st.st_mode) ? "a block device"
+                                                     : "a socket");
+  }
   if (st.st_size == 0)
     return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: empty file (0 bytes), not an ELF file", path);
   // The dynamic section alone is read with pread (mapping a 1 GiB file and unmapping it costs more

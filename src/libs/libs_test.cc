@@ -3,6 +3,7 @@
 // run by the test; the Debian ROCm and CUDA toolkit libraries as large real inputs.
 #include "libs/libs.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -445,6 +446,28 @@ TEST(ElfDynamic, BadInputsNameTheFile) {
       EXPECT_NE(r.error().message.find("cut.so"), std::string::npos) << r.error().message;
     }
   }
+  // Failed before: a file cut inside its program headers was "statically linked".
+  {
+    auto eh = ParseElfDynamic({reinterpret_cast<const uint8_t*>(bytes.data()), 64 + 20}, "cut.so", false);
+    ASSERT_FALSE(eh.ok());
+    EXPECT_NE(eh.error().message.find("cut.so: "), std::string::npos) << eh.error().message;
+    EXPECT_NE(eh.error().message.find("truncated or corrupt"), std::string::npos) << eh.error().message;
+    EXPECT_EQ(eh.error().message.find("statically"), std::string::npos) << eh.error().message;
+  }
+  // Failed before: a FIFO blocked `libs FIFO` and `libs diff FIFO X` forever (waiting for a writer).
+  {
+    char dir[] = "/tmp/gt_libs_fifo_XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    std::string fifo = std::string(dir) + "/pipe";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    auto r = ReadElfDynamic(fifo, true);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message, fifo + ": not a regular file (a FIFO): not an ELF file");
+    auto diff = DiffLibraries(fifo, user);
+    ASSERT_FALSE(diff.ok());
+    EXPECT_NE(diff.error().message.find("a FIFO"), std::string::npos);
+    fs::remove_all(dir);
+  }
   auto text = ReadElfDynamic("/etc/hostname", false);
   ASSERT_FALSE(text.ok());
   EXPECT_NE(text.error().message.find("/etc/hostname"), std::string::npos);
@@ -485,6 +508,24 @@ TEST(TraceLibraries, RecordsSearchesAndOpensAsLdDebugShows) {
   EXPECT_GT(in_subdirectories, 0u);
   EXPECT_GT(tried, 0u);
   EXPECT_NE(Find(*r, "libgtuser.so"), nullptr);
+}
+
+// Failed before: a trace larger than the limit was blamed on "a static or setuid program".
+TEST(TraceLibraries, ATraceTooLargeIsNotCalledAStaticProgram) {
+  std::string audit = std::string(GT_BUILD_DIR) + "/lib/libgputriage-audit.so";
+  auto large = TraceCommand({"true"}, audit, 64);
+  ASSERT_FALSE(large.ok());
+  EXPECT_NE(large.error().message.find("the loader's audit trace could not be read: "), std::string::npos)
+      << large.error().message;
+  EXPECT_NE(large.error().message.find("more than the 64 bytes allowed"), std::string::npos) << large.error().message;
+  EXPECT_EQ(large.error().message.find("static"), std::string::npos) << large.error().message;
+  // A static program is: the loader never runs, so no trace is written.
+  std::string static_program = std::string(GT_BUILD_DIR) + "/tests/crashers/static_abort";
+  if (access(static_program.c_str(), X_OK) == 0) {
+    auto none = TraceCommand({static_program}, audit);
+    ASSERT_FALSE(none.ok());
+    EXPECT_NE(none.error().message.find("a static or setuid program"), std::string::npos) << none.error().message;
+  }
 }
 
 TEST(ProcessLibraries, ThisProcessInLoadOrder) {

@@ -48,7 +48,8 @@ std::vector<core::LoaderEvent> ParseAuditTrace(std::string_view text, size_t* ma
   return out;
 }
 
-core::Result<TraceResult> TraceCommand(const std::vector<std::string>& command, const std::string& audit_library) {
+core::Result<TraceResult> TraceCommand(const std::vector<std::string>& command, const std::string& audit_library,
+                                       size_t max_trace_bytes) {
   if (command.empty()) return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "no command to trace");
   if (access(audit_library.c_str(), R_OK) != 0)
     return core::ErrnoError(errno, "{}: the audit library cannot be read", audit_library);
@@ -81,7 +82,7 @@ core::Result<TraceResult> TraceCommand(const std::vector<std::string>& command, 
   }
   TraceResult result;
   result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto text = core::ReadFile(out_file, 256u << 20);
+  auto text = core::ReadFile(out_file, max_trace_bytes);
   std::filesystem::remove_all(dir);
   if (!text.ok()) {
     // Only a trace that is not there says the loader never audited the program; a trace too

@@ -24,6 +24,8 @@ struct TraceResult {
 };
 
 /// Runs `command` (stdio inherited) with the audit library and waits for it.
-core::Result<TraceResult> TraceCommand(const std::vector<std::string>& command, const std::string& audit_library);
+/// A trace larger than `max_trace_bytes` is an error that says so.
+core::Result<TraceResult> TraceCommand(const std::vector<std::string>& command, const std::string& audit_library,
+                                       size_t max_trace_bytes = 256u << 20);
 
 }  // namespace gputriage::libs

@@ -149,10 +149,10 @@ TEST(PackedBundle, DamagedArchivesAreErrorsNotCrashes) {
   EXPECT_NE(text.error().message.find("b.tar.zst: "), std::string::npos) << text.error().message;
 }
 
-TEST(PackedBundle, ABundleWithoutProcessJsonIsNotABundle) {
+TEST(PackedBundle, ABundleWithoutProcessJsonOrManifestIsNotABundle) {
   auto bundle = ReadPackedBundleModel(FromMemory(BuildTar({{"b/stderr.tail", "x"}})), "b.tar.zst");
   ASSERT_FALSE(bundle.ok());
-  EXPECT_EQ(bundle.error().message, "b.tar.zst: not a crash bundle (no process.json)");
+  EXPECT_EQ(bundle.error().message, "b.tar.zst: not a crash bundle (neither process.json nor manifest.json)");
 }
 
 }  // namespace

@@ -127,12 +127,48 @@ core::Result<ZstdCopyStats> CompressZstd(int in_fd, int out_fd, int level, std::
 }
 
 core::Result<ZstdCopyStats> DecompressZstd(const ByteSource& source, int out_fd, uint64_t max_out_bytes,
-                                           std::string_view name, std::string_view out_name) {
+                                           std::string_view name, std::string_view out_name,
+                                           const ExtentOf& extent_of) {
   std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
   if (!dctx) return core::MakeError("{}: cannot create a zstd decompression context", name);
   std::vector<char> in_buf(ZSTD_DStreamInSize());
   std::vector<char> out_buf(ZSTD_DStreamOutSize());
   ZstdCopyStats stats;
+  std::string head;                // the first kExtentHeadBytes, kept for extent_of
+  bool judged = !extent_of;        // extent_of has been asked
+  uint64_t limit = max_out_bytes;  // the extent, once judged
+  bool extent_limited = false;
+  // Writes one piece of output; false once the extent is reached (nothing more is wanted).
+  auto emit = [&](const char* data, size_t n) -> core::Result<bool> {
+    if (!judged) {
+      head.append(data, std::min(n, kExtentHeadBytes - head.size()));
+      if (head.size() >= kExtentHeadBytes) {
+        judged = true;
+        if (std::optional<uint64_t> extent = extent_of(head); extent && *extent < limit) {
+          limit = *extent;
+          extent_limited = true;
+        }
+      }
+    }
+    if (extent_limited && stats.out_bytes + n >= limit) {
+      // The extent may end before what was written while the head was gathered: nothing more then.
+      if (limit > stats.out_bytes) {
+        GT_RETURN_IF_ERROR(WriteAll(out_fd, data, static_cast<size_t>(limit - stats.out_bytes), out_name));
+        stats.out_bytes = limit;
+      }
+      stats.stopped_at_extent = true;
+      return false;
+    }
+    if (n > max_out_bytes - std::min<uint64_t>(stats.out_bytes, max_out_bytes)) {
+      return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
+                                 "{}: decompresses to more than {} bytes, the most gputriage writes out of one "
+                                 "compressed input",
+                                 name, max_out_bytes);
+    }
+    GT_RETURN_IF_ERROR(WriteAll(out_fd, data, n, out_name));
+    stats.out_bytes += n;
+    return true;
+  };
   size_t last = 1;  // what the last call still wanted: 0 when a frame was complete
   bool any_input = false;
   while (true) {
@@ -152,14 +188,8 @@ core::Result<ZstdCopyStats> DecompressZstd(const ByteSource& source, int out_fd,
                                    "{}: corrupt zstd data after {} bytes of output: {}", name, stats.out_bytes,
                                    ZSTD_getErrorName(last));
       }
-      if (out.pos > max_out_bytes - std::min<uint64_t>(stats.out_bytes, max_out_bytes)) {
-        return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
-                                   "{}: decompresses to more than {} bytes, the most gputriage writes out of one "
-                                   "compressed input",
-                                   name, max_out_bytes);
-      }
-      GT_RETURN_IF_ERROR(WriteAll(out_fd, out_buf.data(), out.pos, out_name));
-      stats.out_bytes += out.pos;
+      GT_ASSIGN_OR_RETURN(bool more, emit(out_buf.data(), out.pos));
+      if (!more) return stats;
     }
     // Flush what the decoder holds once the input buffer is consumed.
     while (last != 0) {
@@ -172,14 +202,8 @@ core::Result<ZstdCopyStats> DecompressZstd(const ByteSource& source, int out_fd,
                                    ZSTD_getErrorName(last));
       }
       if (out.pos == 0) break;
-      if (out.pos > max_out_bytes - std::min<uint64_t>(stats.out_bytes, max_out_bytes)) {
-        return core::MakeErrorCode(core::ErrorCode::kInvalidArgument,
-                                   "{}: decompresses to more than {} bytes, the most gputriage writes out of one "
-                                   "compressed input",
-                                   name, max_out_bytes);
-      }
-      GT_RETURN_IF_ERROR(WriteAll(out_fd, out_buf.data(), out.pos, out_name));
-      stats.out_bytes += out.pos;
+      GT_ASSIGN_OR_RETURN(bool more, emit(out_buf.data(), out.pos));
+      if (!more) return stats;
     }
   }
   if (!any_input) return core::MakeErrorCode(core::ErrorCode::kInvalidArgument, "{}: empty, not zstd data", name);

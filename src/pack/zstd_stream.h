@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,7 +38,14 @@ std::string PeekZstd(std::string_view compressed, size_t want);
 struct ZstdCopyStats {
   uint64_t in_bytes = 0;
   uint64_t out_bytes = 0;
+  /// DecompressZstd stopped at the extent `extent_of` gave; what followed was not decompressed.
+  bool stopped_at_extent = false;
 };
+
+/// How many bytes of a decompressed output are worth writing, judged from its first bytes
+/// (`head`: kExtentHeadBytes, or all of the output when it is shorter); nullopt: all of it.
+using ExtentOf = std::function<std::optional<uint64_t>(std::string_view head)>;
+inline constexpr size_t kExtentHeadBytes = 4u << 20;
 
 /// Compresses `in_fd` (read to its end) into `out_fd` as one zstd frame at `level` (3: about
 /// 300 MB/s per core, what `zstd` uses by default), with the input size in the frame header when
@@ -50,8 +58,12 @@ core::Result<ZstdCopyStats> CompressZstd(int in_fd, int out_fd, int level, std::
 /// N bytes of output: ..."), truncated ("NAME: truncated zstd stream after N bytes of output"),
 /// or would decompress to more than `max_out_bytes` ("NAME: decompresses to more than N bytes
 /// ..."); with the errno on a read or write error (`out_name` names the output).
+/// With `extent_of`, the output stops (without an error, `stopped_at_extent`) at the extent it
+/// gives once the first kExtentHeadBytes are decompressed: an ELF core is written only as far as
+/// its headers describe.
 core::Result<ZstdCopyStats> DecompressZstd(const ByteSource& source, int out_fd, uint64_t max_out_bytes,
-                                           std::string_view name, std::string_view out_name);
+                                           std::string_view name, std::string_view out_name,
+                                           const ExtentOf& extent_of = nullptr);
 
 /// A private directory (mode 0700) under $TMPDIR (else /tmp), removed with everything in it when
 /// this object goes. For decompressed inputs nobody else should read.

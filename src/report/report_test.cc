@@ -124,6 +124,25 @@ TEST(Report, MarkdownTextIsEscapedOutsideCodeSpans) {
   EXPECT_EQ(html.find("<strong>init</strong>"), std::string::npos);
 }
 
+// Failed before: the Markdown report's title kept raw HTML from the job (an image that loads
+// on render, an unclosed <details> that folds the rest of the report away); HTML and JSON
+// escaped it.
+TEST(Report, TheJobsTextNeverBecomesHtmlInTheMarkdown) {
+  ReportInput in = Sample();
+  in.process->primary.classification->summary = "failed <img src=https://x.example/t.png> <details> & more";
+  std::string md = RenderMarkdown(BuildReport(in));
+  EXPECT_NE(md.find("## failed \\<img src=https://x.example/t.png> \\<details> \\& more\n"), std::string::npos) << md;
+  for (const char* tag : {"<img", "<details>"}) {
+    for (size_t at = md.find(tag); at != std::string::npos; at = md.find(tag, at + 1)) {
+      EXPECT_TRUE(at > 0 && md[at - 1] == '\\') << tag << " unescaped at " << at << ":\n" << md;
+    }
+  }
+  // Code spans are code: a backquoted <T> stays as it is.
+  in.analysis.next_steps = {"See `std::vector<int>` and <b>this</b>."};
+  md = RenderMarkdown(BuildReport(in));
+  EXPECT_NE(md.find("- See `std::vector<int>` and \\<b>this\\</b>.\n"), std::string::npos) << md;
+}
+
 // --baseline: what changed on the machine since, as a table; nothing, said; no snapshot, said.
 TEST(Report, ChangesSinceTheBaseline) {
   ReportInput in = Sample();

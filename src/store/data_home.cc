@@ -1,6 +1,7 @@
 #include "store/data_home.h"
 
 #include "core/fs.h"
+#include "core/trust.h"
 
 #include <pwd.h>
 #include <sys/stat.h>
@@ -75,6 +76,10 @@ core::Result<std::string> DataHome() {
   GT_ASSIGN_OR_RETURN(std::string chosen, ChosenDataHome());
   core::Result<void> made = core::MakeDirectories(chosen, 0700);
   if (!made.ok()) return core::MakeError("data directory: {}", made.error().message);
+  // As root, a data home that another user owns or can write (GPUTRIAGE_HOME=/home/alice/x, a
+  // directory under a world-writable one) could hold planted files and links that root would
+  // then write through: refused, as sudo and ssh refuse such files.
+  if (::geteuid() == 0) GT_RETURN_IF_ERROR(core::CheckTrusted(chosen, "data home"));
   return chosen;
 }
 

@@ -135,6 +135,31 @@ TEST(SnapshotStoreOpen, APlantedLinkIsRefusedAndItsTargetNotCreated) {
       << refused.error().message;
 }
 
+// Failed before (issue 32): root used a data home another user owned or could write, and wrote
+// its history and bundles there.
+TEST(DataHome, AsRootADataHomeAnotherUserControlsIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root refuses (a user can only harm themself)";
+  TempDir tmp;
+  std::string theirs = tmp / "theirs";
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  ScopedEnv env("GPUTRIAGE_HOME", theirs);
+  auto owned = DataHome();
+  ASSERT_FALSE(owned.ok());
+  EXPECT_NE(owned.error().message.find("data home " + theirs + " is owned by nobody (uid 65534)"), std::string::npos)
+      << owned.error().message;
+  std::string open = tmp / "open";
+  ASSERT_EQ(::mkdir(open.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  ScopedEnv env2("GPUTRIAGE_HOME", open + "/gputriage");
+  auto below = DataHome();
+  ASSERT_FALSE(below.ok());
+  EXPECT_NE(below.error().message.find(open), std::string::npos) << below.error().message;
+  // Root's own, under a sticky world-writable /tmp, is fine.
+  ScopedEnv env3("GPUTRIAGE_HOME", tmp / "mine");
+  EXPECT_TRUE(DataHome().ok());
+}
+
 TEST(DefaultDatabasePath, IsSnapshotsDbInTheDataHome) {
   TempDir tmp;
   ScopedEnv env("GPUTRIAGE_HOME", tmp / "h");

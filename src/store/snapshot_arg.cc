@@ -64,7 +64,7 @@ Result<core::Snapshot> ParseSnapshotJson(std::string_view text, std::string_view
 
 Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view arg) {
   if (arg.empty()) return MakeError("an empty snapshot operand (want an id, 'latest' or a file)");
-  if (AllDigits(arg) || arg == "latest" || arg == "previous") return StoredSnapshot(store, arg);
+  if (NamesStoredSnapshot(arg)) return StoredSnapshot(store, arg);
   if (arg == "-") {
     GT_ASSIGN_OR_RETURN(
         std::string text,
@@ -75,6 +75,8 @@ Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view ar
   GT_ASSIGN_OR_RETURN(std::string text, SnapshotText(core::ReadFile(path, core::kSnapshotMaxBytes), path));
   return ParseSnapshotJson(text, path);
 }
+
+bool NamesStoredSnapshot(std::string_view arg) { return AllDigits(arg) || arg == "latest" || arg == "previous"; }
 
 Result<core::Snapshot> LoadSnapshotArgFromDefaultStore(std::string_view arg) {
   Result<SnapshotStore> store = SnapshotStore::OpenDefault();

@@ -29,6 +29,9 @@ core::Result<core::Snapshot> ParseSnapshotJson(std::string_view text, std::strin
 /// result passes core::CheckSnapshotVersion. Errors name the operand, the database or the file.
 core::Result<core::Snapshot> LoadSnapshotArg(SnapshotStore* store, std::string_view arg);
 
+/// True when `arg` names a snapshot of the database (an id, "latest", "previous"), not a file.
+bool NamesStoredSnapshot(std::string_view arg);
+
 /// LoadSnapshotArg against the default database (SnapshotStore::OpenDefault) when it opens;
 /// when it does not (no usable data home, a damaged database), with no store: then only files
 /// and "-" resolve, and a stored snapshot's id fails saying no database is open.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,14 +18,28 @@ core::Error DbError(sqlite3* db, const std::string& path, std::string_view what)
   const char* message = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
   switch (code & 0xff) {
     case SQLITE_NOTADB:
-      return core::MakeError("{}: not an SQLite database ({})", path, message);
+      return core::MakeErrorCode(core::ErrorCode::kDataLoss, "{}: not an SQLite database ({})", path, message);
     case SQLITE_CORRUPT:
-      return core::MakeError("{}: the database is corrupt ({}); move it aside to start afresh", path, message);
+      return core::MakeErrorCode(core::ErrorCode::kDataLoss,
+                                 "{}: the database is corrupt ({}); move it aside to start afresh", path, message);
     default:
       break;
   }
-  // "unable to open database file" alone does not say why: the failed system call's errno does.
+  // "unable to open database file" alone does not say why: the failed system call's errno does,
+  // except on a read-only file system, where SQLite's last call (opening the -wal or -journal
+  // file read-only after EROFS) leaves ENOENT: said as what it is.
   int sys_errno = db != nullptr ? sqlite3_system_errno(db) : 0;
+  if ((code & 0xff) == SQLITE_CANTOPEN || (code & 0xff) == SQLITE_READONLY) {
+    struct statvfs vfs {};
+    std::string dir = path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
+    if (::statvfs(dir.empty() ? "." : dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0) {
+      core::Error error =
+          core::MakeError("{}: {}: {} (SQLite code {}: the file system is read-only)", path, what, message, code);
+      error.code = core::ErrorCode::kIo;
+      error.sys_errno = EROFS;
+      return error;
+    }
+  }
   if (sys_errno != 0) {
     core::Error error =
         core::MakeError("{}: {}: {} (SQLite code {}: {})", path, what, message, code, std::strerror(sys_errno));

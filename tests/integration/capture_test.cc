@@ -216,6 +216,25 @@ TEST_F(CaptureTest, SummaryOnStderrNamesTheThreadsAndTheBundle) {
   EXPECT_EQ(ReadLine(job.from(), 5000), "pong 1");
 }
 
+// Failed before: `analyze` of the core `capture --core` writes (a process that was running, no
+// signal) said "SIG0 was sent by another process".
+TEST_F(CaptureTest, TheCoreOfARunningProcessIsNotReadAsASignal) {
+  Child job({kHungJob, "1"});
+  ASSERT_EQ(ReadLine(job.from(), 10000), "ready " + std::to_string(job.pid()));
+  auto r = Capture({"--json", "--core", "--no-snapshot", "--bundle-dir", dir_ + "/bundles", std::to_string(job.pid())});
+  ASSERT_EQ(r.status, 0) << r.err;
+  Json out = Json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(out.is_object()) << r.out;
+  std::string core = out.value("bundle", "") + "/core.zst";
+  ASSERT_TRUE(fs::exists(core)) << r.out << r.err;
+  auto analyzed = testing::RunCli(GT_GPUTRIAGE_BIN, {"analyze", core}, {"GPUTRIAGE_HOME=" + dir_ + "/home"});
+  EXPECT_EQ(analyzed.out.find("SIG0"), std::string::npos) << analyzed.out;
+  EXPECT_EQ(analyzed.out.find("was sent by"), std::string::npos) << analyzed.out;
+  auto json = testing::RunCli(GT_GPUTRIAGE_BIN, {"analyze", "--json", core}, {"GPUTRIAGE_HOME=" + dir_ + "/home"});
+  EXPECT_EQ(json.out.find("\"signal\": 0"), std::string::npos) << json.out;
+  EXPECT_EQ(json.out.find("SIG0"), std::string::npos) << json.out;
+}
+
 TEST_F(CaptureTest, NoSuchProcess) {
   // A pid that was just freed: a child that exited and was reaped.
   pid_t gone = fork();

@@ -354,6 +354,69 @@ TEST(CliTest, ConfigFileDefaultsAndUserRedaction) {
   CliRun typo = Gputriage({"doctor", "--root", H200Root()}, env);
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.err.find("config file " + home.path() + "/config.toml: "), std::string::npos) << typo.err;
+
+  // Failed before: a malformed line was "INI was not able to parse [run" with no line, and a
+  // value from the file that does not validate did not say it came from the file.
+  testing::WriteFile(home.path(), "/config.toml", "color = \"never\"\n[run\ntimeout = \"1s\"\n");
+  CliRun header = Gputriage({"doctor", "--root", H200Root()}, env);
+  EXPECT_EQ(header.exit_code, 2);
+  EXPECT_EQ(header.err, "gputriage: config file " + home.path() +
+                            "/config.toml, line 2: `[run` is not a section header (expected [command])\n");
+  testing::WriteFile(home.path(), "/config.toml", "[doctor]\nexit-codes = \"zzz\"\n");
+  CliRun value = Gputriage({"doctor", "--root", H200Root()}, env);
+  EXPECT_EQ(value.exit_code, 2);
+  EXPECT_EQ(value.err.rfind("gputriage: config file " + home.path() + "/config.toml: --exit-codes: zzz not in", 0), 0u)
+      << value.err;
+  EXPECT_NE(value.err.find("(set there;"), std::string::npos) << value.err;
+  // The same bad value on the command line is the command line's.
+  CliRun typed = Gputriage({"doctor", "--root", H200Root(), "--exit-codes", "yyy"});
+  EXPECT_EQ(typed.exit_code, 2);
+  EXPECT_EQ(typed.err.find("config file"), std::string::npos) << typed.err;
+}
+
+// Failed before: saving into a history on a read-only file system said "No such file or
+// directory" (SQLite's last errno); it says the file system is read-only. Needs root (a
+// read-only bind mount); skipped where mounting is not allowed.
+TEST(CliTest, ASaveOnAReadOnlyFileSystemSaysSo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a read-only bind mount needs root";
+  testing::TempDir src, mnt;
+  std::vector<std::string> env = {"GPUTRIAGE_HOME=" + src.path() + "/h"};
+  ASSERT_EQ(Gputriage({"snapshot", "--save", "--root", H200Root()}, env).exit_code, 0);
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(20000);
+  auto mounted = core::RunWithTimeout(
+      {"sh", "-c",
+       "mount --bind '" + src.path() + "' '" + mnt.path() + "' && mount -o remount,bind,ro '" + mnt.path() + "'"},
+      ro);
+  if (!mounted.ok() || mounted->exit_code != 0) {
+    core::RunWithTimeout({"umount", mnt.path()}, ro);
+    GTEST_SKIP() << "cannot make a read-only bind mount here";
+  }
+  CliRun saved = Gputriage({"snapshot", "--save", "--root", H200Root()}, {"GPUTRIAGE_HOME=" + mnt.path() + "/h"});
+  core::RunWithTimeout({"umount", mnt.path()}, ro);
+  EXPECT_EQ(saved.exit_code, 3) << saved.err;
+  EXPECT_NE(saved.err.find("the file system is read-only"), std::string::npos) << saved.err;
+  EXPECT_EQ(saved.err.find("No such file or directory"), std::string::npos) << saved.err;
+}
+
+// Failed before: the same corrupt history database exited 3 for `snapshot list` and 2 for
+// `snapshot show`; a snapshot file the user names is still a usage error.
+TEST(CliTest, ACorruptHistoryIsTheStoresFailureWhicheverCommandReadsIt) {
+  testing::TempDir home;
+  std::vector<std::string> env = {"GPUTRIAGE_HOME=" + home.path()};
+  std::string garbage;
+  for (int i = 0; i < 8192; ++i) garbage.push_back(static_cast<char>((i * 131 + 7) & 0xff));
+  testing::WriteFile(home.path(), "/snapshots.db", garbage);
+  ::chmod((home.path() + "/snapshots.db").c_str(), 0600);
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"snapshot", "list"}, std::vector<std::string>{"snapshot", "show", "latest"},
+        std::vector<std::string>{"snapshot", "show", "1"}, std::vector<std::string>{"snapshot", "diff", "1", "2"}}) {
+    CliRun r = Gputriage(args, env);
+    EXPECT_EQ(r.exit_code, 3) << args[1] << " " << (args.size() > 2 ? args[2] : "") << ": " << r.err;
+    EXPECT_NE(r.err.find(home.path() + "/snapshots.db"), std::string::npos) << r.err;
+  }
+  CliRun file = Gputriage({"snapshot", "show", home.path() + "/no-such.json"}, env);
+  EXPECT_EQ(file.exit_code, 2) << file.err;
 }
 
 TEST(CliTest, HistorySaveListShowDiff) {

@@ -14,6 +14,7 @@
 #include "capture_tree.h"
 #include "core/model.h"
 #include "core/subprocess.h"
+#include "integration_util.h"
 #include "run_cli.h"
 
 namespace gputriage {
@@ -128,6 +129,40 @@ TEST(InspectCommand, DamagedGpuCodeExitsNonZero) {
   EXPECT_NE(lies.out.find("problem: " + lying_path + ":.nv_fatbin: fatbin container at"), std::string::npos)
       << lies.out;
   EXPECT_NE(lies.err.find(lying_path + ": 1 problem(s)"), std::string::npos) << lies.err;
+}
+
+// Failed before: an ELF header of zeros but for EM_CUDA was "an sm_0 cubin, 0 kernels", exit 0;
+// a 2 GB sparse file with an EM_AMDGPU header was read whole (2.1 GB of memory) before refusal.
+TEST(InspectCommand, AHeaderAloneIsNoCodeObjectAndIsNotReadWhole) {
+  testing::TempDir tmp;
+  auto header = [](uint16_t machine) {
+    std::string eh(64, '\0');
+    eh.replace(0, 4,
+               "\x7f"
+               "ELF");
+    eh[4] = 2;   // ELFCLASS64
+    eh[5] = 1;   // little-endian
+    eh[6] = 1;   // EV_CURRENT
+    eh[16] = 1;  // ET_REL
+    std::memcpy(eh.data() + 18, &machine, 2);
+    return eh;
+  };
+  std::string cubin = tmp / "zero.cubin";
+  std::ofstream(cubin, std::ios::binary) << header(190);
+  Out zero = GtInspect({"inspect", "--no-snapshot", cubin});
+  EXPECT_EQ(zero.status, 2) << zero.out << zero.err;
+  EXPECT_NE(zero.out.find("not a cubin: its ELF header names no SM architecture"), std::string::npos) << zero.out;
+  EXPECT_EQ(zero.out.find("sm_0"), std::string::npos) << zero.out;
+
+  std::string sparse = tmp / "sparse.co";
+  { std::ofstream(sparse, std::ios::binary) << header(224); }
+  std::filesystem::resize_file(sparse, 2000ull << 20);  // 2,000 MiB, a hole after the header
+  Out big = GtInspect({"inspect", "--no-snapshot", sparse});
+  EXPECT_EQ(big.status, 2) << big.out << big.err;
+  EXPECT_NE(big.err.find(sparse), std::string::npos) << big.err;
+  long peak = PeakRssKiB({"inspect", "--no-snapshot", sparse});
+  ASSERT_GT(peak, 0);
+  EXPECT_LT(peak, 256 * 1024) << "peak RSS of inspect on a 2,000 MiB sparse code object, KiB";
 }
 
 // The JSON contract on a host object carrying an LZ4-compressed fatbin.

@@ -94,6 +94,41 @@ TEST(Secrets, ReportAndAnalyzeOfALogShowNoSecretAnywhere) {
   ExpectNoSecret(json.out, "analyze --json");
 }
 
+// Failed before: run's summary on stderr and its --json/--json-file quoted the job's failing
+// line as it was, secrets and all, while the index, analyze and pack redacted them.
+TEST(Secrets, RunsOwnSummaryAndJsonRedactTheJobsFailingLine) {
+  testing::TempDir tmp;
+  const std::string line =
+      "RuntimeError: CUDA error: an illegal memory access was encountered (uploading to "
+      "https://ml:S3cretPw0rd@metrics.example.org with " +
+      HfToken() + ")";
+  const std::vector<std::string> job = {"--", "sh", "-c", "echo '" + line + "' >&2; exit 1"};
+  auto run = [&](std::vector<std::string> options) {
+    std::vector<std::string> args = {"run", "--bundle-dir", tmp / "bundles", "--no-snapshot"};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), job.begin(), job.end());
+    return GtPrivate(args, tmp / "home");
+  };
+  PrivacyOut text = run({});
+  EXPECT_EQ(text.status, 1) << text.err;
+  // The job's own stderr passes through as it was; gputriage's summary after it is redacted.
+  size_t own = text.err.find(line + "\n");
+  ASSERT_NE(own, std::string::npos) << text.err;
+  std::string said = text.err.substr(0, own) + text.err.substr(own + line.size() + 1);
+  EXPECT_NE(said.find("gputriage: "), std::string::npos) << text.err;
+  EXPECT_NE(said.find("<redacted>"), std::string::npos) << text.err;
+  ExpectNoSecret(said, "run's summary");
+  PrivacyOut json = run({"--json"});
+  EXPECT_EQ(json.status, 1) << json.err;
+  EXPECT_NE(json.out.find("<redacted>"), std::string::npos) << json.out;
+  ExpectNoSecret(json.out, "run --json");
+  const std::string json_file = tmp / "run.json";
+  PrivacyOut file = run({"--json-file", json_file});
+  EXPECT_EQ(file.status, 1) << file.err;
+  EXPECT_NE(ReadAll(json_file).find("<redacted>"), std::string::npos) << ReadAll(json_file);
+  ExpectNoSecret(ReadAll(json_file), "run --json-file");
+}
+
 TEST(Secrets, ACrashedJobsCommandLineIsRedactedWhereverItIsShownOrStored) {
   testing::TempDir tmp;
   const std::string home = tmp / "home";
@@ -206,8 +241,10 @@ TEST(ReadOnlyStore, ListShowAndDiffReadADatabaseThatCannotBeWritten) {
   EXPECT_EQ(Json::parse(list_file.out, nullptr, false)["snapshots"].size(), 2u) << list_file.out;
   // A database the user cannot read: show and diff say why, naming it.
   ASSERT_EQ(::chmod(db.c_str(), ::geteuid() == 0 ? 0200 : 0000), 0);
+  // The store's failure (3), as `snapshot list` says for the same database (issue 32: it was 2).
   PrivacyOut denied = GtPrivate({"snapshot", "show", "1"}, home, true);
-  EXPECT_EQ(denied.status, 2);
+  EXPECT_EQ(denied.status, 3);
+  EXPECT_EQ(GtPrivate({"snapshot", "list"}, home, true).status, 3);
   EXPECT_NE(denied.err.find(db + ": cannot open: unable to open database file (SQLite code 14: Permission denied)"),
             std::string::npos)
       << denied.err;

@@ -1040,6 +1040,22 @@ TEST_F(RunTest, CoreFileWrittenIntoTheBundleAndAnalyzed) {
   EXPECT_EQ(TopFunction(p), "null_deref");
   EXPECT_EQ(p["classification"].value("kind", ""), "null-dereference");
   EXPECT_EQ(p.value("crashed_thread", 0), r.process.value("crashed_thread", -1));
+
+  // Failed before: a core.zst with bytes after the core (here 256 MiB of zeros, a few KB
+  // compressed) was decompressed whole into $TMPDIR; only what the ELF headers describe is.
+  std::string padded = tmp_ / "padded.core.zst";
+  auto zst = core::RunWithTimeout(
+      {"sh", "-c", "{ cat '" + core + "'; head -c 268435456 /dev/zero; } | zstd -q -c > '" + padded + "'"}, ro);
+  ASSERT_TRUE(zst.ok() && zst->exit_code == 0) << (zst.ok() ? zst->stderr_tail : zst.error().message);
+  ASSERT_LT(fs::file_size(padded), 4u << 20);
+  auto bomb = core::RunWithTimeout({GT_GPUTRIAGE_BIN, "analyze", padded, "--json"}, ro);
+  ASSERT_TRUE(bomb.ok());
+  EXPECT_EQ(bomb->exit_code, 1) << bomb->stderr_tail;
+  Json b = Json::parse(bomb->stdout_data, nullptr, false);
+  ASSERT_FALSE(b.is_discarded()) << bomb->stdout_data;
+  EXPECT_EQ(TopFunction(b["processes"][0]), "null_deref");
+  EXPECT_NE(bomb->stdout_data.find("decompressed only the "), std::string::npos) << bomb->stdout_data;
+  EXPECT_NE(bomb->stdout_data.find(" bytes its ELF headers describe"), std::string::npos);
 }
 
 TEST_F(RunTest, AnalyzeAKernelCore) {
@@ -1259,20 +1275,36 @@ TEST_F(RunTest, SignalsSentToGputriageReachTheWholeJobTree) {
   }
 }
 
+// A signal to gputriage during a --repeat series stops the series there. The interrupted run is
+// no reproduction: no bundle, and the verdict is over the runs that finished (here the first
+// passed, so "not reproduced", not "flaky 50%").
 TEST_F(RunTest, ASignalToGputriageEndsARepeatSeries) {
-  std::string out = tmp_ / "bg.out", err = tmp_ / "bg.err";
+  std::string out = tmp_ / "bg.out", err = tmp_ / "bg.err", marker = tmp_ / "ran-once";
   Background bg;
-  StartBackground(bg, bundles_, tmp_ / "home", {"--repeat", "3"}, {kCrasher, "hang"}, out, err);
+  StartBackground(bg, bundles_, tmp_ / "home", {"--repeat", "3", "--json"},
+                  {"sh", "-c", "test -e " + marker + " && exec " + kCrasher + " hang; touch " + marker + "; exit 0"},
+                  out, err);
   ASSERT_GE(bg.pid, 0);
   for (int i = 0; i < 1000 && ReadAll(out).find(" waiting") == std::string::npos; ++i) usleep(10000);
   ASSERT_NE(ReadAll(out).find(" waiting"), std::string::npos) << ReadAll(err);
   kill(bg.pid, SIGTERM);
   ASSERT_TRUE(bg.Wait(30)) << "gputriage went on with the series; stderr:\n" << ReadAll(err);
   EXPECT_TRUE(WIFEXITED(bg.status) && WEXITSTATUS(bg.status) == 128 + SIGTERM) << bg.status;
-  EXPECT_NE(ReadAll(err).find("gputriage: SIGTERM received: stopping after run 1 of 3"), std::string::npos)
+  EXPECT_NE(ReadAll(err).find("gputriage: SIGTERM received during run 2 of 3: stopped; that run is left out of the "
+                              "verdict"),
+            std::string::npos)
       << ReadAll(err);
-  EXPECT_NE(ReadAll(err).find("job killed by SIGTERM, sent to gputriage and passed on to the job"), std::string::npos)
-      << ReadAll(err);
+  EXPECT_TRUE(NewestBundle(bundles_).empty()) << "a bundle was written for the interrupt";
+  std::string text = ReadAll(out);
+  Json j = TrailingJson(text);
+  ASSERT_FALSE(j.is_discarded()) << text;
+  EXPECT_EQ(j["verdict"].value("verdict", ""), "not-reproduced") << j.dump();
+  EXPECT_EQ(j["verdict"].value("runs", 0), 1) << j.dump();
+  EXPECT_EQ(j["verdict"].value("failures", -1), 0) << j.dump();
+  EXPECT_EQ(j["verdict"].value("interrupted_run", 0), 2) << j.dump();
+  ASSERT_EQ(j["runs"].size(), 2u) << j.dump();
+  EXPECT_TRUE(j["runs"][1].value("interrupted", false)) << j.dump();
+  EXPECT_FALSE(j["runs"][1].value("failed", true)) << j.dump();
 }
 
 TEST_F(RunTest, CoreWithABundleDirectoryThatCannotBeCreatedStillRunsTheJob) {
@@ -1332,6 +1364,70 @@ TEST_F(RunTest, ABrokenOutputPipeReachesTheJob) {
   EXPECT_EQ(crash->stdout_data, "a\n");
   EXPECT_NE(crash->stderr_tail.find("status=139"), std::string::npos) << crash->stderr_tail;
   EXPECT_FALSE(NewestBundle(bundles_).empty()) << crash->stderr_tail;
+}
+
+// `run -- CMD > /dev/full` (a full disk: every write fails with ENOSPC): the job's output is
+// never lost silently. The user is told what was lost and why, the status is not 0, and the job
+// gets a write error where it can take one without being killed (it ignores SIGPIPE, as Python
+// does); a job that would die of SIGPIPE is left running and its output counted as lost.
+TEST_F(RunTest, OutputThatCannotBeWrittenIsNeverLostSilently) {
+  std::string gt = std::string(GT_GPUTRIAGE_BIN) + " run --bundle-dir " + bundles_ + " --no-snapshot";
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(60000);
+  ro.extra_env = {"GPUTRIAGE_HOME=" + (tmp_ / "home")};
+  auto shell = core::RunWithTimeout({"bash", "-c",
+                                     "timeout 20 " + gt +
+                                         " -- sh -c 'echo first; sleep 0.3; echo second; echo done >&2' >/dev/full; "
+                                         "echo \"status=$?\" >&2"},
+                                    ro);
+  ASSERT_TRUE(shell.ok());
+  const std::string& err = shell->stderr_tail;
+  EXPECT_NE(err.find("done\n"), std::string::npos) << err;  // the job ran to its end
+  EXPECT_NE(err.find("the job's standard output could not be written where it was going: No space left on device "
+                     "(after 0 bytes; 13 bytes of the job's output were lost, and the job was left running"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("status=1\n"), std::string::npos) << err;  // the job exited 0; its output was lost
+
+  auto python = core::RunWithTimeout(
+      {"bash", "-c",
+       "timeout 20 " + gt + " --json-file " + (tmp_ / "full.json") +
+           " -- python3 -c 'import time; print(\"first\", flush=True); time.sleep(0.5); print(\"second\", "
+           "flush=True)' >/dev/full; echo \"status=$?\" >&2"},
+      ro);
+  ASSERT_TRUE(python.ok());
+  const std::string& perr = python->stderr_tail;
+  EXPECT_NE(perr.find("and the job's next write to it failed (EPIPE)"), std::string::npos) << perr;
+  EXPECT_NE(perr.find("BrokenPipeError"), std::string::npos) << perr;  // Python saw its write fail
+  EXPECT_EQ(perr.find("status=0\n"), std::string::npos) << perr;
+  std::string json = ReadAll(tmp_ / "full.json");
+  Json j = Json::parse(json, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json << perr;
+  ASSERT_EQ(j["runs"][0]["output_lost"].size(), 1u) << json;
+  const Json& lost = j["runs"][0]["output_lost"][0];
+  EXPECT_EQ(lost.value("stream", ""), "stdout");
+  EXPECT_EQ(lost.value("error", ""), "No space left on device");
+  // "first" and its newline, which Python may write apart: the pipe is closed after the first piece.
+  EXPECT_GE(lost.value("lost_bytes", 0), 5);
+  EXPECT_LE(lost.value("lost_bytes", 0), 6);
+  EXPECT_TRUE(lost.value("job_write_failed", false));
+}
+
+// Failed before: `report BUNDLE` refused a whole bundle whose process.json was gone (a partial
+// copy); it is reported from what is left, the loss named.
+TEST_F(RunTest, ABundleThatLostItsProcessFileIsStillReported) {
+  JobRun r = Run({"sh", "-c", "echo 'RuntimeError: CUDA error: an illegal memory access was encountered' >&2; exit 1"});
+  ASSERT_FALSE(r.bundle.empty()) << r.err;
+  fs::remove(r.bundle + "/process.json");
+  auto report = testing::RunCli(GT_GPUTRIAGE_BIN, {"report", r.bundle}, {"GPUTRIAGE_HOME=" + (tmp_ / "home")});
+  EXPECT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("illegal memory access"), std::string::npos) << report.out;
+  auto json = testing::RunCli(GT_GPUTRIAGE_BIN, {"report", "--format", "json", r.bundle},
+                              {"GPUTRIAGE_HOME=" + (tmp_ / "home")});
+  EXPECT_EQ(json.status, 0) << json.err;
+  EXPECT_NE(json.out.find("process.json: missing"), std::string::npos) << json.out;
+  auto analyzed = testing::RunCli(GT_GPUTRIAGE_BIN, {"analyze", r.bundle}, {"GPUTRIAGE_HOME=" + (tmp_ / "home")});
+  EXPECT_LE(analyzed.status, 1) << analyzed.err;
 }
 
 // Leftovers of a gputriage killed with SIGKILL are removed by the next run when their writer is
