@@ -61,13 +61,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fs::remove_all(path, ec);
   fs::remove_all(target, ec);
   switch (state) {
-    case 1: std::ofstream(path) << "old"; break;
-    case 2: fs::create_directory(path, ec); break;
-    case 3: std::ofstream(target) << "target"; fs::create_symlink(target, path, ec); break;
-    case 4: fs::create_directory(target, ec); fs::create_symlink(target, path, ec); break;
-    case 5: fs::create_symlink(target, path, ec); break;
-    case 6: fs::create_symlink("/dev/null", path, ec); break;
-    default: break;
+    case 1:
+      std::ofstream(path) << "old";
+      break;
+    case 2:
+      fs::create_directory(path, ec);
+      break;
+    case 3:
+      std::ofstream(target) << "target";
+      fs::create_symlink(target, path, ec);
+      break;
+    case 4:
+      fs::create_directory(target, ec);
+      fs::create_symlink(target, path, ec);
+      break;
+    case 5:
+      fs::create_symlink(target, path, ec);
+      break;
+    case 6:
+      fs::create_symlink("/dev/null", path, ec);
+      break;
+    default:
+      break;
   }
   if (ec) return 0;
   auto written = gputriage::core::WriteOutputFile(path, "data");
@@ -78,12 +93,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1:
       Check(written.ok() && exists && S_ISREG(st.st_mode) && Contents(path) == "data");
       break;
-    case 2: Check(!written.ok() && exists && S_ISDIR(st.st_mode)); break;
-    case 3: Check(!written.ok() && exists && S_ISLNK(st.st_mode) && Contents(target) == "target"); break;
-    case 4: Check(!written.ok() && exists && S_ISLNK(st.st_mode) && fs::is_empty(target)); break;
-    case 5: Check(!written.ok() && exists && S_ISLNK(st.st_mode) && !fs::exists(target)); break;
-    case 6: Check(written.ok() && exists && S_ISLNK(st.st_mode)); break;
-    default: break;
+    case 2:
+      Check(!written.ok() && exists && S_ISDIR(st.st_mode));
+      break;
+    case 3:
+      Check(!written.ok() && exists && S_ISLNK(st.st_mode) && Contents(target) == "target");
+      break;
+    case 4:
+      Check(!written.ok() && exists && S_ISLNK(st.st_mode) && fs::is_empty(target));
+      break;
+    case 5:
+      Check(!written.ok() && exists && S_ISLNK(st.st_mode) && !fs::exists(target));
+      break;
+    case 6:
+      Check(written.ok() && exists && S_ISLNK(st.st_mode));
+      break;
+    default:
+      break;
   }
   fs::remove_all(path, ec);
   fs::remove_all(target, ec);

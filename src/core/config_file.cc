@@ -18,8 +18,7 @@ std::string Shown(std::string_view line) {
 }
 
 bool IsKeyChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
 }
 
 // A bare or quoted key, or dotted keys of them.
@@ -72,9 +71,9 @@ Result<void> CheckConfigSyntax(std::string_view text, std::string_view name) {
                          "config file {}: not UTF-8 text (invalid UTF-8 or control bytes, which TOML does not allow)",
                          name);
   }
-  int open_array = 0;         // brackets an array value left open, carried to later lines
-  std::string_view triple;    // the triple quote a multi-line string waits for
-  size_t value_line = 0;      // where the open value began
+  int open_array = 0;       // brackets an array value left open, carried to later lines
+  std::string_view triple;  // the triple quote a multi-line string waits for
+  size_t value_line = 0;    // where the open value began
   size_t number = 0;
   for (std::string_view raw : Split(text, '\n')) {
     ++number;
@@ -86,8 +85,8 @@ Result<void> CheckConfigSyntax(std::string_view text, std::string_view name) {
     if (open_array > 0) {
       std::optional<int> depth = OpenBrackets(line);
       if (!depth) {
-        return MakeErrorCode(ErrorCode::kInvalidArgument, "config file {}, line {}: a string is not closed: {}",
-                             name, number, Shown(line));
+        return MakeErrorCode(ErrorCode::kInvalidArgument, "config file {}, line {}: a string is not closed: {}", name,
+                             number, Shown(line));
       }
       open_array += *depth;
       continue;
@@ -97,13 +96,12 @@ Result<void> CheckConfigSyntax(std::string_view text, std::string_view name) {
       size_t close = line.find(']');
       std::string_view rest = close == std::string_view::npos ? std::string_view() : Trim(line.substr(close + 1));
       while (!rest.empty() && rest.front() == ']') rest = Trim(rest.substr(1));  // [[array.of.tables]]
-      std::string_view section =
-          close == std::string_view::npos ? std::string_view() : Trim(line.substr(1, close - 1));
+      std::string_view section = close == std::string_view::npos ? std::string_view() : Trim(line.substr(1, close - 1));
       if (!section.empty() && section.front() == '[') section = Trim(section.substr(1));
       if (close == std::string_view::npos || !IsKey(section) || (!rest.empty() && rest.front() != '#')) {
         return MakeErrorCode(ErrorCode::kInvalidArgument,
-                             "config file {}, line {}: `{}` is not a section header (expected [command])", name,
-                             number, Shown(line));
+                             "config file {}, line {}: `{}` is not a section header (expected [command])", name, number,
+                             Shown(line));
       }
       continue;
     }
