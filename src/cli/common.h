@@ -67,6 +67,8 @@ Command LibsCommand();
 Command ValidateCommand();
 Command BundlesCommand();
 Command CaptureCommand();
+Command AgentCommand();
+Command EventsCommand();
 
 /// Prints "gputriage: <message>" to stderr; under --json (SetJsonErrors) one JSON line instead:
 /// {"error": {"code": "error", "exit_code": null, "message": ..., "path": ...}}.

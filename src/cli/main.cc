@@ -23,7 +23,8 @@ const std::vector<Command>& Commands() {
     run.usage_exit = kExitNotStarted;
     return std::vector<Command>{
         DoctorCommand(), SnapshotCommand(), run,           CaptureCommand(),  BundlesCommand(), AnalyzeCommand(),
-        ReportCommand(), InspectCommand(),  LibsCommand(), ValidateCommand(), KbCommand(),      ProbeCommand()};
+        ReportCommand(), InspectCommand(),  LibsCommand(), ValidateCommand(), KbCommand(),      AgentCommand(),
+        EventsCommand(), ProbeCommand()};
   }();
   return kCommands;
 }

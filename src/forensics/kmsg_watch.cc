@@ -57,6 +57,13 @@ void KmsgWatch::Drain() {
   }
 }
 
+std::vector<kmsg::Record> KmsgWatch::TakeRecords() {
+  std::vector<kmsg::Record> taken = std::move(records_);
+  records_.clear();
+  raw_.clear();
+  return taken;
+}
+
 std::vector<int> PidsInMessage(std::string_view message) {
   static const RE2 kPid(R"((?:\bpid[=: ]|Killed process )\s*(\d{1,9})\b)");
   std::vector<int> pids;

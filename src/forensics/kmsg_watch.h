@@ -40,6 +40,9 @@ class KmsgWatch {
   void Drain();
 
   const std::vector<kmsg::Record>& records() const { return records_; }
+  /// The records read so far, handed over and forgotten (with the raw lines): a reader that
+  /// runs for days keeps nothing it has passed on.
+  std::vector<kmsg::Record> TakeRecords();
   /// The raw record lines as read (the bundle's kmsg.log), one per record.
   const std::string& raw() const { return raw_; }
   size_t lost() const { return lost_; }

@@ -27,18 +27,18 @@ using core::Json;
 
 constexpr std::string_view kHtmlToken = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
 
-struct Out {
+struct ExecOut {
   int status = -1;
   std::string out, err;
 };
 
-Out Exec(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+ExecOut Exec(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
   core::RunOptions ro;
   ro.timeout = std::chrono::milliseconds(60000);
   ro.max_stderr_bytes = 1 << 20;
   ro.extra_env = env;
   auto r = core::RunWithTimeout(args, ro);
-  Out o;
+  ExecOut o;
   if (!r.ok()) {
     o.err = r.error().message;
     return o;
@@ -154,7 +154,7 @@ c.errors += [f"<{t}> not closed" for t in c.stack]
 print(json.dumps({"errors": c.errors, "markers": c.markers, "svg": c.svg, "records": c.rows,
                   "scripts": c.scripts, "handlers": c.handlers, "loads": c.loads, "links": c.links}))
 )PY";
-  Out parsed = Exec({"python3", script, page});
+  ExecOut parsed = Exec({"python3", script, page});
   EXPECT_EQ(parsed.status, 0) << parsed.err;
   return Json::parse(parsed.out, nullptr, false);
 }
@@ -178,7 +178,7 @@ TEST(ReportHtml, ARealBundleWithKernelLogRecords) {
   const std::string script = std::string("echo '<script>alert(1)</script>' >&2; ") +
                              "echo '<img src=x onerror=alert(1)>' >&2; echo '[x](javascript:alert(1))' >&2; " +
                              "echo secret " + std::string(kHtmlToken) + " >&2; kill -SEGV $$";
-  Out run =
+  ExecOut run =
       Exec({GT_GPUTRIAGE_BIN, "run", "--bundle-dir", tmp / "bundles", "--no-snapshot", "--", "sh", "-c", script}, env);
   ASSERT_EQ(run.status, 139) << run.err;
   const std::string bundle = OnlyBundle(tmp / "bundles");
@@ -200,7 +200,7 @@ TEST(ReportHtml, ARealBundleWithKernelLogRecords) {
   std::ofstream(bundle + "/process.json", std::ios::binary) << process.dump(2);
   std::ofstream(bundle + "/kmsg.log", std::ios::binary | std::ios::app) << raw;
 
-  Out html = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "html", bundle}, env);
+  ExecOut html = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "html", bundle}, env);
   ASSERT_EQ(html.status, 0) << html.err;
   EXPECT_EQ(html.out.find(kHtmlToken), std::string::npos);
   EXPECT_EQ(html.out.find(kHtmlToken.substr(0, 12)), std::string::npos);
@@ -236,7 +236,7 @@ TEST(ReportHtml, ARealBundleWithKernelLogRecords) {
   char boot_text[32];
   strftime(boot_text, sizeof boot_text, "%Y-%m-%dT%H:%M:%SZ", gmtime(&boot));
   std::ofstream(bundle + "/snapshot.json") << Json{{"schema_version", 1}, {"host", {{"boot_time", boot_text}}}}.dump();
-  Out aligned = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "html", bundle}, env);
+  ExecOut aligned = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "html", bundle}, env);
   ASSERT_EQ(aligned.status, 0) << aligned.err;
   Json page2 = ParseWithPython(aligned.out, tmp.path());
   ExpectSafePage(page2);
@@ -253,10 +253,10 @@ TEST(ReportHtml, ARealBundleWithKernelLogRecords) {
   EXPECT_GT(std::stod(row[1]), -5.0);
 
   // The Markdown and JSON reports are as they were: the job's records only, no timeline.
-  Out md = Exec({GT_GPUTRIAGE_BIN, "report", bundle}, env);
+  ExecOut md = Exec({GT_GPUTRIAGE_BIN, "report", bundle}, env);
   EXPECT_EQ(md.out.find("Xid (PCI:0000:00:06): 31"), std::string::npos) << md.out;
   EXPECT_NE(md.out.find(fmt::format("Xid (PCI:0000:00:06): 43, pid={}", pid)), std::string::npos) << md.out;
-  Out json = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "json", bundle}, env);
+  ExecOut json = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "json", bundle}, env);
   Json report = Json::parse(json.out, nullptr, false);
   ASSERT_TRUE(report.is_object());
   EXPECT_FALSE(report.contains("timeline"));
@@ -269,14 +269,15 @@ TEST(ReportCli, ChangesSinceABaselineSnapshotFile) {
   const std::vector<std::string> env = {"GPUTRIAGE_HOME=" + (tmp / "home")};
   std::vector<std::string> baseline_env = env;
   baseline_env.push_back("CUDA_LAUNCH_BLOCKING=1");
-  Out snapshot = Exec({GT_GPUTRIAGE_BIN, "snapshot", "--json"}, baseline_env);
+  ExecOut snapshot = Exec({GT_GPUTRIAGE_BIN, "snapshot", "--json"}, baseline_env);
   ASSERT_EQ(snapshot.status, 0) << snapshot.err;
   const std::string baseline = tmp / "good.json";
   std::ofstream(baseline, std::ios::binary) << snapshot.out;
-  Out run = Exec({GT_GPUTRIAGE_BIN, "run", "--bundle-dir", tmp / "bundles", "--", "sh", "-c", "kill -SEGV $$"}, env);
+  ExecOut run =
+      Exec({GT_GPUTRIAGE_BIN, "run", "--bundle-dir", tmp / "bundles", "--", "sh", "-c", "kill -SEGV $$"}, env);
   ASSERT_EQ(run.status, 139) << run.err;
   const std::string bundle = OnlyBundle(tmp / "bundles");
-  Out json = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "json", "--baseline", baseline, bundle}, env);
+  ExecOut json = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "json", "--baseline", baseline, bundle}, env);
   ASSERT_EQ(json.status, 0) << json.err;
   Json report = Json::parse(json.out, nullptr, false);
   ASSERT_TRUE(report["baseline"]["changes"].is_array()) << json.out;
@@ -286,10 +287,10 @@ TEST(ReportCli, ChangesSinceABaselineSnapshotFile) {
     removed = removed || (c["kind"] == "env_removed" && c["path"] == "env.variables.CUDA_LAUNCH_BLOCKING");
   }
   EXPECT_TRUE(removed) << report["baseline"].dump(1);
-  Out md = Exec({GT_GPUTRIAGE_BIN, "report", "--baseline", baseline, bundle}, env);
+  ExecOut md = Exec({GT_GPUTRIAGE_BIN, "report", "--baseline", baseline, bundle}, env);
   EXPECT_NE(md.out.find("### Changes since the baseline"), std::string::npos) << md.out;
   EXPECT_NE(md.out.find("`env.variables.CUDA_LAUNCH_BLOCKING`"), std::string::npos) << md.out;
-  Out missing = Exec({GT_GPUTRIAGE_BIN, "report", "--baseline", tmp / "absent.json", bundle}, env);
+  ExecOut missing = Exec({GT_GPUTRIAGE_BIN, "report", "--baseline", tmp / "absent.json", bundle}, env);
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("--baseline: "), std::string::npos) << missing.err;
   EXPECT_NE(missing.err.find("absent.json"), std::string::npos) << missing.err;
@@ -306,7 +307,7 @@ std::string Chromium() {
   return "";
 }
 
-Out Browser(const std::string& dir, std::vector<std::string> args) {
+ExecOut Browser(const std::string& dir, std::vector<std::string> args) {
   const std::string chromium = Chromium();
   std::vector<std::string> cmd = {chromium,
                                   "--headless",
@@ -323,7 +324,7 @@ Out Browser(const std::string& dir, std::vector<std::string> args) {
 }
 
 uintmax_t Screenshot(const std::string& dir, const std::string& page, const std::string& png) {
-  Out shot = Browser(dir, {"--window-size=1200,3000", "--screenshot=" + png, "file://" + page});
+  ExecOut shot = Browser(dir, {"--window-size=1200,3000", "--screenshot=" + png, "file://" + page});
   EXPECT_EQ(shot.status, 0) << shot.err;
   std::string bytes = ReadAll(png);
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << png;
@@ -342,7 +343,7 @@ TEST(ReportHtml, RendersInAHeadlessBrowser) {
   testing::TempDir tmp;
   const std::vector<std::string> env = {"GPUTRIAGE_HOME=" + (tmp / "home")};
   // Two runs, both killed by SIGSEGV: one bundle, whose repeat.json has the series.
-  Out run = Exec(
+  ExecOut run = Exec(
       {GT_GPUTRIAGE_BIN, "run", "--repeat", "2", "--bundle-dir", tmp / "bundles", "--", "sh", "-c", "kill -SEGV $$"},
       env);
   ASSERT_EQ(run.status, 139) << run.err;
@@ -361,12 +362,12 @@ TEST(ReportHtml, RendersInAHeadlessBrowser) {
          "0.022,0,32,71.2,345,2619,0.0,gpu_idle\n0.222,0,32,71.1,345,2619,0.0,gpu_idle\n"
          "0.422,0,41,560.3,1980,2619,1228.8,\n0.622,0,45,564.7,1980,2619,1228.8,sw_power_cap\n";
   const std::string page = tmp / "report.html";
-  Out report = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "html", "-o", page, bundle}, env);
+  ExecOut report = Exec({GT_GPUTRIAGE_BIN, "report", "--format", "html", "-o", page, bundle}, env);
   ASSERT_EQ(report.status, 0) << report.err;
   const std::string html = ReadAll(page);
 
   // Loads: the DOM the browser built, and nothing refused or thrown on the way.
-  Out dom = Browser(tmp.path(), {"--dump-dom", "file://" + page});
+  ExecOut dom = Browser(tmp.path(), {"--dump-dom", "file://" + page});
   ASSERT_EQ(dom.status, 0) << dom.err;
   EXPECT_EQ(dom.err.find("Refused to"), std::string::npos) << "a Content-Security-Policy violation:\n" << dom.err;
   EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;

@@ -557,6 +557,12 @@ def check_everything(c):
     rc, _, err = c.run(["analyze", "--json", os.path.join(tmp, "no-such-file")], "analyze a missing file", {2})
     c.error_lines("analyze a missing file", rc, err, only_json=False)
 
+    # The agent's events file (the fuzz seed line, as the agent writes one) and `events --json`
+    # over it. The agent itself is checked by tests/integration/agent_test.cc (it needs root).
+    seed_event = os.path.join(SOURCE, "fuzz", "corpus", "job_attribution", "event-line.json")
+    c.file("events file line", seed_event, "event.schema.json")
+    c.json_output(["events", "--json", "--events-file", seed_event], "events.schema.json", expect=(0,))
+
     # report --format json: bundles and logs.
     for b in bundles:
         c.json_output(["report", "--format", "json", b], "report.schema.json",

@@ -1,0 +1,205 @@
+// `gputriage agent` as it runs on a node: a real agent process follows the real /dev/kmsg; real
+// Xid and amdgpu lines naming a real process in a real Slurm-shaped cgroup become events tied to
+// its job, on the events file, in the counter served on /metrics, and in `gputriage events`.
+// Needs root (writing /dev/kmsg, making cgroups); skipped otherwise.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "capture_tree.h"
+#include "core/json_parse.h"
+#include "core/subprocess.h"
+#include "core/text.h"
+#include "integration_util.h"
+#include "run_cli.h"
+
+namespace gputriage {
+namespace {
+
+namespace fs = std::filesystem;
+using core::Json;
+
+// A child process started with `argv` and `env`, its stderr in `err_path`; killed at the end.
+struct AgentChild {
+  pid_t pid = -1;
+  void Start(std::vector<std::string> argv, const std::vector<std::string>& env, const std::string& err_path) {
+    pid = fork();
+    if (pid == 0) {
+      int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (err >= 0) dup2(err, 2);
+      int null = ::open("/dev/null", O_RDWR);
+      if (null >= 0) dup2(null, 0), dup2(null, 1);
+      for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+      std::vector<char*> args;
+      for (std::string& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      execvp(args[0], args.data());
+      _exit(127);
+    }
+  }
+  int Stop(int sig = SIGTERM) {
+    if (pid <= 0) return -1;
+    kill(pid, sig);
+    int status = 0;
+    for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  ~AgentChild() { Stop(SIGKILL); }
+};
+
+// A cgroup v1 (pids) or v2 directory shaped as Slurm's, holding `pid`; removed at the end.
+struct SlurmCgroup {
+  std::string root, leaf;
+  bool Make(int pid) {
+    for (const char* base : {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+      if (!fs::exists(std::string(base) + "/cgroup.procs")) continue;
+      root = std::string(base) + "/gt-agent-test-" + std::to_string(getpid());
+      leaf = root + "/slurm/uid_0/job_4242/step_0";
+      std::error_code ec;
+      fs::create_directories(leaf, ec);
+      if (ec) continue;
+      std::ofstream(leaf + "/cgroup.procs") << pid << std::flush;
+      if (ReadAll("/proc/" + std::to_string(pid) + "/cgroup").find("job_4242") != std::string::npos) {
+        parent = base;
+        return true;
+      }
+      Remove();
+    }
+    return false;
+  }
+  void Remove() {
+    if (root.empty()) return;
+    for (std::string dir = leaf; dir.size() >= root.size(); dir = fs::path(dir).parent_path().string()) {
+      std::string procs = ReadAll(dir + "/cgroup.procs");
+      for (size_t at = 0; at < procs.size();) {
+        size_t nl = procs.find('\n', at);
+        std::ofstream(parent + "/cgroup.procs") << procs.substr(at, nl - at) << std::flush;
+        at = nl == std::string::npos ? procs.size() : nl + 1;
+      }
+      ::rmdir(dir.c_str());
+    }
+    root.clear();
+  }
+  ~SlurmCgroup() { Remove(); }
+  std::string parent;
+};
+
+std::string Curl(const std::string& url) {
+  core::RunOptions ro;
+  ro.timeout = std::chrono::milliseconds(10000);
+  auto r = core::RunWithTimeout({"curl", "-sf", url}, ro);
+  return r.ok() ? r->stdout_data : "";
+}
+
+TEST(Agent, KernelLogRecordsBecomeEventsTiedToTheJobAndCounted) {
+  if (::geteuid() != 0 || ::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "writing /dev/kmsg needs root";
+  testing::TempDir tmp;
+  const std::string events = tmp / "events.jsonl", agent_err = tmp / "agent.err";
+  AgentChild agent;
+  agent.Start({GT_GPUTRIAGE_BIN, "agent", "--listen", "127.0.0.1:0", "--events-file", events, "--interval", "0.2"}, {},
+              agent_err);
+  std::string url;
+  for (int i = 0; i < 1000 && url.empty(); ++i) {
+    std::string said = ReadAll(agent_err);
+    size_t at = said.find("serving http://");
+    if (at != std::string::npos) url = said.substr(at + 8, said.find("/metrics", at) + 8 - at - 8);
+    if (url.empty()) usleep(10000);
+  }
+  ASSERT_FALSE(url.empty()) << ReadAll(agent_err);
+  // Before anything happened: the counters are there, at zero.
+  EXPECT_NE(Curl(url).find("gputriage_kernel_log_records_lost_total 0\n"), std::string::npos) << Curl(url);
+
+  // The job: a real process with Slurm's rank variables, in a Slurm-shaped cgroup.
+  AgentChild job;
+  job.Start({"sleep", "60"}, {"SLURM_PROCID=3", "LOCAL_RANK=1"}, tmp / "job.err");
+  SlurmCgroup cgroup;
+  bool in_cgroup = cgroup.Make(job.pid);
+  std::ofstream("/dev/kmsg") << "NVRM: Xid (PCI:0000:00:06): 31, pid=" << job.pid
+                             << ", name=sleep, Ch 00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS" << std::flush;
+  std::ofstream("/dev/kmsg") << "amdgpu 0000:03:00.0: amdgpu: [gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 "
+                                "pasid:32769, for process sleep pid "
+                             << job.pid << " thread sleep pid " << job.pid << ")" << std::flush;
+  std::ofstream("/dev/kmsg") << "gputriage agent test: an unrelated line" << std::flush;
+  std::vector<Json> lines;
+  for (int i = 0; i < 1000 && lines.size() < 2; ++i) {
+    lines.clear();
+    const std::string text = ReadAll(events);
+    for (std::string_view line : core::Split(text, '\n')) {
+      if (!line.empty()) lines.push_back(Json::parse(line, nullptr, false));
+    }
+    if (lines.size() < 2) usleep(10000);
+  }
+  ASSERT_EQ(lines.size(), 2u) << ReadAll(events) << ReadAll(agent_err);
+  const Json& xid = lines[0];
+  EXPECT_EQ(xid.value("error_type", ""), "xid_31");
+  EXPECT_EQ(xid.value("kind", ""), "kernel_log");
+  EXPECT_EQ(xid.value("pid", 0), job.pid);
+  EXPECT_EQ(xid.value("pci_bus_id", ""), "0000:00:06.0");
+  EXPECT_NE(xid.value("executable", "").find("sleep"), std::string::npos) << xid.dump();
+  EXPECT_EQ(xid.value("rank", ""), "3");
+  EXPECT_EQ(xid.value("local_rank", ""), "1");
+  for (const char* key : {"time", "host", "kind", "error_type", "gpu", "pid", "job", "pod", "bundle"}) {
+    EXPECT_TRUE(xid.contains(key)) << key;
+  }
+  EXPECT_EQ(lines[1].value("error_type", ""), "amdgpu_vm_fault");
+  if (in_cgroup) {
+    EXPECT_EQ(xid.value("job", ""), "4242") << xid.dump();
+    EXPECT_EQ(xid.value("job_step", ""), "0") << xid.dump();
+    EXPECT_EQ(lines[1].value("job", ""), "4242");
+  }
+  std::string metrics = Curl(url);
+  std::string job_label = in_cgroup ? "4242" : "";
+  EXPECT_NE(
+      metrics.find("gputriage_gpu_errors_total{error_type=\"xid_31\",gpu=\"\",UUID=\"\",pci_bus_id=\"0000:00:06.0\","
+                   "job=\"" +
+                   job_label + "\",pod=\"\",namespace=\"\"} 1\n"),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("gputriage_agent_events_written_total 2\n"), std::string::npos) << metrics;
+
+  // `gputriage events` reads them back, by job.
+  auto read = testing::RunCli(GT_GPUTRIAGE_BIN, {"events", "--events-file", events, "--json"});
+  EXPECT_EQ(read.status, 0) << read.err;
+  Json all = Json::parse(read.out, nullptr, false);
+  ASSERT_TRUE(all.is_object()) << read.out;
+  EXPECT_EQ(all["events"].size(), 2u);
+  if (in_cgroup) {
+    auto by_job = testing::RunCli(GT_GPUTRIAGE_BIN, {"events", "--events-file", events, "--job", "4242"});
+    EXPECT_NE(by_job.out.find("xid_31"), std::string::npos) << by_job.out;
+    auto other = testing::RunCli(GT_GPUTRIAGE_BIN, {"events", "--events-file", events, "--job", "1"});
+    EXPECT_EQ(other.out, "no events\n");
+  }
+  EXPECT_EQ(agent.Stop(SIGTERM), 0) << ReadAll(agent_err);
+}
+
+TEST(Agent, BadOptionsAndAnAddressInUseAreRefusedClearly) {
+  testing::TempDir tmp;
+  auto bad = testing::RunCli(GT_GPUTRIAGE_BIN, {"agent", "--listen", "nowhere"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("not ADDR:PORT"), std::string::npos) << bad.err;
+  auto interval = testing::RunCli(GT_GPUTRIAGE_BIN, {"agent", "--interval", "0"});
+  EXPECT_EQ(interval.status, 2);
+  auto kmsg = testing::RunCli(GT_GPUTRIAGE_BIN, {"agent", "--listen", "127.0.0.1:0", "--kmsg", tmp / "none"});
+  EXPECT_EQ(kmsg.status, 2);
+  EXPECT_NE(kmsg.err.find("kernel log " + (tmp / "none")), std::string::npos) << kmsg.err;
+  auto events = testing::RunCli(GT_GPUTRIAGE_BIN, {"events", "--events-file", tmp / "none.jsonl"});
+  EXPECT_EQ(events.status, 2);
+  EXPECT_NE(events.err.find(tmp / "none.jsonl"), std::string::npos) << events.err;
+}
+
+}  // namespace
+}  // namespace gputriage
