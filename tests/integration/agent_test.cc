@@ -2,8 +2,11 @@
 // Xid and amdgpu lines naming a real process in a real Slurm-shaped cgroup become events tied to
 // its job, on the events file, in the counter served on /metrics, and in `gputriage events`.
 // Needs root (writing /dev/kmsg, making cgroups); skipped otherwise.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,11 +132,13 @@ TEST(Agent, KernelLogRecordsBecomeEventsTiedToTheJobAndCounted) {
   SlurmCgroup cgroup;
   bool in_cgroup = cgroup.Make(job.pid);
   std::ofstream("/dev/kmsg") << "NVRM: Xid (PCI:0000:00:06): 31, pid=" << job.pid
-                             << ", name=sleep, Ch 00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS" << std::flush;
+                             << ", name=sleep, Ch 00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS\n"
+                             << std::flush;
   std::ofstream("/dev/kmsg") << "amdgpu 0000:03:00.0: amdgpu: [gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 "
                                 "pasid:32769, for process sleep pid "
-                             << job.pid << " thread sleep pid " << job.pid << ")" << std::flush;
-  std::ofstream("/dev/kmsg") << "gputriage agent test: an unrelated line" << std::flush;
+                             << job.pid << " thread sleep pid " << job.pid << ")\n"
+                             << std::flush;
+  std::ofstream("/dev/kmsg") << "gputriage agent test: an unrelated line\n" << std::flush;
   std::vector<Json> lines;
   for (int i = 0; i < 1000 && lines.size() < 2; ++i) {
     lines.clear();
@@ -184,6 +189,99 @@ TEST(Agent, KernelLogRecordsBecomeEventsTiedToTheJobAndCounted) {
     EXPECT_EQ(other.out, "no events\n");
   }
   EXPECT_EQ(agent.Stop(SIGTERM), 0) << ReadAll(agent_err);
+}
+
+// A free TCP port on 127.0.0.1 (bound, read back, released).
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// Starts the agent on a free port; its base URL ("http://127.0.0.1:N"), "" when it did not come up.
+std::string StartAgent(AgentChild& agent, const std::string& events, const std::string& err) {
+  agent.Start({GT_GPUTRIAGE_BIN, "agent", "--listen", "127.0.0.1:0", "--events-file", events, "--interval", "0.2"}, {},
+              err);
+  for (int i = 0; i < 1000; ++i) {
+    std::string said = ReadAll(err);
+    size_t at = said.find("serving http://");
+    if (at != std::string::npos) return said.substr(at + 8, said.find("/metrics", at) - at - 8);
+    usleep(10000);
+  }
+  return "";
+}
+
+// The real Prometheus server (Debian's package), started here on 127.0.0.1, scrapes the agent;
+// its query API returns the counter, up by one after a real Xid line reached /dev/kmsg. Needs
+// prometheus (scripts/install-deps --servers; CI sets GPUTRIAGE_TEST_SERVERS=required) and root.
+TEST(Agent, TheRealPrometheusServerScrapesTheErrorCounter) {
+  if (::geteuid() != 0 || ::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "writing /dev/kmsg needs root";
+  const char* required = std::getenv("GPUTRIAGE_TEST_SERVERS");
+  if (::access("/usr/bin/prometheus", X_OK) != 0) {
+    if (required != nullptr && std::string(required) == "required") FAIL() << "prometheus is not installed";
+    GTEST_SKIP() << "prometheus is not installed (scripts/install-deps --servers)";
+  }
+  testing::TempDir tmp;
+  AgentChild agent;
+  std::string url = StartAgent(agent, tmp / "events.jsonl", tmp / "agent.err");
+  ASSERT_FALSE(url.empty()) << ReadAll(tmp / "agent.err");
+  int prom_port = FreePort();
+  ASSERT_GT(prom_port, 0);
+  std::ofstream(tmp / "prometheus.yml") << "global:\n  scrape_interval: 1s\n"
+                                        << "scrape_configs:\n  - job_name: gputriage\n    static_configs:\n"
+                                        << "      - targets: ['" << url.substr(7) << "']\n";
+  AgentChild prometheus;
+  prometheus.Start(
+      {"/usr/bin/prometheus", "--config.file=" + (tmp / "prometheus.yml"), "--storage.tsdb.path=" + (tmp / "tsdb"),
+       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+      {}, tmp / "prometheus.err");
+  const std::string api = "http://127.0.0.1:" + std::to_string(prom_port);
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready; ++i) {
+    ready = Curl(api + "/-/ready").find("Ready") != std::string::npos;
+    if (!ready) usleep(100000);
+  }
+  ASSERT_TRUE(ready) << ReadAll(tmp / "prometheus.err");
+  AgentChild job;
+  job.Start({"sleep", "60"}, {}, tmp / "job.err");
+  // Each record ends with a newline, as a driver's do: the kernel keeps a record without one open
+  // for continuation lines, and readers see it only when the next record comes.
+  std::ofstream("/dev/kmsg") << "NVRM: Xid (PCI:0000:00:06): 79, pid=" << job.pid
+                             << ", name=sleep, GPU has fallen off the bus.\n"
+                             << std::flush;
+  // The counter as Prometheus stored it, through its HTTP query API.
+  const std::string query = api + "/api/v1/query?query=gputriage_gpu_errors_total%7Berror_type%3D%22xid_79%22%7D";
+  std::string answer;
+  for (int i = 0; i < 300; ++i) {
+    answer = Curl(query);
+    if (answer.find("\"1\"]") != std::string::npos) break;
+    usleep(100000);
+  }
+  Json j = Json::parse(answer, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << answer;
+  if (j["data"]["result"].empty()) {
+    ADD_FAILURE() << "all series: " << Curl(api + "/api/v1/query?query=gputriage_gpu_errors_total")
+                  << "\nevents: " << ReadAll(tmp / "events.jsonl") << "\nmetrics: " << Curl(url + "/metrics")
+                  << "\nagent: " << ReadAll(tmp / "agent.err") << "\nurl: " << url;
+  }
+  EXPECT_EQ(j.value("status", ""), "success") << answer;
+  ASSERT_EQ(j["data"]["result"].size(), 1u) << answer;
+  const Json& series = j["data"]["result"][0];
+  EXPECT_EQ(series["metric"].value("__name__", ""), "gputriage_gpu_errors_total");
+  EXPECT_EQ(series["metric"].value("error_type", ""), "xid_79");
+  EXPECT_EQ(series["metric"].value("pci_bus_id", ""), "0000:00:06.0");
+  EXPECT_EQ(series["value"][1], "1") << answer;
+  prometheus.Stop();
+  EXPECT_EQ(agent.Stop(), 0);
 }
 
 TEST(Agent, BadOptionsAndAnAddressInUseAreRefusedClearly) {

@@ -389,11 +389,11 @@ TEST(CliTest, ASaveOnAReadOnlyFileSystemSaysSo) {
        "mount --bind '" + src.path() + "' '" + mnt.path() + "' && mount -o remount,bind,ro '" + mnt.path() + "'"},
       ro);
   if (!mounted.ok() || mounted->exit_code != 0) {
-    core::RunWithTimeout({"umount", mnt.path()}, ro);
+    (void)core::RunWithTimeout({"umount", mnt.path()}, ro);
     GTEST_SKIP() << "cannot make a read-only bind mount here";
   }
   CliRun saved = Gputriage({"snapshot", "--save", "--root", H200Root()}, {"GPUTRIAGE_HOME=" + mnt.path() + "/h"});
-  core::RunWithTimeout({"umount", mnt.path()}, ro);
+  (void)core::RunWithTimeout({"umount", mnt.path()}, ro);
   EXPECT_EQ(saved.exit_code, 3) << saved.err;
   EXPECT_NE(saved.err.find("the file system is read-only"), std::string::npos) << saved.err;
   EXPECT_EQ(saved.err.find("No such file or directory"), std::string::npos) << saved.err;
