@@ -82,10 +82,13 @@ core::Result<void> RunAgent(const AgentOptions& options, Metrics& metrics) {
   if (auto opened = kmsg.Open(options.kmsg_path); !opened.ok()) {
     return core::MakeError("kernel log {}: {}", options.kmsg_path, opened.error().message);
   }
+  auto open_events = [&options]() {
+    return core::ScopedFd(
+        ::open(options.events_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0640));
+  };
   core::ScopedFd events;
   if (!options.events_file.empty()) {
-    events = core::ScopedFd(
-        ::open(options.events_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0640));
+    events = open_events();
     if (!events.valid())
       return core::ErrnoError(errno, "events file {}: cannot open for appending", options.events_file);
   }
@@ -120,6 +123,16 @@ core::Result<void> RunAgent(const AgentOptions& options, Metrics& metrics) {
     if (kmsg.lost() > lost_seen) {
       metrics.Add(kRecordsLost, {}, static_cast<double>(kmsg.lost() - lost_seen));
       lost_seen = kmsg.lost();
+    }
+    if (options.reopen != nullptr && options.reopen->exchange(false) && !options.events_file.empty()) {
+      // The old file stays whole; a file that cannot be opened now keeps the old descriptor.
+      if (core::ScopedFd reopened = open_events(); reopened.valid()) {
+        events = std::move(reopened);
+        say(fmt::format("gputriage agent: events file {} reopened", options.events_file));
+      } else {
+        say(fmt::format("gputriage agent: events file {}: cannot reopen ({}); still writing the old one",
+                        options.events_file, std::strerror(errno)));
+      }
     }
     double now = NowEpoch();
     for (const kmsg::Record& record : kmsg.TakeRecords()) {

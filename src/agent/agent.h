@@ -24,7 +24,10 @@ struct AgentOptions {
   double interval_s = 1.0;
   std::string kmsg_path = "/dev/kmsg";
   EventContext context;
-  const std::atomic<bool>* stop = nullptr;      ///< set (by a signal handler) to end the loop
+  const std::atomic<bool>* stop = nullptr;  ///< set (by a signal handler) to end the loop
+  /// Set (by SIGHUP's handler) to reopen the events file by its name: after logrotate moved it,
+  /// events go to the new file. The agent clears it.
+  std::atomic<bool>* reopen = nullptr;
   std::function<void(const std::string&)> log;  ///< one line of what the agent does
 };
 

@@ -19,8 +19,10 @@ namespace gputriage::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reopen{false};
 
 void OnStopSignal(int) { g_stop.store(true); }
+void OnHangup(int) { g_reopen.store(true); }
 
 struct AgentFlags {
   std::string listen = "127.0.0.1:9402";
@@ -55,6 +57,7 @@ int RunAgentCommand(const AgentFlags& flags) {
   options.context.job_of = agent::JobOfProcess;
   options.context.executable_of = agent::ExecutableOfProcess;
   options.stop = &g_stop;
+  options.reopen = &g_reopen;
   options.log = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
@@ -63,6 +66,9 @@ int RunAgentCommand(const AgentFlags& flags) {
   stop.sa_handler = OnStopSignal;
   sigaction(SIGTERM, &stop, nullptr);
   sigaction(SIGINT, &stop, nullptr);
+  struct sigaction hangup {};
+  hangup.sa_handler = OnHangup;
+  sigaction(SIGHUP, &hangup, nullptr);
   auto ran = agent::RunAgent(options);
   if (!ran.ok()) return Fail("agent: " + ran.error().message, kExitUsage);
   return kExitOk;
@@ -138,7 +144,8 @@ Command AgentCommand() {
             "and counted in gputriage_gpu_errors_total{error_type,gpu,UUID,pci_bus_id,job,pod,namespace} on "
             "http://LISTEN/metrics (Prometheus text format 0.0.4). Not yet in this build: per-GPU telemetry "
             "metrics, crash collection for jobs not started under `run`, OpenTelemetry export. Under systemd "
-            "(Type=notify) it reports READY=1 and, with WatchdogSec=, WATCHDOG=1.");
+            "(Type=notify) it reports READY=1 and, with WatchdogSec=, WATCHDOG=1. SIGHUP reopens the events "
+            "file (after logrotate moved it).");
         app.add_option("--listen", flags->listen, "ADDR:PORT of /metrics (default 127.0.0.1:9402: this host only)")
             ->type_name("ADDR:PORT");
         app.add_option("--events-file", flags->events_file, "Append events here, one JSON object per line")

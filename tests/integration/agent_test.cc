@@ -330,6 +330,35 @@ TEST(Agent, AnOverrunKernelLogIsCountedAndTheAgentGoesOn) {
   EXPECT_EQ(agent.Stop(), 0);
 }
 
+// logrotate's way: the events file is moved aside and the agent told with SIGHUP; events go to a
+// new file of the same name, and the moved one keeps what it had.
+TEST(Agent, SighupReopensTheEventsFileAfterItWasMoved) {
+  if (::geteuid() != 0 || ::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "writing /dev/kmsg needs root";
+  testing::TempDir tmp;
+  const std::string events = tmp / "events.jsonl", rotated = tmp / "events.jsonl.1";
+  AgentChild agent;
+  ASSERT_FALSE(StartAgent(agent, events, tmp / "agent.err").empty()) << ReadAll(tmp / "agent.err");
+  auto xid = [](const char* bus, int code) {
+    std::ofstream("/dev/kmsg") << "NVRM: Xid (PCI:" << bus << "): " << code << ", pid=1, name=init, test\n"
+                               << std::flush;
+  };
+  auto wait_for = [](const std::string& path, const std::string& text) {
+    for (int i = 0; i < 1000 && ReadAll(path).find(text) == std::string::npos; ++i) usleep(10000);
+    return ReadAll(path).find(text) != std::string::npos;
+  };
+  xid("0000:7e:00", 62);
+  ASSERT_TRUE(wait_for(events, "\"xid_62\"")) << ReadAll(tmp / "agent.err");
+  ASSERT_EQ(::rename(events.c_str(), rotated.c_str()), 0);
+  ASSERT_EQ(kill(agent.pid, SIGHUP), 0);
+  ASSERT_TRUE(wait_for(tmp / "agent.err", "reopened")) << ReadAll(tmp / "agent.err");
+  xid("0000:7e:00", 63);
+  EXPECT_TRUE(wait_for(events, "\"xid_63\"")) << ReadAll(tmp / "agent.err");
+  EXPECT_EQ(ReadAll(events).find("xid_62"), std::string::npos);
+  EXPECT_EQ(ReadAll(rotated).find("xid_63"), std::string::npos);
+  EXPECT_NE(ReadAll(rotated).find("xid_62"), std::string::npos);
+  EXPECT_EQ(agent.Stop(), 0);
+}
+
 TEST(Agent, BadOptionsAndAnAddressInUseAreRefusedClearly) {
   testing::TempDir tmp;
   auto bad = testing::RunCli(GT_GPUTRIAGE_BIN, {"agent", "--listen", "nowhere"});
