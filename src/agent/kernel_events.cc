@@ -70,9 +70,10 @@ std::optional<core::GpuEvent> EventFromRecord(const kmsg::Record& record, const 
       event.gpu_uuid = gpu->second.uuid;
     }
   }
+  // The first pid the record names (an Xid's pid=, amdgpu's "for process ... pid N", the OOM
+  // killer's "Killed process N"); PidsInMessage keeps only positive ones.
   std::vector<int> pids = forensics::PidsInMessage(record.message);
-  if (xid && xid->pid) pids.insert(pids.begin(), static_cast<int>(*xid->pid));
-  if (!pids.empty() && pids.front() > 0) {
+  if (!pids.empty()) {
     int pid = pids.front();
     event.pid = pid;
     if (context.executable_of) event.executable = context.executable_of(pid);

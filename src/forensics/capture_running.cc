@@ -30,25 +30,11 @@
 namespace gputriage::forensics {
 namespace {
 
-// /proc/PID/status is ~1.5 KB.
-constexpr size_t kMaxStatusBytes = 64u << 10;
 constexpr size_t kMaxCmdlineBytes = 1u << 20;
 constexpr uint64_t kPfKthread = 0x00200000;  // include/linux/sched.h
 
-// A member of /proc/PID/status ("TracerPid", "Uid", ...): the text after the colon, trimmed.
-std::optional<std::string> StatusField(int pid, std::string_view key) {
-  auto status = core::ReadFile(fmt::format("/proc/{}/status", pid), kMaxStatusBytes);
-  if (!status.ok()) return std::nullopt;
-  for (std::string_view line : core::SplitLines(*status)) {
-    if (line.size() > key.size() && core::StartsWith(line, key) && line[key.size()] == ':') {
-      return std::string(core::Trim(line.substr(key.size() + 1)));
-    }
-  }
-  return std::nullopt;
-}
-
 std::optional<int> StatusInt(int pid, std::string_view key) {
-  std::optional<std::string> text = StatusField(pid, key);
+  std::optional<std::string> text = ProcStatusField(pid, key);
   if (!text) return std::nullopt;
   std::vector<std::string_view> words = core::SplitWhitespace(*text);
   if (words.empty()) return std::nullopt;

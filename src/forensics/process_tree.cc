@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "core/text.h"
 
 namespace gputriage::forensics {
 namespace {
@@ -83,6 +84,18 @@ std::vector<int> LiveDescendants(int ancestor, const std::set<int>& skip) {
 bool IsLive(int pid) {
   std::optional<ProcStat> f = ReadProcStat(pid);
   return f && f->state != 'Z' && f->state != 'X';
+}
+
+std::optional<std::string> ProcStatusField(int pid, std::string_view key) {
+  // /proc/PID/status is ~1.5 KB.
+  auto status = core::ReadFile(fmt::format("/proc/{}/status", pid), 64u << 10);
+  if (!status.ok()) return std::nullopt;
+  for (std::string_view line : core::SplitLines(*status)) {
+    if (line.size() > key.size() && core::StartsWith(line, key) && line[key.size()] == ':') {
+      return std::string(core::Trim(line.substr(key.size() + 1)));
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<uint64_t> ProcessStartTime(int pid) {

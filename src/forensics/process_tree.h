@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gputriage::forensics {
@@ -33,6 +34,10 @@ std::vector<int> LiveDescendants(int ancestor, const std::set<int>& skip = {});
 
 /// True while `pid` exists and has not exited (a zombie has).
 bool IsLive(int pid);
+
+/// A member of /proc/PID/status ("Tgid", "TracerPid", "SigIgn", ...; also /proc/TID/status of
+/// a thread): the text after "KEY:", trimmed; nullopt when the process or the member is not there.
+std::optional<std::string> ProcStatusField(int pid, std::string_view key);
 
 /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot; nullopt when
 /// it is gone (or /proc/PID/stat cannot be parsed).

@@ -37,8 +37,6 @@ namespace {
 using core::ScopedFd;
 
 constexpr int kTraceOptions = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
-// /proc/PID/status is ~1.5 KB.
-constexpr size_t kMaxTaskStatusBytes = 64u << 10;
 
 core::Result<std::pair<ScopedFd, ScopedFd>> MakePipe() {
   int fds[2];
@@ -52,11 +50,9 @@ void ContinueIfAlive(int tid, int sig) {
 }
 
 std::optional<int> ReadTgid(int tid) {
-  std::string status = core::ReadFile(fmt::format("/proc/{}/status", tid), kMaxTaskStatusBytes).value_or("");
-  for (std::string_view line : core::SplitLines(status)) {
-    if (line.rfind("Tgid:", 0) == 0) return std::atoi(std::string(line.substr(5)).c_str());
-  }
-  return std::nullopt;
+  std::optional<std::string> tgid = ProcStatusField(tid, "Tgid");
+  if (!tgid) return std::nullopt;
+  return std::atoi(tgid->c_str());
 }
 
 // Keeps the last `limit` bytes of a stream (amortised: trims when twice the limit).
@@ -360,12 +356,9 @@ bool Supervisor::JobIgnoresSigpipe() {
   std::vector<int> tree = TreeProcesses();
   if (tree.empty()) return false;
   for (int pid : tree) {
-    auto status = core::ReadFile(fmt::format("/proc/{}/status", pid), 64 * 1024);
-    if (!status.ok()) return false;
-    size_t at = status->find("\nSigIgn:");
-    if (at == std::string::npos) return false;
-    // "SigIgn:\t0000000000001000": strtoull skips the tab and stops at the newline.
-    unsigned long long ignored = std::strtoull(status->c_str() + at + 8, nullptr, 16);
+    std::optional<std::string> mask = ProcStatusField(pid, "SigIgn");  // "0000000000001000", hex
+    if (!mask) return false;
+    unsigned long long ignored = std::strtoull(mask->c_str(), nullptr, 16);
     if ((ignored & (1ull << (SIGPIPE - 1))) == 0) return false;
   }
   return true;
